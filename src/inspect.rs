@@ -1,0 +1,163 @@
+//! `mpiskel inspect`: what a trace holds.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use mpiskel_trace::summary::{summarize, TraceSummary};
+use mpiskel_trace::{ReadOptions, RunMeta, TiOptions, TraceFormat, TraceSet};
+use serde::Serialize;
+
+/// Show what a trace holds: ranks, calls per kind per rank, bytes, time inside MPI and between
+/// calls, and a summary of the communication matrix.
+///
+/// PATH is a trace directory written by `mpiskel trace`, one native rank file, or a SimGrid
+/// time-independent trace (its index file, a folder holding `trace.txt`, or a single action
+/// file with the lines of all ranks).
+///
+/// Examples:
+///   mpiskel inspect ring.trace
+///   mpiskel inspect --json ring.trace | jq .matrix
+///   mpiskel inspect --flops 2e9 ../shared/fixtures/npb/lu.S.4/trace.txt
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct InspectArgs {
+    /// The trace.
+    path: PathBuf,
+    /// Print one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+    /// For SimGrid traces: compute speed in flop/s that turns `compute` volumes into time.
+    #[arg(long, value_name = "FLOP/S", default_value_t = 1e9)]
+    flops: f64,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    path: String,
+    meta: Option<&'a RunMeta>,
+    #[serde(flatten)]
+    summary: &'a TraceSummary,
+}
+
+pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
+    anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
+    let set = TraceSet::open(&a.path, &opts)?;
+    let summary = summarize(&set);
+    let report = Report { path: a.path.display().to_string(), meta: set.meta.as_ref(), summary: &summary };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}
+
+fn render(r: &Report<'_>) -> String {
+    let s = r.summary;
+    let mut o = String::new();
+    let format = match s.format {
+        TraceFormat::Native => "native",
+        TraceFormat::SimgridTi => "SimGrid time-independent",
+    };
+    let _ = writeln!(o, "trace    {} ({format}, {} ranks)", r.path, s.ranks);
+    if let Some(m) = r.meta {
+        let _ = writeln!(o, "command  {}", m.command.join(" "));
+        let _ = writeln!(o, "mpi      {} ({}), wall time {:.3} s", m.mpi, m.mpi_version, m.wall_s);
+    }
+    let mpi_s: f64 = s.per_rank.iter().map(|p| p.mpi_s).sum();
+    let comp_s: f64 = s.per_rank.iter().map(|p| p.compute_s).sum();
+    let _ = writeln!(
+        o,
+        "calls    {} in all; span {:.6} s; summed over ranks: {:.6} s in MPI, {:.6} s between calls",
+        s.events, s.span_s, mpi_s, comp_s
+    );
+
+    // Records per kind per rank: one column per kind.
+    let mut kinds: Vec<&String> = s.per_rank.iter().flat_map(|p| p.records.keys()).collect();
+    kinds.sort();
+    kinds.dedup();
+    let _ = writeln!(o, "\nrecords per kind and rank");
+    let width = |k: &str| k.len().max(7);
+    let _ = write!(o, "{:>5}", "rank");
+    for k in &kinds {
+        let _ = write!(o, " {:>w$}", k, w = width(k));
+    }
+    let _ = writeln!(o);
+    for p in &s.per_rank {
+        let _ = write!(o, "{:>5}", p.rank.0);
+        for k in &kinds {
+            let _ = write!(o, " {:>w$}", p.records.get(*k).copied().unwrap_or(0), w = width(k));
+        }
+        let _ = writeln!(o);
+    }
+
+    let _ = writeln!(o, "\nper rank");
+    let _ = writeln!(
+        o,
+        "{:>5} {:>10} {:>12} {:>12} {:>12} {:>11} {:>11} {:>6}  host",
+        "rank", "calls", "p2p sent", "p2p recv", "collective", "MPI s", "compute s", "peers"
+    );
+    for p in &s.per_rank {
+        let _ = writeln!(
+            o,
+            "{:>5} {:>10} {:>12} {:>12} {:>12} {:>11.6} {:>11.6} {:>6}  {}",
+            p.rank.0,
+            p.events,
+            human_bytes(p.p2p_bytes_sent),
+            human_bytes(p.p2p_bytes_received),
+            human_bytes(p.collective_bytes),
+            p.mpi_s,
+            p.compute_s,
+            p.send_peers,
+            p.host.as_deref().unwrap_or("-")
+        );
+    }
+
+    let m = &s.matrix;
+    let _ = writeln!(o, "\ncommunication matrix (point-to-point sends)");
+    let _ = writeln!(
+        o,
+        "  {} directed pairs, {} messages, {}; degree {}..{}; {}",
+        m.pairs,
+        m.total.messages,
+        human_bytes(m.total.bytes),
+        m.degree_min,
+        m.degree_max,
+        if m.symmetric { "symmetric" } else { "not symmetric" }
+    );
+    if m.self_messages.messages > 0 || m.null_messages > 0 {
+        let _ = writeln!(
+            o,
+            "  {} self-messages ({}), {} sends to MPI_PROC_NULL",
+            m.self_messages.messages,
+            human_bytes(m.self_messages.bytes),
+            m.null_messages
+        );
+    }
+    if !m.top_pairs.is_empty() {
+        let _ = writeln!(o, "  heaviest pairs:");
+        for (src, dst, t) in &m.top_pairs {
+            let _ = writeln!(o, "    {src:>5} -> {dst:<5} {:>8} msgs {:>12}", t.messages, human_bytes(t.bytes));
+        }
+    }
+    if !s.collectives.is_empty() {
+        let list: Vec<String> = s.collectives.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(o, "\ncollectives (calls over all ranks): {}", list.join(", "));
+    }
+    o
+}

@@ -1,0 +1,45 @@
+//! `mpiskel`: turn the traces of an MPI application into a performance skeleton.
+//!
+//! This binary glues the stage crates together; each subcommand lives in its own module.
+
+mod inspect;
+mod record;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Turn the execution traces of an MPI application into a performance skeleton.
+///
+/// Record an application once with `mpiskel trace`, look at what was recorded with
+/// `mpiskel inspect`.
+#[derive(Debug, Parser)]
+#[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Trace(record::TraceArgs),
+    Inspect(inspect::InspectArgs),
+    Tracer(record::TracerArgs),
+}
+
+/// Exit codes: 0 success; 1 the work failed (bad input, failed run); 2 usage error (clap).
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Trace(a) => record::trace(a),
+        Command::Inspect(a) => inspect::inspect(a),
+        Command::Tracer(a) => record::tracer(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

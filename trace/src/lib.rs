@@ -1,0 +1,41 @@
+//! The trace crate: the event model every mpiskel stage shares, the trace formats, and the PMPI
+//! tracer that records them.
+//!
+//! - [`model`]: [`RankTrace`] (one rank's [`Event`]s in program order, compute as the gap before
+//!   each call), typed ids [`Rank`], [`CommId`], [`RequestId`], [`EventIdx`].
+//! - [`native`]: the native binary format (`trace/FORMAT.md`), streamed by [`NativeWriter`] and
+//!   [`NativeReader`]; the PMPI tracer (`trace/tracer/`, C) writes the same format.
+//! - [`ti`]: SimGrid time-independent traces (seed 002), as SimGrid 3.32 writes them.
+//! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
+//! - [`summary`]: the figures `mpiskel inspect` reports.
+//! - [`tracer`]: the tracer's C source, embedded so the CLI can build it for any installed MPI.
+//!
+//! ```no_run
+//! use mpiskel_trace::{summary::summarize, ReadOptions, TraceSet};
+//! let set = TraceSet::open("lu.trace".as_ref(), &ReadOptions::default())?;
+//! let s = summarize(&set);
+//! println!("{} ranks, {} MPI calls", s.ranks, s.events);
+//! # Ok::<(), mpiskel_trace::TraceError>(())
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+pub mod meta;
+pub mod model;
+pub mod native;
+mod resolve;
+mod set;
+pub mod summary;
+pub mod ti;
+pub mod tracer;
+
+pub use error::{Result, TraceError};
+pub use meta::RunMeta;
+pub use model::{
+    CommId, Completed, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace,
+    RequestId, Work,
+};
+pub use native::{NativeReader, NativeWriter};
+pub use resolve::resolve_any_source;
+pub use set::{ReadOptions, TraceFormat, TraceSet};
+pub use ti::TiOptions;

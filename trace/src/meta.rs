@@ -1,0 +1,56 @@
+//! `meta.json`: what `mpiskel trace` knows about a recorded run beyond the rank files.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, TraceError};
+
+/// The run a native trace directory was recorded from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Version of the `meta.json` layout (currently 1).
+    pub meta_version: u32,
+    /// The command that was traced, as given after `--`.
+    pub command: Vec<String>,
+    /// Number of ranks.
+    pub ranks: u32,
+    /// Host of each rank, in rank order.
+    pub hosts: Vec<String>,
+    /// The MPI implementation the tracer was built for (`openmpi` or `mpich`).
+    pub mpi: String,
+    /// The library's own version string (`MPI_Get_library_version`), first line.
+    pub mpi_version: String,
+    /// When the run started, seconds since the Unix epoch.
+    pub start_unix_s: f64,
+    /// Wall time of the whole traced command, seconds.
+    pub wall_s: f64,
+    /// Exit status of the traced command.
+    pub exit_code: i32,
+    /// Whether compute gaps carry instruction counts.
+    pub instructions: bool,
+    /// mpiskel version that recorded the trace.
+    pub mpiskel_version: String,
+}
+
+impl RunMeta {
+    /// Reads `meta.json`.
+    pub fn read(path: &Path) -> Result<RunMeta> {
+        let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
+        serde_json::from_str(&text).map_err(|e| TraceError::Corrupt {
+            path: path.to_path_buf(),
+            rank: None,
+            offset: 0,
+            reason: format!("line {} column {}: {e}", e.line(), e.column()),
+        })
+    }
+
+    /// Writes `meta.json` atomically.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).expect("RunMeta serializes");
+        std::fs::write(&tmp, text + "\n")
+            .and_then(|()| std::fs::rename(&tmp, path))
+            .map_err(|e| TraceError::io(path, e))
+    }
+}

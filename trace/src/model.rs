@@ -1,0 +1,393 @@
+//! The event model every mpiskel stage shares.
+//!
+//! A trace is one [`RankTrace`] per MPI process. Each holds the sequence of MPI calls the process
+//! made, as [`Event`]s, in program order. Computation is not an event: the time a process spends
+//! between two calls is the *gap* carried by the second call ([`Event::gap_ns`]), so a stream of
+//! events is also a stream of compute blocks.
+//!
+//! Ranks are always ranks of `MPI_COMM_WORLD`: the tracer translates every peer and root through
+//! the communicator the call used. Communicators are named by [`CommId`]s that are local to a
+//! rank; [`RankTrace::comms`] gives each one's members as world ranks.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A rank of `MPI_COMM_WORLD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Rank(pub u32);
+
+impl fmt::Display for Rank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The position of an event in its rank's stream (0 is the first call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EventIdx(pub u64);
+
+/// A communicator, numbered by the rank that traced it (0 is `MPI_COMM_WORLD`, 1 is
+/// `MPI_COMM_SELF`; others in order of creation). The same number on two ranks need not be the
+/// same communicator: compare their member lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CommId(pub u32);
+
+impl CommId {
+    /// `MPI_COMM_WORLD`.
+    pub const WORLD: CommId = CommId(0);
+    /// `MPI_COMM_SELF`.
+    pub const SELF: CommId = CommId(1);
+}
+
+/// A non-blocking request, numbered by the rank that started it. It links the call that started
+/// it (Isend, Irecv, Ibcast, …) with the Wait or Test that completed it. Numbers are never reused
+/// within a rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RequestId(pub u32);
+
+/// The other side of a point-to-point call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Peer {
+    /// A world rank. For receives posted with `MPI_ANY_SOURCE` this is the actual source, once
+    /// the completion that revealed it has been read.
+    Rank(Rank),
+    /// `MPI_ANY_SOURCE` whose actual source is unknown (the request never completed).
+    Any,
+    /// `MPI_PROC_NULL`: the call did nothing.
+    Null,
+}
+
+impl Peer {
+    /// The world rank, if there is one.
+    pub fn rank(self) -> Option<Rank> {
+        match self {
+            Peer::Rank(r) => Some(r),
+            Peer::Any | Peer::Null => None,
+        }
+    }
+}
+
+impl fmt::Display for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Peer::Rank(r) => write!(f, "{r}"),
+            Peer::Any => f.write_str("ANY"),
+            Peer::Null => f.write_str("NULL"),
+        }
+    }
+}
+
+macro_rules! ops {
+    ($( $variant:ident = $code:literal, $name:literal, $class:ident; )*) => {
+        /// Every MPI operation mpiskel records.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum Op { $( #[doc = concat!("`MPI_", $name, "`")] $variant ),* }
+
+        impl Op {
+            /// Every operation, in code order.
+            pub const ALL: &'static [Op] = &[$( Op::$variant ),*];
+
+            /// The operation's code in the native trace format (`trace/FORMAT.md`).
+            pub fn code(self) -> u8 {
+                match self { $( Op::$variant => $code ),* }
+            }
+
+            /// The operation with native code `code`.
+            pub fn from_code(code: u8) -> Option<Op> {
+                match code { $( $code => Some(Op::$variant), )* _ => None }
+            }
+
+            /// The MPI name without its `MPI_` prefix, e.g. `Isend`.
+            pub fn name(self) -> &'static str {
+                match self { $( Op::$variant => $name ),* }
+            }
+
+            /// What kind of call this is.
+            pub fn class(self) -> OpClass {
+                match self { $( Op::$variant => OpClass::$class ),* }
+            }
+        }
+    };
+}
+
+ops! {
+    Init = 1, "Init", Lifecycle;
+    InitThread = 2, "Init_thread", Lifecycle;
+    Finalize = 3, "Finalize", Lifecycle;
+    Send = 10, "Send", Send;
+    Ssend = 11, "Ssend", Send;
+    Rsend = 12, "Rsend", Send;
+    Bsend = 13, "Bsend", Send;
+    Isend = 14, "Isend", Send;
+    Issend = 15, "Issend", Send;
+    Irsend = 16, "Irsend", Send;
+    Recv = 20, "Recv", Recv;
+    Irecv = 21, "Irecv", Recv;
+    Sendrecv = 22, "Sendrecv", SendRecv;
+    SendrecvReplace = 23, "Sendrecv_replace", SendRecv;
+    Probe = 24, "Probe", Probe;
+    Iprobe = 25, "Iprobe", Probe;
+    Wait = 30, "Wait", Completion;
+    Waitall = 31, "Waitall", Completion;
+    Waitany = 32, "Waitany", Completion;
+    Waitsome = 33, "Waitsome", Completion;
+    Test = 34, "Test", Completion;
+    Testall = 35, "Testall", Completion;
+    Testany = 36, "Testany", Completion;
+    Testsome = 37, "Testsome", Completion;
+    Barrier = 40, "Barrier", Collective;
+    Bcast = 41, "Bcast", Collective;
+    Reduce = 42, "Reduce", Collective;
+    Allreduce = 43, "Allreduce", Collective;
+    Scan = 44, "Scan", Collective;
+    Exscan = 45, "Exscan", Collective;
+    Gather = 46, "Gather", Collective;
+    Gatherv = 47, "Gatherv", Collective;
+    Scatter = 48, "Scatter", Collective;
+    Scatterv = 49, "Scatterv", Collective;
+    Allgather = 50, "Allgather", Collective;
+    Allgatherv = 51, "Allgatherv", Collective;
+    Alltoall = 52, "Alltoall", Collective;
+    Alltoallv = 53, "Alltoallv", Collective;
+    Alltoallw = 54, "Alltoallw", Collective;
+    ReduceScatter = 55, "Reduce_scatter", Collective;
+    ReduceScatterBlock = 56, "Reduce_scatter_block", Collective;
+    Ibarrier = 60, "Ibarrier", Collective;
+    Ibcast = 61, "Ibcast", Collective;
+    Ireduce = 62, "Ireduce", Collective;
+    Iallreduce = 63, "Iallreduce", Collective;
+    Iscan = 64, "Iscan", Collective;
+    Iexscan = 65, "Iexscan", Collective;
+    Igather = 66, "Igather", Collective;
+    Igatherv = 67, "Igatherv", Collective;
+    Iscatter = 68, "Iscatter", Collective;
+    Iscatterv = 69, "Iscatterv", Collective;
+    Iallgather = 70, "Iallgather", Collective;
+    Iallgatherv = 71, "Iallgatherv", Collective;
+    Ialltoall = 72, "Ialltoall", Collective;
+    Ialltoallv = 73, "Ialltoallv", Collective;
+    Ialltoallw = 74, "Ialltoallw", Collective;
+    IreduceScatter = 75, "Ireduce_scatter", Collective;
+    IreduceScatterBlock = 76, "Ireduce_scatter_block", Collective;
+    CommSplit = 80, "Comm_split", Comm;
+    CommDup = 81, "Comm_dup", Comm;
+    CommCreate = 82, "Comm_create", Comm;
+    CartCreate = 83, "Cart_create", Comm;
+    CartSub = 84, "Cart_sub", Comm;
+    CommFree = 85, "Comm_free", Comm;
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The broad kind of an [`Op`], which fixes the shape of its [`Payload`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpClass {
+    /// Init, Init_thread, Finalize: [`Payload::None`].
+    Lifecycle,
+    /// Send and its variants, blocking or not: [`Payload::P2p`].
+    Send,
+    /// Recv and Irecv: [`Payload::P2p`].
+    Recv,
+    /// Sendrecv and Sendrecv_replace: [`Payload::SendRecv`].
+    SendRecv,
+    /// Probe and Iprobe: [`Payload::P2p`] (bytes of the probed message, 0 when nothing matched).
+    Probe,
+    /// Wait*, Test*: [`Payload::Completion`].
+    Completion,
+    /// Blocking and non-blocking collectives: [`Payload::Collective`].
+    Collective,
+    /// Communicator management: [`Payload::Comm`].
+    Comm,
+}
+
+/// One MPI call of one rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Which call.
+    pub op: Op,
+    /// Entry time, in nanoseconds since the rank's trace started.
+    pub enter_ns: u64,
+    /// Exit time, in nanoseconds since the rank's trace started (≥ `enter_ns`).
+    pub exit_ns: u64,
+    /// Time spent outside MPI since the previous call returned (or since the trace started, for
+    /// the first call), in nanoseconds: the compute block before this call.
+    pub gap_ns: u64,
+    /// The work of that compute block, where the trace recorded it.
+    pub gap_work: Option<Work>,
+    /// What the call did.
+    pub payload: Payload,
+}
+
+impl Event {
+    /// Time spent inside the call.
+    pub fn duration_ns(&self) -> u64 {
+        self.exit_ns.saturating_sub(self.enter_ns)
+    }
+}
+
+/// The amount of work of a compute block, in the unit its trace records.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Work {
+    /// User-space instructions retired, counted by the native tracer with `perf_event_open`.
+    Instructions(u64),
+    /// Floating-point operations, as SimGrid time-independent traces record them.
+    Flops(f64),
+}
+
+/// The arguments of a call that matter for performance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Payload {
+    /// Nothing beyond the call itself.
+    None,
+    /// A send, receive or probe.
+    P2p {
+        /// Destination of a send, source of a receive or probe.
+        peer: Peer,
+        /// The tag (`-1` for `MPI_ANY_TAG`; the actual tag once a completion revealed it).
+        tag: i32,
+        /// Message size in bytes (for receives: the size actually received where known,
+        /// otherwise the size posted).
+        bytes: u64,
+        /// The communicator.
+        comm: CommId,
+        /// The request of a non-blocking call.
+        request: Option<RequestId>,
+    },
+    /// Sendrecv or Sendrecv_replace.
+    SendRecv {
+        /// Destination of the send half.
+        dest: Peer,
+        /// Tag of the send half.
+        send_tag: i32,
+        /// Bytes sent.
+        send_bytes: u64,
+        /// Source of the receive half.
+        source: Peer,
+        /// Tag of the receive half.
+        recv_tag: i32,
+        /// Bytes received.
+        recv_bytes: u64,
+        /// The communicator.
+        comm: CommId,
+    },
+    /// Wait*, Test*: the requests this call completed (empty for a Test that found nothing).
+    Completion {
+        /// How many requests the call was given.
+        n_given: u32,
+        /// The requests it completed, in the order MPI reported them.
+        completed: Vec<Completed>,
+    },
+    /// A collective.
+    Collective {
+        /// The communicator.
+        comm: CommId,
+        /// The root as a world rank, for rooted collectives.
+        root: Option<Rank>,
+        /// Bytes this rank contributes (its send buffer; for `v`/`w` variants, the sum).
+        send_bytes: u64,
+        /// Bytes this rank receives (for `v`/`w` variants, the sum).
+        recv_bytes: u64,
+        /// Per-rank send sizes in bytes for `v`/`w` variants, in communicator rank order.
+        send_counts: Option<Vec<u64>>,
+        /// Per-rank receive sizes in bytes for `v`/`w` variants, in communicator rank order.
+        recv_counts: Option<Vec<u64>>,
+        /// The request of a non-blocking collective.
+        request: Option<RequestId>,
+    },
+    /// Communicator creation or release.
+    Comm {
+        /// The communicator the call was made on (the one freed, for Comm_free).
+        parent: CommId,
+        /// The communicator created; `None` where this rank got `MPI_COMM_NULL`, and for
+        /// Comm_free.
+        created: Option<CommId>,
+        /// The colour given to Comm_split (`-1` for `MPI_UNDEFINED`).
+        color: Option<i32>,
+        /// The key given to Comm_split.
+        key: Option<i32>,
+    },
+}
+
+/// One request completed by a Wait or Test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completed {
+    /// The request, as numbered by the call that started it (`None` where the tracer did not see
+    /// that call, e.g. a persistent request).
+    pub request: Option<RequestId>,
+    /// For receives: the actual source as a world rank.
+    pub source: Option<Rank>,
+    /// For receives: the actual tag.
+    pub tag: Option<i32>,
+    /// For receives: the bytes actually received.
+    pub bytes: Option<u64>,
+}
+
+/// Everything recorded for one rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankTrace {
+    /// Which rank this is.
+    pub rank: Rank,
+    /// Where it ran and how it was recorded.
+    pub info: RankInfo,
+    /// The calls, in program order.
+    pub events: Vec<Event>,
+    /// Compute time after the last recorded call (non-zero only for traces that end without
+    /// Finalize, or formats that record compute after it).
+    pub trailing_gap_ns: u64,
+    /// Every communicator this rank used: id → member world ranks in communicator rank order.
+    pub comms: BTreeMap<CommId, Vec<Rank>>,
+    /// How many records of each kind the source file held, under the source format's names
+    /// (for SimGrid traces this includes `compute`, which is not an event here).
+    pub record_counts: BTreeMap<String, u64>,
+}
+
+/// Facts about one rank's run, from the trace header.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// Size of `MPI_COMM_WORLD`.
+    pub n_ranks: u32,
+    /// Host name the rank ran on, if recorded.
+    pub host: Option<String>,
+    /// Process id, if recorded.
+    pub pid: Option<u32>,
+    /// The MPI library's version string, if recorded.
+    pub mpi_library: Option<String>,
+    /// Wall-clock time when the trace started, nanoseconds since the Unix epoch, if recorded.
+    pub start_unix_ns: Option<u64>,
+    /// The clock the timestamps come from (e.g. `CLOCK_MONOTONIC`, or `simulated` for traces
+    /// whose times were derived from work volumes).
+    pub clock: String,
+    /// Whether compute blocks carry instruction counts.
+    pub has_instructions: bool,
+}
+
+impl RankTrace {
+    /// Members of a communicator as world ranks, if the trace defines it.
+    pub fn members(&self, comm: CommId) -> Option<&[Rank]> {
+        self.comms.get(&comm).map(Vec::as_slice)
+    }
+
+    /// Total time between calls, trailing gap included.
+    pub fn compute_ns(&self) -> u64 {
+        self.events.iter().map(|e| e.gap_ns).sum::<u64>() + self.trailing_gap_ns
+    }
+
+    /// Total time inside MPI calls.
+    pub fn mpi_ns(&self) -> u64 {
+        self.events.iter().map(Event::duration_ns).sum()
+    }
+}

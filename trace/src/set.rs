@@ -1,0 +1,127 @@
+//! Opening a whole trace, whatever its format: a native trace directory (`rank-<k>.mpt` files
+//! and `meta.json`, as `mpiskel trace` writes it), a single native rank file, a SimGrid
+//! time-independent index file, a single SimGrid action file, or a directory holding an index
+//! named `trace.txt`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, TraceError};
+use crate::meta::RunMeta;
+use crate::model::{Rank, RankTrace};
+use crate::native::{self, MAGIC};
+use crate::ti::{self, TiOptions};
+
+/// The on-disk format a trace was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// mpiskel's native binary format (`trace/FORMAT.md`).
+    Native,
+    /// SimGrid time-independent actions.
+    SimgridTi,
+}
+
+/// Options for [`TraceSet::open`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ReadOptions {
+    /// How to time SimGrid time-independent traces.
+    pub ti: TiOptions,
+}
+
+/// Every rank of one recorded run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceSet {
+    /// The path the trace was opened from.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: TraceFormat,
+    /// One entry per rank, in rank order.
+    pub ranks: Vec<RankTrace>,
+    /// The run's `meta.json`, for native trace directories that have one.
+    pub meta: Option<RunMeta>,
+}
+
+impl TraceSet {
+    /// Opens the trace at `path`, detecting its format; rank files are read in parallel.
+    pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
+        let not = |reason: &str| TraceError::NotATrace { path: path.to_path_buf(), reason: reason.into() };
+        let meta = std::fs::metadata(path).map_err(|e| TraceError::io(path, e))?;
+        if meta.is_dir() {
+            if path.join(native::rank_file_name(Rank(0))).is_file() {
+                return open_native_dir(path);
+            }
+            let index = path.join("trace.txt");
+            if index.is_file() {
+                return open_ti(&index, opts);
+            }
+            return Err(not(
+                "directory holds neither native rank files (rank-0.mpt …) nor a SimGrid index (trace.txt)",
+            ));
+        }
+        let mut head = [0u8; 8];
+        let n = std::fs::File::open(path)
+            .and_then(|mut f| f.read(&mut head))
+            .map_err(|e| TraceError::io(path, e))?;
+        if n == 8 && &head == MAGIC {
+            let rank = native::read_rank_file(path)?;
+            return Ok(TraceSet {
+                path: path.to_path_buf(),
+                format: TraceFormat::Native,
+                ranks: vec![rank],
+                meta: None,
+            });
+        }
+        if head[..n].contains(&0) {
+            return Err(not("binary file that is not an mpiskel trace (bad magic at byte 0)"));
+        }
+        open_ti(path, opts)
+    }
+
+    /// Number of ranks.
+    pub fn n_ranks(&self) -> usize {
+        self.ranks.len()
+    }
+}
+
+fn open_ti(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
+    let ranks = ti::read_ti(path, &opts.ti)?;
+    Ok(TraceSet { path: path.to_path_buf(), format: TraceFormat::SimgridTi, ranks, meta: None })
+}
+
+fn open_native_dir(dir: &Path) -> Result<TraceSet> {
+    let first = native::NativeReader::open(&dir.join(native::rank_file_name(Rank(0))))?;
+    let n_ranks = first.header().info.n_ranks;
+    drop(first);
+    let ranks = (0..n_ranks)
+        .into_par_iter()
+        .map(|r| {
+            let file = dir.join(native::rank_file_name(Rank(r)));
+            if !file.is_file() {
+                return Err(TraceError::NotATrace {
+                    path: file,
+                    reason: format!("missing: the trace has {n_ranks} ranks"),
+                });
+            }
+            let t = native::read_rank_file(&file)?;
+            if t.rank != Rank(r) || t.info.n_ranks != n_ranks {
+                return Err(TraceError::Corrupt {
+                    path: file,
+                    rank: Some(t.rank),
+                    offset: 0,
+                    reason: format!(
+                        "header says rank {} of {}, expected rank {r} of {n_ranks}",
+                        t.rank, t.info.n_ranks
+                    ),
+                });
+            }
+            Ok(t)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let meta_path = dir.join("meta.json");
+    let meta = if meta_path.is_file() { Some(RunMeta::read(&meta_path)?) } else { None };
+    Ok(TraceSet { path: dir.to_path_buf(), format: TraceFormat::Native, ranks, meta })
+}

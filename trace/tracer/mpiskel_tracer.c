@@ -1,0 +1,1199 @@
+/*
+ * mpiskel PMPI tracer.
+ *
+ * Loaded with LD_PRELOAD (or linked before the MPI library), it intercepts the MPI calls that
+ * matter for performance and writes one native trace file per rank, `rank-<k>.mpt`, into the
+ * directory named by MPISKEL_TRACE_DIR (default: the current directory). The format is
+ * specified in trace/FORMAT.md; trace/src/native.rs reads it.
+ *
+ * Build once per MPI implementation (their ABIs differ):
+ *     mpicc.openmpi -O2 -fPIC -shared -o libmpiskel-openmpi.so mpiskel_tracer.c
+ *     mpicc.mpich   -O2 -fPIC -shared -o libmpiskel-mpich.so   mpiskel_tracer.c
+ * `mpiskel trace` does this itself and caches the result.
+ *
+ * Environment:
+ *     MPISKEL_TRACE_DIR     directory for the rank files (must exist)
+ *     MPISKEL_INSTRUCTIONS  "1": count user-space instructions of compute gaps with
+ *                           perf_event_open (recorded as absent where the kernel refuses)
+ *
+ * Fortran: MPICH's Fortran layer calls the C MPI_* entry points, which are caught here.
+ * OpenMPI's calls PMPI_* directly, so for OpenMPI this file also defines the Fortran entry
+ * points (mpi_send_ …), which convert their arguments and call the C wrappers.
+ *
+ * Threads: calls are recorded from one thread at a time (MPI_THREAD_SINGLE, FUNNELED or
+ * SERIALIZED programs).
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- format constants (trace/FORMAT.md) ---------------------------------------------------- */
+#define FORMAT_VERSION 1
+#define FLAG_INSTRUCTIONS 1
+#define TAG_EVENT 0x01
+#define TAG_COMM 0x02
+#define TAG_FOOTER 0xFF
+#define CLOCK_ID_MONOTONIC 1
+#define PEER_ANY (-1)
+#define PEER_NULL (-2)
+
+enum op {
+    OP_INIT = 1, OP_INIT_THREAD = 2, OP_FINALIZE = 3,
+    OP_SEND = 10, OP_SSEND = 11, OP_RSEND = 12, OP_BSEND = 13, OP_ISEND = 14, OP_ISSEND = 15,
+    OP_IRSEND = 16,
+    OP_RECV = 20, OP_IRECV = 21, OP_SENDRECV = 22, OP_SENDRECV_REPLACE = 23, OP_PROBE = 24,
+    OP_IPROBE = 25,
+    OP_WAIT = 30, OP_WAITALL = 31, OP_WAITANY = 32, OP_WAITSOME = 33, OP_TEST = 34,
+    OP_TESTALL = 35, OP_TESTANY = 36, OP_TESTSOME = 37,
+    OP_BARRIER = 40, OP_BCAST = 41, OP_REDUCE = 42, OP_ALLREDUCE = 43, OP_SCAN = 44,
+    OP_EXSCAN = 45, OP_GATHER = 46, OP_GATHERV = 47, OP_SCATTER = 48, OP_SCATTERV = 49,
+    OP_ALLGATHER = 50, OP_ALLGATHERV = 51, OP_ALLTOALL = 52, OP_ALLTOALLV = 53,
+    OP_ALLTOALLW = 54, OP_REDUCE_SCATTER = 55, OP_REDUCE_SCATTER_BLOCK = 56,
+    OP_IBARRIER = 60, OP_IBCAST = 61, OP_IREDUCE = 62, OP_IALLREDUCE = 63, OP_ISCAN = 64,
+    OP_IEXSCAN = 65, OP_IGATHER = 66, OP_IGATHERV = 67, OP_ISCATTER = 68, OP_ISCATTERV = 69,
+    OP_IALLGATHER = 70, OP_IALLGATHERV = 71, OP_IALLTOALL = 72, OP_IALLTOALLV = 73,
+    OP_IALLTOALLW = 74, OP_IREDUCE_SCATTER = 75, OP_IREDUCE_SCATTER_BLOCK = 76,
+    OP_COMM_SPLIT = 80, OP_COMM_DUP = 81, OP_COMM_CREATE = 82, OP_CART_CREATE = 83,
+    OP_CART_SUB = 84, OP_COMM_FREE = 85
+};
+
+/* ---- state ---------------------------------------------------------------------------------- */
+#define BUF_CAP (1u << 20)
+
+struct comm {
+    MPI_Comm handle;
+    uint32_t id;
+    int used;
+    int size;   /* size of the group peers are named in (remote group for intercommunicators) */
+    int *world; /* world rank of each member */
+};
+
+struct req {
+    uint64_t key; /* handle bits; 0 = empty slot */
+    uint32_t id;
+    int is_recv;
+    int *world; /* translation table of the request's communicator */
+    int size;
+};
+
+static struct {
+    int active, finalized, depth;
+    int rank, size, fd;
+    unsigned char *buf;
+    size_t len, committed;
+    uint64_t t0, last_exit, n_events;
+    int perf_fd;
+    uint64_t instr_prev;
+    uint32_t next_req, next_comm;
+    struct comm *comms;
+    int n_comms, cap_comms;
+    struct req *reqs;
+    size_t cap_reqs, n_reqs;
+    int *world_identity;
+} T = {.fd = -1, .perf_fd = -1};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t instr_now(void) {
+    uint64_t v = 0;
+    if (T.perf_fd >= 0 && read(T.perf_fd, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
+    return v;
+}
+
+/* ---- output buffer -------------------------------------------------------------------------- */
+static void write_all(const unsigned char *p, size_t n) {
+    while (n > 0 && T.fd >= 0) {
+        ssize_t w = write(T.fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Writes every whole record; keeps a record in progress. */
+static void flush_committed(void) {
+    write_all(T.buf, T.committed);
+    memmove(T.buf, T.buf + T.committed, T.len - T.committed);
+    T.len -= T.committed;
+    T.committed = 0;
+}
+
+/* Makes room for n more bytes. Records larger than the buffer grow it. */
+static void reserve(size_t n) {
+    static size_t cap = BUF_CAP;
+    if (T.len + n <= cap) return;
+    flush_committed();
+    if (T.len + n > cap) {
+        size_t ncap = cap;
+        while (T.len + n > ncap) ncap *= 2;
+        unsigned char *nb = realloc(T.buf, ncap);
+        if (!nb) abort();
+        T.buf = nb;
+        cap = ncap;
+    }
+}
+
+static void put_u8(unsigned v) { T.buf[T.len++] = (unsigned char)v; }
+static void put_uvar(uint64_t v) {
+    while (v >= 0x80) {
+        T.buf[T.len++] = (unsigned char)(v | 0x80);
+        v >>= 7;
+    }
+    T.buf[T.len++] = (unsigned char)v;
+}
+static void put_svar(int64_t v) { put_uvar(((uint64_t)v << 1) ^ (uint64_t)(v >> 63)); }
+static void put_u16(uint16_t v) { put_u8(v & 0xff); put_u8(v >> 8); }
+static void put_u32(uint32_t v) { for (int i = 0; i < 4; i++) put_u8((v >> (8 * i)) & 0xff); }
+static void put_u64(uint64_t v) { for (int i = 0; i < 8; i++) put_u8((v >> (8 * i)) & 0xff); }
+static void put_str(const char *s) {
+    size_t n = strlen(s);
+    if (n > 4096) n = 4096;
+    reserve(n + 10);
+    put_uvar(n);
+    memcpy(T.buf + T.len, s, n);
+    T.len += n;
+}
+static void commit(void) {
+    T.committed = T.len;
+    if (T.len > BUF_CAP / 2) flush_committed();
+}
+
+/* ---- communicators -------------------------------------------------------------------------- */
+static struct comm *comm_find(MPI_Comm c) {
+    for (int i = 0; i < T.n_comms; i++)
+        if (T.comms[i].used && T.comms[i].handle == c) return &T.comms[i];
+    return NULL;
+}
+
+static struct comm *comm_add(MPI_Comm c, uint32_t id, int emit) {
+    if (T.n_comms == T.cap_comms) {
+        T.cap_comms = T.cap_comms ? 2 * T.cap_comms : 16;
+        T.comms = realloc(T.comms, (size_t)T.cap_comms * sizeof *T.comms);
+        if (!T.comms) abort();
+    }
+    struct comm *e = &T.comms[T.n_comms++];
+    e->handle = c;
+    e->id = id;
+    e->used = 1;
+    int inter = 0;
+    PMPI_Comm_test_inter(c, &inter);
+    MPI_Group g, wg;
+    if (inter) PMPI_Comm_remote_group(c, &g); else PMPI_Comm_group(c, &g);
+    PMPI_Group_size(g, &e->size);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int *ranks = malloc(sizeof(int) * (size_t)(e->size + 1));
+    e->world = malloc(sizeof(int) * (size_t)(e->size + 1));
+    if (!ranks || !e->world) abort();
+    for (int i = 0; i < e->size; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, e->size, ranks, wg, e->world);
+    free(ranks);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    if (emit) {
+        reserve(32 + 10 * (size_t)e->size);
+        put_u8(TAG_COMM);
+        put_uvar(id);
+        put_uvar((uint64_t)e->size);
+        for (int i = 0; i < e->size; i++) put_uvar((uint64_t)(e->world[i] < 0 ? 0 : e->world[i]));
+        commit();
+    }
+    return e;
+}
+
+/* The entry of a communicator, defining it in the trace the first time it is seen. */
+static struct comm *comm_get(MPI_Comm c) {
+    struct comm *e = comm_find(c);
+    return e ? e : comm_add(c, T.next_comm++, 1);
+}
+
+static int64_t peer_of(const int *world, int size, int r) {
+    if (r == MPI_PROC_NULL) return PEER_NULL;
+    if (r == MPI_ANY_SOURCE) return PEER_ANY;
+    if (r < 0 || r >= size) return PEER_NULL;
+    return world[r];
+}
+static int64_t peer(struct comm *c, int r) { return peer_of(c->world, c->size, r); }
+static int64_t root_of(struct comm *c, int r) {
+    if (r == MPI_ROOT) return T.rank;
+    if (r < 0 || r >= c->size) return -1;
+    return c->world[r];
+}
+
+/* ---- requests ------------------------------------------------------------------------------- */
+static uint64_t req_key(MPI_Request r) {
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k;
+}
+static size_t req_slot(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (T.cap_reqs - 1); }
+
+static void req_put(MPI_Request r, uint32_t id, int is_recv, struct comm *c);
+static void req_grow(void) {
+    struct req *old = T.reqs;
+    size_t ocap = T.cap_reqs;
+    T.cap_reqs = ocap ? 2 * ocap : 1024;
+    T.reqs = calloc(T.cap_reqs, sizeof *T.reqs);
+    if (!T.reqs) abort();
+    T.n_reqs = 0;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i].key) {
+            size_t s = req_slot(old[i].key);
+            while (T.reqs[s].key) s = (s + 1) & (T.cap_reqs - 1);
+            T.reqs[s] = old[i];
+            T.n_reqs++;
+        }
+    free(old);
+}
+
+static void req_put(MPI_Request r, uint32_t id, int is_recv, struct comm *c) {
+    uint64_t k = req_key(r);
+    if (!k || r == MPI_REQUEST_NULL) return;
+    if (2 * (T.n_reqs + 1) > T.cap_reqs) req_grow();
+    size_t s = req_slot(k);
+    while (T.reqs[s].key && T.reqs[s].key != k) s = (s + 1) & (T.cap_reqs - 1);
+    if (!T.reqs[s].key) T.n_reqs++;
+    T.reqs[s] = (struct req){k, id, is_recv, c->world, c->size};
+}
+
+/* Looks a request up (without removing it); a zeroed entry if unknown. */
+static struct req req_get(MPI_Request r) {
+    struct req none = {0, 0, 0, NULL, 0};
+    uint64_t k = req_key(r);
+    if (!k || r == MPI_REQUEST_NULL || !T.cap_reqs) return none;
+    size_t s = req_slot(k);
+    while (T.reqs[s].key) {
+        if (T.reqs[s].key == k) return T.reqs[s];
+        s = (s + 1) & (T.cap_reqs - 1);
+    }
+    return none;
+}
+
+/* Removes a request (backward-shift deletion keeps probe chains intact). */
+static void req_del(uint64_t k) {
+    if (!k || !T.cap_reqs) return;
+    size_t m = T.cap_reqs - 1, s = req_slot(k);
+    while (T.reqs[s].key && T.reqs[s].key != k) s = (s + 1) & m;
+    if (!T.reqs[s].key) return;
+    T.reqs[s].key = 0;
+    T.n_reqs--;
+    for (size_t j = (s + 1) & m; T.reqs[j].key; j = (j + 1) & m) {
+        struct req e = T.reqs[j];
+        T.reqs[j].key = 0;
+        size_t t = req_slot(e.key);
+        while (T.reqs[t].key) t = (t + 1) & m;
+        T.reqs[t] = e;
+    }
+}
+
+/* ---- records -------------------------------------------------------------------------------- */
+#define ENTER                                                                                  \
+    uint64_t t_in = now_ns();                                                                  \
+    uint64_t i_in = instr_now();                                                               \
+    T.depth++
+#define LEAVE                                                                                  \
+    T.depth--;                                                                                 \
+    uint64_t t_out = now_ns();                                                                 \
+    uint64_t i_gap = i_in - T.instr_prev;                                                      \
+    T.instr_prev = instr_now()
+
+#define TRACING (T.active && !T.finalized && T.depth == 0)
+
+static void ev_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, size_t extra) {
+    reserve(64 + extra);
+    if (t_in < T.last_exit) t_in = T.last_exit;
+    if (t_out < t_in) t_out = t_in;
+    put_u8(TAG_EVENT);
+    put_u8((unsigned)op);
+    put_uvar(t_in - T.last_exit);
+    put_uvar(t_out - t_in);
+    if (T.perf_fd >= 0) put_uvar(i_gap + 1);
+    T.last_exit = t_out;
+    T.n_events++;
+}
+
+static uint64_t type_bytes(int count, MPI_Datatype t) {
+    int sz = 0;
+    if (count <= 0 || t == MPI_DATATYPE_NULL) return 0;
+    PMPI_Type_size(t, &sz);
+    return (uint64_t)count * (uint64_t)(sz < 0 ? 0 : sz);
+}
+
+static uint64_t status_bytes(const MPI_Status *st) {
+    int n = 0;
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return 0;
+    PMPI_Get_count(st, MPI_BYTE, &n);
+    return n == MPI_UNDEFINED || n < 0 ? 0 : (uint64_t)n;
+}
+
+static void rec_simple(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap) {
+    ev_begin(op, t_in, t_out, i_gap, 0);
+    commit();
+}
+
+static void rec_p2p(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int64_t p, int tag,
+                    uint64_t bytes, uint32_t comm, uint32_t req) {
+    ev_begin(op, t_in, t_out, i_gap, 0);
+    put_svar(p);
+    put_svar(tag);
+    put_uvar(bytes);
+    put_uvar(comm);
+    put_uvar(req);
+    commit();
+}
+
+/* One completed request: its id, and for receives what the status says. */
+static void put_completed(const struct req *r, const MPI_Status *st) {
+    put_uvar(r->id);
+    if (r->is_recv && st && st->MPI_SOURCE != MPI_PROC_NULL && st->MPI_SOURCE >= 0) {
+        int64_t src = peer_of(r->world, r->size, st->MPI_SOURCE);
+        put_u8(1);
+        put_uvar((uint64_t)(src < 0 ? 0 : src));
+        put_svar(st->MPI_TAG);
+        put_uvar(status_bytes(st));
+    } else {
+        put_u8(0);
+    }
+    req_del(r->key);
+}
+
+struct coll {
+    struct comm *c;
+    int64_t root;
+    uint64_t send, recv;
+    const int *scounts, *rcounts; /* per-rank element counts (v variants) */
+    MPI_Datatype stype, rtype;
+    const MPI_Datatype *stypes, *rtypes; /* per-rank types (w variants) */
+    int n;
+};
+
+static void put_counts(const int *counts, MPI_Datatype t, const MPI_Datatype *ts, int n) {
+    put_uvar((uint64_t)n);
+    for (int i = 0; i < n; i++) put_uvar(type_bytes(counts[i], ts ? ts[i] : t));
+}
+
+static void rec_coll(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, struct coll *k,
+                     MPI_Request *req) {
+    uint32_t rid = 0;
+    if (req) {
+        rid = ++T.next_req;
+        req_put(*req, rid, 0, k->c);
+    }
+    ev_begin(op, t_in, t_out, i_gap, 20 * (size_t)(k->n + 1));
+    uint64_t send = k->send, recv = k->recv;
+    if (k->scounts || k->rcounts) {
+        /* totals of the v/w variants are the sums of the per-rank sizes */
+        if (k->scounts) { send = 0; for (int i = 0; i < k->n; i++) send += type_bytes(k->scounts[i], k->stypes ? k->stypes[i] : k->stype); }
+        if (k->rcounts) { recv = 0; for (int i = 0; i < k->n; i++) recv += type_bytes(k->rcounts[i], k->rtypes ? k->rtypes[i] : k->rtype); }
+    }
+    put_uvar(k->c->id);
+    put_svar(k->root);
+    put_uvar(send);
+    put_uvar(recv);
+    put_u8((k->scounts ? 1u : 0u) | (k->rcounts ? 2u : 0u));
+    if (k->scounts) put_counts(k->scounts, k->stype, k->stypes, k->n);
+    if (k->rcounts) put_counts(k->rcounts, k->rtype, k->rtypes, k->n);
+    put_uvar(rid);
+    commit();
+}
+
+static void rec_comm(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, struct comm *parent,
+                     MPI_Comm created, int has_split, int color, int key) {
+    struct comm *nc = NULL;
+    if (created != MPI_COMM_NULL) nc = comm_add(created, T.next_comm++, 1);
+    ev_begin(op, t_in, t_out, i_gap, 0);
+    put_uvar(parent->id);
+    put_uvar(nc ? (uint64_t)nc->id + 1 : 0);
+    put_u8(has_split ? 1 : 0);
+    if (has_split) {
+        put_svar(color);
+        put_svar(key);
+    }
+    commit();
+}
+
+/* ---- start and end -------------------------------------------------------------------------- */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGTERM, SIGINT, SIGFPE, SIGILL};
+static struct sigaction old_actions[sizeof fatal_signals / sizeof fatal_signals[0]];
+
+/* On a fatal signal: write the whole records buffered so far (no footer: the file reads as
+ * incomplete), then let the previous handler or the default action run. */
+static void on_fatal(int sig) {
+    if (T.active && !T.finalized && T.fd >= 0) {
+        write_all(T.buf, T.committed);
+        T.committed = T.len = 0;
+    }
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++)
+        if (fatal_signals[i] == sig) sigaction(sig, &old_actions[i], NULL);
+    raise(sig);
+}
+
+static void at_exit(void) {
+    if (T.active && !T.finalized && T.fd >= 0) {
+        flush_committed();
+        close(T.fd);
+        T.fd = -1;
+    }
+}
+
+static void open_counter(void) {
+    const char *want = getenv("MPISKEL_INSTRUCTIONS");
+    if (!want || strcmp(want, "1") != 0) return;
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = PERF_TYPE_HARDWARE;
+    a.size = sizeof a;
+    a.config = PERF_COUNT_HW_INSTRUCTIONS;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    T.perf_fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+    if (T.perf_fd >= 0) T.instr_prev = instr_now();
+}
+
+static void start(int op, uint64_t t_in, uint64_t t_out) {
+    PMPI_Comm_rank(MPI_COMM_WORLD, &T.rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &T.size);
+    const char *dir = getenv("MPISKEL_TRACE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.mpt", dir && *dir ? dir : ".", T.rank);
+    T.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (T.fd < 0) {
+        fprintf(stderr, "mpiskel tracer: rank %d: cannot create %s: %s; this rank is not traced\n",
+                T.rank, path, strerror(errno));
+        return;
+    }
+    T.buf = malloc(BUF_CAP);
+    if (!T.buf) abort();
+    open_counter();
+    T.t0 = t_in;
+    T.last_exit = 0;
+    T.next_comm = 2;
+
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    uint64_t unix_now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+    uint64_t since = now_ns() - t_in;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
+    int liblen = 0;
+    PMPI_Get_library_version(lib, &liblen);
+    lib[liblen < 0 ? 0 : (liblen > MPI_MAX_LIBRARY_VERSION_STRING ? MPI_MAX_LIBRARY_VERSION_STRING : liblen)] = 0;
+    char *nl = strchr(lib, '\n');
+    if (nl) *nl = 0;
+    for (int i = (int)strlen(lib) - 1; i >= 0 && (lib[i] == ' ' || lib[i] == ','); i--) lib[i] = 0;
+
+    reserve(4096 + 512);
+    for (const char *m = "MPISKTR"; *m; m++) put_u8((unsigned char)*m);
+    put_u8(0);
+    put_u16(FORMAT_VERSION);
+    put_u16(T.perf_fd >= 0 ? FLAG_INSTRUCTIONS : 0);
+    put_u32((uint32_t)T.rank);
+    put_u32((uint32_t)T.size);
+    put_u8(CLOCK_ID_MONOTONIC);
+    put_u64(t_in);
+    put_u64(unix_now - since);
+    put_u32((uint32_t)getpid());
+    put_str(host);
+    put_str(lib);
+    commit();
+
+    /* MPI_COMM_WORLD is id 0 and MPI_COMM_SELF id 1; neither is written as a definition. */
+    comm_add(MPI_COMM_WORLD, 0, 0);
+    comm_add(MPI_COMM_SELF, 1, 0);
+
+    T.active = 1;
+    /* Init: gap 0, and the instruction count starts here. */
+    T.instr_prev = instr_now();
+    ev_begin(op, 0, t_out - t_in, 0, 0);
+    commit();
+    flush_committed();
+    atexit(at_exit);
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_fatal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fatal_signals[i], &sa, &old_actions[i]);
+    }
+}
+
+/* Timestamps in the file are relative to the trace start. */
+#define REL(t) ((t) - T.t0)
+
+int MPI_Init(int *argc, char ***argv) {
+    uint64_t t_in = now_ns();
+    int rc = PMPI_Init(argc, argv);
+    uint64_t t_out = now_ns();
+    if (rc == MPI_SUCCESS) start(OP_INIT, t_in, t_out);
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    uint64_t t_in = now_ns();
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    uint64_t t_out = now_ns();
+    if (rc == MPI_SUCCESS) start(OP_INIT_THREAD, t_in, t_out);
+    return rc;
+}
+
+int MPI_Finalize(void) {
+    if (!TRACING) return PMPI_Finalize();
+    ENTER;
+    int rc = PMPI_Finalize();
+    LEAVE;
+    rec_simple(OP_FINALIZE, REL(t_in), REL(t_out), i_gap);
+    reserve(32);
+    put_u8(TAG_FOOTER);
+    put_uvar(T.n_events);
+    for (const char *m = "MPISKEND"; *m; m++) put_u8((unsigned char)*m);
+    commit();
+    flush_committed();
+    close(T.fd);
+    T.fd = -1;
+    T.finalized = 1;
+    if (T.perf_fd >= 0) close(T.perf_fd);
+    return rc;
+}
+
+/* ---- point to point ------------------------------------------------------------------------- */
+#define BLOCKING_SEND(NAME, OP)                                                                \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag,             \
+                   MPI_Comm comm) {                                                            \
+        if (!TRACING) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                     \
+        ENTER;                                                                                 \
+        int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm);                                 \
+        LEAVE;                                                                                 \
+        struct comm *c = comm_get(comm);                                                       \
+        rec_p2p(OP, REL(t_in), REL(t_out), i_gap, peer(c, dest), tag, type_bytes(count, dt),   \
+                c->id, 0);                                                                     \
+        return rc;                                                                             \
+    }
+BLOCKING_SEND(Send, OP_SEND)
+BLOCKING_SEND(Ssend, OP_SSEND)
+BLOCKING_SEND(Rsend, OP_RSEND)
+BLOCKING_SEND(Bsend, OP_BSEND)
+
+#define NONBLOCKING_SEND(NAME, OP)                                                             \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag,             \
+                   MPI_Comm comm, MPI_Request *req) {                                          \
+        if (!TRACING) return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                \
+        ENTER;                                                                                 \
+        int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                            \
+        LEAVE;                                                                                 \
+        struct comm *c = comm_get(comm);                                                       \
+        uint32_t id = ++T.next_req;                                                            \
+        req_put(*req, id, 0, c);                                                               \
+        rec_p2p(OP, REL(t_in), REL(t_out), i_gap, peer(c, dest), tag, type_bytes(count, dt),   \
+                c->id, id);                                                                    \
+        return rc;                                                                             \
+    }
+NONBLOCKING_SEND(Isend, OP_ISEND)
+NONBLOCKING_SEND(Issend, OP_ISSEND)
+NONBLOCKING_SEND(Irsend, OP_IRSEND)
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+             MPI_Status *status) {
+    if (!TRACING) return PMPI_Recv(buf, count, dt, source, tag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    ENTER;
+    int rc = PMPI_Recv(buf, count, dt, source, tag, comm, st);
+    LEAVE;
+    struct comm *c = comm_get(comm);
+    int64_t p = source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE);
+    rec_p2p(OP_RECV, REL(t_in), REL(t_out), i_gap, p, source == MPI_PROC_NULL ? tag : st->MPI_TAG,
+            status_bytes(st), c->id, 0);
+    return rc;
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+              MPI_Request *req) {
+    if (!TRACING) return PMPI_Irecv(buf, count, dt, source, tag, comm, req);
+    ENTER;
+    int rc = PMPI_Irecv(buf, count, dt, source, tag, comm, req);
+    LEAVE;
+    struct comm *c = comm_get(comm);
+    uint32_t id = ++T.next_req;
+    req_put(*req, id, 1, c);
+    rec_p2p(OP_IRECV, REL(t_in), REL(t_out), i_gap, peer(c, source), tag, type_bytes(count, dt),
+            c->id, id);
+    return rc;
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                 void *rbuf, int rcount, MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                 MPI_Status *status) {
+    if (!TRACING)
+        return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag,
+                             comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    ENTER;
+    int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag,
+                           comm, st);
+    LEAVE;
+    struct comm *c = comm_get(comm);
+    ev_begin(OP_SENDRECV, REL(t_in), REL(t_out), i_gap, 0);
+    put_svar(peer(c, dest));
+    put_svar(stag);
+    put_uvar(type_bytes(scount, stype));
+    put_svar(source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE));
+    put_svar(source == MPI_PROC_NULL ? rtag : st->MPI_TAG);
+    put_uvar(status_bytes(st));
+    put_uvar(c->id);
+    commit();
+    return rc;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag, int source,
+                         int rtag, MPI_Comm comm, MPI_Status *status) {
+    if (!TRACING)
+        return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    ENTER;
+    int rc = PMPI_Sendrecv_replace(buf, count, dt, dest, stag, source, rtag, comm, st);
+    LEAVE;
+    struct comm *c = comm_get(comm);
+    ev_begin(OP_SENDRECV_REPLACE, REL(t_in), REL(t_out), i_gap, 0);
+    put_svar(peer(c, dest));
+    put_svar(stag);
+    put_uvar(type_bytes(count, dt));
+    put_svar(source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE));
+    put_svar(source == MPI_PROC_NULL ? rtag : st->MPI_TAG);
+    put_uvar(status_bytes(st));
+    put_uvar(c->id);
+    commit();
+    return rc;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+    if (!TRACING) return PMPI_Probe(source, tag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    ENTER;
+    int rc = PMPI_Probe(source, tag, comm, st);
+    LEAVE;
+    struct comm *c = comm_get(comm);
+    int64_t p = source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE);
+    rec_p2p(OP_PROBE, REL(t_in), REL(t_out), i_gap, p, source == MPI_PROC_NULL ? tag : st->MPI_TAG,
+            status_bytes(st), c->id, 0);
+    return rc;
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+    if (!TRACING) return PMPI_Iprobe(source, tag, comm, flag, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    ENTER;
+    int rc = PMPI_Iprobe(source, tag, comm, flag, st);
+    LEAVE;
+    struct comm *c = comm_get(comm);
+    int found = *flag && source != MPI_PROC_NULL;
+    rec_p2p(OP_IPROBE, REL(t_in), REL(t_out), i_gap,
+            found ? peer(c, st->MPI_SOURCE) : peer(c, source), found ? st->MPI_TAG : tag,
+            found ? status_bytes(st) : 0, c->id, 0);
+    return rc;
+}
+
+/* ---- completion ----------------------------------------------------------------------------- */
+/* Saved request entries of a Wait/Test call with many requests. */
+struct saved {
+    struct req small[16];
+    struct req *e;
+    MPI_Status small_st[16];
+    MPI_Status *st;
+};
+
+static void save_reqs(struct saved *s, int n, const MPI_Request *reqs) {
+    s->e = n <= 16 ? s->small : malloc(sizeof(struct req) * (size_t)n);
+    s->st = n <= 16 ? s->small_st : malloc(sizeof(MPI_Status) * (size_t)n);
+    if (!s->e || !s->st) abort();
+    for (int i = 0; i < n; i++) {
+        s->e[i] = req_get(reqs[i]);
+        if (reqs[i] == MPI_REQUEST_NULL) s->e[i].key = 1; /* marker: was already null */
+    }
+}
+
+static void free_saved(struct saved *s) {
+    if (s->e != s->small) free(s->e);
+    if (s->st != s->small_st) free(s->st);
+}
+
+/* Completion record header; then `done` entries follow. */
+static void completion_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n_given,
+                             int done) {
+    ev_begin(op, t_in, t_out, i_gap, 32 * (size_t)(done > 0 ? done : 0));
+    put_uvar((uint64_t)(n_given < 0 ? 0 : n_given));
+    put_uvar((uint64_t)(done < 0 ? 0 : done));
+}
+
+int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+    if (!TRACING) return PMPI_Wait(req, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    int was_null = *req == MPI_REQUEST_NULL;
+    struct req e = req_get(*req);
+    ENTER;
+    int rc = PMPI_Wait(req, st);
+    LEAVE;
+    completion_begin(OP_WAIT, REL(t_in), REL(t_out), i_gap, 1, was_null ? 0 : 1);
+    if (!was_null) put_completed(&e, st);
+    commit();
+    return rc;
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
+    if (!TRACING) return PMPI_Test(req, flag, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    int was_null = *req == MPI_REQUEST_NULL;
+    struct req e = req_get(*req);
+    ENTER;
+    int rc = PMPI_Test(req, flag, st);
+    LEAVE;
+    int done = *flag && !was_null;
+    completion_begin(OP_TEST, REL(t_in), REL(t_out), i_gap, 1, done);
+    if (done) put_completed(&e, st);
+    commit();
+    return rc;
+}
+
+static void all_done(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n,
+                     struct saved *s, int flag) {
+    int done = 0;
+    if (flag)
+        for (int i = 0; i < n; i++) done += s->e[i].key != 1;
+    completion_begin(op, t_in, t_out, i_gap, n, done);
+    if (flag)
+        for (int i = 0; i < n; i++)
+            if (s->e[i].key != 1) put_completed(&s->e[i], &s->st[i]);
+    commit();
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
+    if (!TRACING) return PMPI_Waitall(n, reqs, statuses);
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    ENTER;
+    int rc = PMPI_Waitall(n, reqs, s.st);
+    LEAVE;
+    if (statuses != MPI_STATUSES_IGNORE) memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)n);
+    all_done(OP_WAITALL, REL(t_in), REL(t_out), i_gap, n, &s, 1);
+    free_saved(&s);
+    return rc;
+}
+
+int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+    if (!TRACING) return PMPI_Testall(n, reqs, flag, statuses);
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    ENTER;
+    int rc = PMPI_Testall(n, reqs, flag, s.st);
+    LEAVE;
+    if (statuses != MPI_STATUSES_IGNORE) memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)n);
+    all_done(OP_TESTALL, REL(t_in), REL(t_out), i_gap, n, &s, *flag);
+    free_saved(&s);
+    return rc;
+}
+
+static void one_done(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n,
+                     struct saved *s, int index, const MPI_Status *st) {
+    int done = index != MPI_UNDEFINED && index >= 0 && index < n && s->e[index].key != 1;
+    completion_begin(op, t_in, t_out, i_gap, n, done);
+    if (done) put_completed(&s->e[index], st);
+    commit();
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
+    if (!TRACING) return PMPI_Waitany(n, reqs, index, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    ENTER;
+    int rc = PMPI_Waitany(n, reqs, index, st);
+    LEAVE;
+    one_done(OP_WAITANY, REL(t_in), REL(t_out), i_gap, n, &s, *index, st);
+    free_saved(&s);
+    return rc;
+}
+
+int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+    if (!TRACING) return PMPI_Testany(n, reqs, index, flag, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    ENTER;
+    int rc = PMPI_Testany(n, reqs, index, flag, st);
+    LEAVE;
+    one_done(OP_TESTANY, REL(t_in), REL(t_out), i_gap, n, &s, *flag ? *index : MPI_UNDEFINED, st);
+    free_saved(&s);
+    return rc;
+}
+
+static void some_done(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n,
+                      struct saved *s, int outcount, const int *indices) {
+    int done = 0;
+    if (outcount != MPI_UNDEFINED)
+        for (int k = 0; k < outcount; k++) done += s->e[indices[k]].key != 1;
+    completion_begin(op, t_in, t_out, i_gap, n, done);
+    if (outcount != MPI_UNDEFINED)
+        for (int k = 0; k < outcount; k++)
+            if (s->e[indices[k]].key != 1) put_completed(&s->e[indices[k]], &s->st[k]);
+    commit();
+}
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+    if (!TRACING) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    ENTER;
+    int rc = PMPI_Waitsome(n, reqs, outcount, indices, s.st);
+    LEAVE;
+    if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
+        memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)*outcount);
+    some_done(OP_WAITSOME, REL(t_in), REL(t_out), i_gap, n, &s, *outcount, indices);
+    free_saved(&s);
+    return rc;
+}
+
+int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+    if (!TRACING) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    ENTER;
+    int rc = PMPI_Testsome(n, reqs, outcount, indices, s.st);
+    LEAVE;
+    if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
+        memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)*outcount);
+    some_done(OP_TESTSOME, REL(t_in), REL(t_out), i_gap, n, &s, *outcount, indices);
+    free_saved(&s);
+    return rc;
+}
+
+/* ---- collectives ---------------------------------------------------------------------------- */
+static int comm_size_of(MPI_Comm comm) {
+    int n = 0, inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) PMPI_Comm_remote_size(comm, &n); else PMPI_Comm_size(comm, &n);
+    return n;
+}
+static int comm_rank_of(MPI_Comm comm) {
+    int r = 0;
+    PMPI_Comm_rank(comm, &r);
+    return r;
+}
+
+/* A collective wrapper: CALL is the PMPI call, SETUP fills `k` (after the call). */
+#define COLL(OP, CALL, REQ, SETUP)                                                             \
+    {                                                                                          \
+        if (!TRACING) return CALL;                                                             \
+        ENTER;                                                                                 \
+        int rc = CALL;                                                                         \
+        LEAVE;                                                                                 \
+        struct coll k;                                                                         \
+        memset(&k, 0, sizeof k);                                                               \
+        k.c = comm_get(comm);                                                                  \
+        k.root = -1;                                                                           \
+        k.n = comm_size_of(comm);                                                              \
+        SETUP;                                                                                 \
+        rec_coll(OP, REL(t_in), REL(t_out), i_gap, &k, REQ);                                   \
+        return rc;                                                                             \
+    }
+
+#define IS_ROOT (root == MPI_ROOT || (root >= 0 && comm_rank_of(comm) == root))
+
+int MPI_Barrier(MPI_Comm comm) COLL(OP_BARRIER, PMPI_Barrier(comm), NULL, (void)0)
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IBARRIER, PMPI_Ibarrier(comm, req), req, (void)0)
+
+#define BCAST_SETUP k.root = root_of(k.c, root); k.send = k.recv = type_bytes(count, dt)
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+    COLL(OP_BCAST, PMPI_Bcast(buf, count, dt, root, comm), NULL, BCAST_SETUP)
+int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IBCAST, PMPI_Ibcast(buf, count, dt, root, comm, req), req, BCAST_SETUP)
+
+#define REDUCE_SETUP                                                                           \
+    k.root = root_of(k.c, root);                                                               \
+    k.send = type_bytes(count, dt);                                                            \
+    k.recv = IS_ROOT ? k.send : 0
+int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root,
+               MPI_Comm comm)
+    COLL(OP_REDUCE, PMPI_Reduce(s, r, count, dt, op, root, comm), NULL, REDUCE_SETUP)
+int MPI_Ireduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root,
+                MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IREDUCE, PMPI_Ireduce(s, r, count, dt, op, root, comm, req), req, REDUCE_SETUP)
+
+#define SYMMETRIC_SETUP k.send = k.recv = type_bytes(count, dt)
+#define ALLREDUCE_LIKE(NAME, OP, INAME, IOP)                                                   \
+    int MPI_##NAME(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op,              \
+                   MPI_Comm comm)                                                              \
+        COLL(OP, PMPI_##NAME(s, r, count, dt, op, comm), NULL, SYMMETRIC_SETUP)                \
+    int MPI_##INAME(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op,             \
+                    MPI_Comm comm, MPI_Request *req)                                           \
+        COLL(IOP, PMPI_##INAME(s, r, count, dt, op, comm, req), req, SYMMETRIC_SETUP)
+ALLREDUCE_LIKE(Allreduce, OP_ALLREDUCE, Iallreduce, OP_IALLREDUCE)
+ALLREDUCE_LIKE(Scan, OP_SCAN, Iscan, OP_ISCAN)
+ALLREDUCE_LIKE(Exscan, OP_EXSCAN, Iexscan, OP_IEXSCAN)
+
+#define GATHER_SETUP                                                                           \
+    k.root = root_of(k.c, root);                                                               \
+    if (IS_ROOT) {                                                                             \
+        k.recv = type_bytes(rcount, rtype) * (uint64_t)k.n;                                    \
+        k.send = s == MPI_IN_PLACE ? type_bytes(rcount, rtype) : type_bytes(scount, stype);    \
+    } else {                                                                                   \
+        k.send = type_bytes(scount, stype);                                                    \
+    }
+int MPI_Gather(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+               MPI_Datatype rtype, int root, MPI_Comm comm)
+    COLL(OP_GATHER, PMPI_Gather(s, scount, stype, r, rcount, rtype, root, comm), NULL,
+         GATHER_SETUP)
+int MPI_Igather(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IGATHER, PMPI_Igather(s, scount, stype, r, rcount, rtype, root, comm, req), req,
+         GATHER_SETUP)
+
+#define GATHERV_SETUP                                                                          \
+    k.root = root_of(k.c, root);                                                               \
+    if (IS_ROOT) {                                                                             \
+        k.rcounts = rcounts;                                                                   \
+        k.rtype = rtype;                                                                       \
+        k.send = s == MPI_IN_PLACE ? 0 : type_bytes(scount, stype);                            \
+    } else {                                                                                   \
+        k.send = type_bytes(scount, stype);                                                    \
+    }
+int MPI_Gatherv(const void *s, int scount, MPI_Datatype stype, void *r, const int rcounts[],
+                const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm)
+    COLL(OP_GATHERV, PMPI_Gatherv(s, scount, stype, r, rcounts, displs, rtype, root, comm), NULL,
+         GATHERV_SETUP)
+int MPI_Igatherv(const void *s, int scount, MPI_Datatype stype, void *r, const int rcounts[],
+                 const int displs[], MPI_Datatype rtype, int root, MPI_Comm comm,
+                 MPI_Request *req)
+    COLL(OP_IGATHERV,
+         PMPI_Igatherv(s, scount, stype, r, rcounts, displs, rtype, root, comm, req), req,
+         GATHERV_SETUP)
+
+#define SCATTER_SETUP                                                                          \
+    k.root = root_of(k.c, root);                                                               \
+    if (IS_ROOT) {                                                                             \
+        k.send = type_bytes(scount, stype) * (uint64_t)k.n;                                    \
+        k.recv = r == MPI_IN_PLACE ? type_bytes(scount, stype) : type_bytes(rcount, rtype);    \
+    } else {                                                                                   \
+        k.recv = type_bytes(rcount, rtype);                                                    \
+    }
+int MPI_Scatter(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                MPI_Datatype rtype, int root, MPI_Comm comm)
+    COLL(OP_SCATTER, PMPI_Scatter(s, scount, stype, r, rcount, rtype, root, comm), NULL,
+         SCATTER_SETUP)
+int MPI_Iscatter(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req)
+    COLL(OP_ISCATTER, PMPI_Iscatter(s, scount, stype, r, rcount, rtype, root, comm, req), req,
+         SCATTER_SETUP)
+
+#define SCATTERV_SETUP                                                                         \
+    k.root = root_of(k.c, root);                                                               \
+    if (IS_ROOT) {                                                                             \
+        k.scounts = scounts;                                                                   \
+        k.stype = stype;                                                                       \
+        k.recv = r == MPI_IN_PLACE ? 0 : type_bytes(rcount, rtype);                            \
+    } else {                                                                                   \
+        k.recv = type_bytes(rcount, rtype);                                                    \
+    }
+int MPI_Scatterv(const void *s, const int scounts[], const int displs[], MPI_Datatype stype,
+                 void *r, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+    COLL(OP_SCATTERV, PMPI_Scatterv(s, scounts, displs, stype, r, rcount, rtype, root, comm),
+         NULL, SCATTERV_SETUP)
+int MPI_Iscatterv(const void *s, const int scounts[], const int displs[], MPI_Datatype stype,
+                  void *r, int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                  MPI_Request *req)
+    COLL(OP_ISCATTERV,
+         PMPI_Iscatterv(s, scounts, displs, stype, r, rcount, rtype, root, comm, req), req,
+         SCATTERV_SETUP)
+
+#define ALLGATHER_SETUP                                                                        \
+    k.recv = type_bytes(rcount, rtype) * (uint64_t)k.n;                                        \
+    k.send = s == MPI_IN_PLACE ? type_bytes(rcount, rtype) : type_bytes(scount, stype)
+int MPI_Allgather(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                  MPI_Datatype rtype, MPI_Comm comm)
+    COLL(OP_ALLGATHER, PMPI_Allgather(s, scount, stype, r, rcount, rtype, comm), NULL,
+         ALLGATHER_SETUP)
+int MPI_Iallgather(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IALLGATHER, PMPI_Iallgather(s, scount, stype, r, rcount, rtype, comm, req), req,
+         ALLGATHER_SETUP)
+
+#define ALLGATHERV_SETUP                                                                       \
+    k.rcounts = rcounts;                                                                       \
+    k.rtype = rtype;                                                                           \
+    k.send = s == MPI_IN_PLACE ? type_bytes(rcounts[comm_rank_of(comm)], rtype)                \
+                               : type_bytes(scount, stype)
+int MPI_Allgatherv(const void *s, int scount, MPI_Datatype stype, void *r, const int rcounts[],
+                   const int displs[], MPI_Datatype rtype, MPI_Comm comm)
+    COLL(OP_ALLGATHERV, PMPI_Allgatherv(s, scount, stype, r, rcounts, displs, rtype, comm), NULL,
+         ALLGATHERV_SETUP)
+int MPI_Iallgatherv(const void *s, int scount, MPI_Datatype stype, void *r, const int rcounts[],
+                    const int displs[], MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IALLGATHERV,
+         PMPI_Iallgatherv(s, scount, stype, r, rcounts, displs, rtype, comm, req), req,
+         ALLGATHERV_SETUP)
+
+#define ALLTOALL_SETUP                                                                         \
+    k.recv = type_bytes(rcount, rtype) * (uint64_t)k.n;                                        \
+    k.send = s == MPI_IN_PLACE ? k.recv : type_bytes(scount, stype) * (uint64_t)k.n
+int MPI_Alltoall(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                 MPI_Datatype rtype, MPI_Comm comm)
+    COLL(OP_ALLTOALL, PMPI_Alltoall(s, scount, stype, r, rcount, rtype, comm), NULL,
+         ALLTOALL_SETUP)
+int MPI_Ialltoall(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IALLTOALL, PMPI_Ialltoall(s, scount, stype, r, rcount, rtype, comm, req), req,
+         ALLTOALL_SETUP)
+
+#define ALLTOALLV_SETUP                                                                        \
+    k.rcounts = rcounts;                                                                       \
+    k.rtype = rtype;                                                                           \
+    k.scounts = s == MPI_IN_PLACE ? rcounts : scounts;                                         \
+    k.stype = s == MPI_IN_PLACE ? rtype : stype
+int MPI_Alltoallv(const void *s, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                  void *r, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                  MPI_Comm comm)
+    COLL(OP_ALLTOALLV,
+         PMPI_Alltoallv(s, scounts, sdispls, stype, r, rcounts, rdispls, rtype, comm), NULL,
+         ALLTOALLV_SETUP)
+int MPI_Ialltoallv(const void *s, const int scounts[], const int sdispls[], MPI_Datatype stype,
+                   void *r, const int rcounts[], const int rdispls[], MPI_Datatype rtype,
+                   MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IALLTOALLV,
+         PMPI_Ialltoallv(s, scounts, sdispls, stype, r, rcounts, rdispls, rtype, comm, req), req,
+         ALLTOALLV_SETUP)
+
+#define ALLTOALLW_SETUP                                                                        \
+    k.rcounts = rcounts;                                                                       \
+    k.rtypes = rtypes;                                                                         \
+    k.scounts = s == MPI_IN_PLACE ? rcounts : scounts;                                         \
+    k.stypes = s == MPI_IN_PLACE ? rtypes : stypes
+int MPI_Alltoallw(const void *s, const int scounts[], const int sdispls[],
+                  const MPI_Datatype stypes[], void *r, const int rcounts[], const int rdispls[],
+                  const MPI_Datatype rtypes[], MPI_Comm comm)
+    COLL(OP_ALLTOALLW,
+         PMPI_Alltoallw(s, scounts, sdispls, stypes, r, rcounts, rdispls, rtypes, comm), NULL,
+         ALLTOALLW_SETUP)
+int MPI_Ialltoallw(const void *s, const int scounts[], const int sdispls[],
+                   const MPI_Datatype stypes[], void *r, const int rcounts[], const int rdispls[],
+                   const MPI_Datatype rtypes[], MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IALLTOALLW,
+         PMPI_Ialltoallw(s, scounts, sdispls, stypes, r, rcounts, rdispls, rtypes, comm, req),
+         req, ALLTOALLW_SETUP)
+
+#define REDUCE_SCATTER_SETUP                                                                   \
+    k.rcounts = rcounts;                                                                       \
+    k.rtype = dt;                                                                              \
+    {                                                                                          \
+        uint64_t total = 0;                                                                    \
+        for (int i = 0; i < k.n; i++) total += type_bytes(rcounts[i], dt);                     \
+        k.send = total;                                                                        \
+    }
+int MPI_Reduce_scatter(const void *s, void *r, const int rcounts[], MPI_Datatype dt, MPI_Op op,
+                       MPI_Comm comm)
+    COLL(OP_REDUCE_SCATTER, PMPI_Reduce_scatter(s, r, rcounts, dt, op, comm), NULL,
+         REDUCE_SCATTER_SETUP)
+int MPI_Ireduce_scatter(const void *s, void *r, const int rcounts[], MPI_Datatype dt, MPI_Op op,
+                        MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IREDUCE_SCATTER, PMPI_Ireduce_scatter(s, r, rcounts, dt, op, comm, req), req,
+         REDUCE_SCATTER_SETUP)
+
+#define REDUCE_SCATTER_BLOCK_SETUP                                                             \
+    k.recv = type_bytes(rcount, dt);                                                           \
+    k.send = k.recv * (uint64_t)k.n
+int MPI_Reduce_scatter_block(const void *s, void *r, int rcount, MPI_Datatype dt, MPI_Op op,
+                             MPI_Comm comm)
+    COLL(OP_REDUCE_SCATTER_BLOCK, PMPI_Reduce_scatter_block(s, r, rcount, dt, op, comm), NULL,
+         REDUCE_SCATTER_BLOCK_SETUP)
+int MPI_Ireduce_scatter_block(const void *s, void *r, int rcount, MPI_Datatype dt, MPI_Op op,
+                              MPI_Comm comm, MPI_Request *req)
+    COLL(OP_IREDUCE_SCATTER_BLOCK, PMPI_Ireduce_scatter_block(s, r, rcount, dt, op, comm, req),
+         req, REDUCE_SCATTER_BLOCK_SETUP)
+
+/* ---- communicators -------------------------------------------------------------------------- */
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
+    if (!TRACING) return PMPI_Comm_split(comm, color, key, newcomm);
+    ENTER;
+    int rc = PMPI_Comm_split(comm, color, key, newcomm);
+    LEAVE;
+    rec_comm(OP_COMM_SPLIT, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 1,
+             color == MPI_UNDEFINED ? -1 : color, key);
+    return rc;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
+    if (!TRACING) return PMPI_Comm_dup(comm, newcomm);
+    ENTER;
+    int rc = PMPI_Comm_dup(comm, newcomm);
+    LEAVE;
+    rec_comm(OP_COMM_DUP, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 0, 0, 0);
+    return rc;
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm) {
+    if (!TRACING) return PMPI_Comm_create(comm, group, newcomm);
+    ENTER;
+    int rc = PMPI_Comm_create(comm, group, newcomm);
+    LEAVE;
+    rec_comm(OP_COMM_CREATE, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 0, 0, 0);
+    return rc;
+}
+
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[], const int periods[], int reorder,
+                    MPI_Comm *newcomm) {
+    if (!TRACING) return PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
+    ENTER;
+    int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm);
+    LEAVE;
+    rec_comm(OP_CART_CREATE, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 0, 0, 0);
+    return rc;
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm) {
+    if (!TRACING) return PMPI_Cart_sub(comm, remain_dims, newcomm);
+    ENTER;
+    int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+    LEAVE;
+    rec_comm(OP_CART_SUB, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 0, 0, 0);
+    return rc;
+}
+
+int MPI_Comm_free(MPI_Comm *comm) {
+    if (!TRACING) return PMPI_Comm_free(comm);
+    struct comm *c = comm_get(*comm);
+    ENTER;
+    int rc = PMPI_Comm_free(comm);
+    LEAVE;
+    rec_comm(OP_COMM_FREE, REL(t_in), REL(t_out), i_gap, c, MPI_COMM_NULL, 0, 0, 0);
+    c->used = 0; /* its world table stays: pending requests may still point at it */
+    return rc;
+}
+
+#if defined(OPEN_MPI)
+#include "mpiskel_fortran_ompi.h"
+#endif
