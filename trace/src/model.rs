@@ -52,7 +52,7 @@ impl CommId {
 pub struct RequestId(pub u32);
 
 /// The other side of a point-to-point call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Peer {
     /// A world rank. For receives posted with `MPI_ANY_SOURCE` this is the actual source, once

@@ -246,7 +246,11 @@ static uint64_t req_key(MPI_Request r) {
 }
 static size_t req_slot(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (T.cap_reqs - 1); }
 
-static void req_put(MPI_Request r, uint32_t id, int is_recv, struct comm *c);
+/* Requests are kept in an open-addressing multimap keyed by handle bits: MPI libraries hand out
+ * the same handle for several requests (OpenMPI's empty request for MPI_PROC_NULL, MPICH's
+ * pre-completed requests), so one handle may stand for several pending requests; a completion
+ * takes the oldest (smallest id) of them. */
+static void req_insert(struct req e);
 static void req_grow(void) {
     struct req *old = T.reqs;
     size_t ocap = T.cap_reqs;
@@ -255,44 +259,27 @@ static void req_grow(void) {
     if (!T.reqs) abort();
     T.n_reqs = 0;
     for (size_t i = 0; i < ocap; i++)
-        if (old[i].key) {
-            size_t s = req_slot(old[i].key);
-            while (T.reqs[s].key) s = (s + 1) & (T.cap_reqs - 1);
-            T.reqs[s] = old[i];
-            T.n_reqs++;
-        }
+        if (old[i].key) req_insert(old[i]);
     free(old);
+}
+
+static void req_insert(struct req e) {
+    if (2 * (T.n_reqs + 1) > T.cap_reqs) req_grow();
+    size_t s = req_slot(e.key);
+    while (T.reqs[s].key) s = (s + 1) & (T.cap_reqs - 1);
+    T.reqs[s] = e;
+    T.n_reqs++;
 }
 
 static void req_put(MPI_Request r, uint32_t id, int is_recv, struct comm *c) {
     uint64_t k = req_key(r);
     if (!k || r == MPI_REQUEST_NULL) return;
-    if (2 * (T.n_reqs + 1) > T.cap_reqs) req_grow();
-    size_t s = req_slot(k);
-    while (T.reqs[s].key && T.reqs[s].key != k) s = (s + 1) & (T.cap_reqs - 1);
-    if (!T.reqs[s].key) T.n_reqs++;
-    T.reqs[s] = (struct req){k, id, is_recv, c->world, c->size};
+    req_insert((struct req){k, id, is_recv, c->world, c->size});
 }
 
-/* Looks a request up (without removing it); a zeroed entry if unknown. */
-static struct req req_get(MPI_Request r) {
-    struct req none = {0, 0, 0, NULL, 0};
-    uint64_t k = req_key(r);
-    if (!k || r == MPI_REQUEST_NULL || !T.cap_reqs) return none;
-    size_t s = req_slot(k);
-    while (T.reqs[s].key) {
-        if (T.reqs[s].key == k) return T.reqs[s];
-        s = (s + 1) & (T.cap_reqs - 1);
-    }
-    return none;
-}
-
-/* Removes a request (backward-shift deletion keeps probe chains intact). */
-static void req_del(uint64_t k) {
-    if (!k || !T.cap_reqs) return;
-    size_t m = T.cap_reqs - 1, s = req_slot(k);
-    while (T.reqs[s].key && T.reqs[s].key != k) s = (s + 1) & m;
-    if (!T.reqs[s].key) return;
+/* Removes the entry in slot s (backward-shift deletion keeps probe chains intact). */
+static void req_del_slot(size_t s) {
+    size_t m = T.cap_reqs - 1;
     T.reqs[s].key = 0;
     T.n_reqs--;
     for (size_t j = (s + 1) & m; T.reqs[j].key; j = (j + 1) & m) {
@@ -302,6 +289,25 @@ static void req_del(uint64_t k) {
         while (T.reqs[t].key) t = (t + 1) & m;
         T.reqs[t] = e;
     }
+}
+
+/* Takes the oldest pending request with this handle out of the table; id 0 if unknown. */
+static struct req req_take(MPI_Request r) {
+    struct req none = {req_key(r), 0, 0, NULL, 0};
+    uint64_t k = none.key;
+    if (!k || r == MPI_REQUEST_NULL || !T.cap_reqs) return none;
+    size_t m = T.cap_reqs - 1, best = (size_t)-1;
+    for (size_t s = req_slot(k); T.reqs[s].key; s = (s + 1) & m)
+        if (T.reqs[s].key == k && (best == (size_t)-1 || T.reqs[s].id < T.reqs[best].id)) best = s;
+    if (best == (size_t)-1) return none;
+    struct req e = T.reqs[best];
+    req_del_slot(best);
+    return e;
+}
+
+/* Puts a taken request back (its call did not complete it). */
+static void req_restore(const struct req *e) {
+    if (e->id) req_insert(*e);
 }
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -372,7 +378,6 @@ static void put_completed(const struct req *r, const MPI_Status *st) {
     } else {
         put_u8(0);
     }
-    req_del(r->key);
 }
 
 struct coll {
@@ -620,8 +625,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     LEAVE;
     struct comm *c = comm_get(comm);
     int64_t p = source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE);
+    /* from MPI_PROC_NULL nothing arrives: keep the size the program posted */
     rec_p2p(OP_RECV, REL(t_in), REL(t_out), i_gap, p, source == MPI_PROC_NULL ? tag : st->MPI_TAG,
-            status_bytes(st), c->id, 0);
+            source == MPI_PROC_NULL ? type_bytes(count, dt) : status_bytes(st), c->id, 0);
     return rc;
 }
 
@@ -658,7 +664,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     put_uvar(type_bytes(scount, stype));
     put_svar(source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE));
     put_svar(source == MPI_PROC_NULL ? rtag : st->MPI_TAG);
-    put_uvar(status_bytes(st));
+    put_uvar(source == MPI_PROC_NULL ? type_bytes(rcount, rtype) : status_bytes(st));
     put_uvar(c->id);
     commit();
     return rc;
@@ -680,7 +686,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
     put_uvar(type_bytes(count, dt));
     put_svar(source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE));
     put_svar(source == MPI_PROC_NULL ? rtag : st->MPI_TAG);
-    put_uvar(status_bytes(st));
+    put_uvar(source == MPI_PROC_NULL ? type_bytes(count, dt) : status_bytes(st));
     put_uvar(c->id);
     commit();
     return rc;
@@ -716,180 +722,170 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
 }
 
 /* ---- completion ----------------------------------------------------------------------------- */
-/* Saved request entries of a Wait/Test call with many requests. */
+/* The requests given to a Wait/Test call, taken out of the table before the call. After it, the
+ * completed ones are written and the others put back. `e[i].key == 0` marks a position that
+ * held MPI_REQUEST_NULL. */
 struct saved {
     struct req small[16];
     struct req *e;
     MPI_Status small_st[16];
     MPI_Status *st;
+    int n;
 };
 
 static void save_reqs(struct saved *s, int n, const MPI_Request *reqs) {
-    s->e = n <= 16 ? s->small : malloc(sizeof(struct req) * (size_t)n);
-    s->st = n <= 16 ? s->small_st : malloc(sizeof(MPI_Status) * (size_t)n);
+    s->n = n < 0 ? 0 : n;
+    s->e = s->n <= 16 ? s->small : malloc(sizeof(struct req) * (size_t)s->n);
+    s->st = s->n <= 16 ? s->small_st : malloc(sizeof(MPI_Status) * (size_t)s->n);
     if (!s->e || !s->st) abort();
-    for (int i = 0; i < n; i++) {
-        s->e[i] = req_get(reqs[i]);
-        if (reqs[i] == MPI_REQUEST_NULL) s->e[i].key = 1; /* marker: was already null */
+    for (int i = 0; i < s->n; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL) s->e[i] = (struct req){0, 0, 0, NULL, 0};
+        else s->e[i] = req_take(reqs[i]);
     }
 }
 
-static void free_saved(struct saved *s) {
+/* Writes the completion record: `done[i]` says whether position i completed, `st_of[i]` is its
+ * status. Positions not completed go back into the table. */
+static void finish_completion(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap,
+                              struct saved *s, const char *done, MPI_Status *const *st_of) {
+    int count = 0;
+    for (int i = 0; i < s->n; i++) count += done[i] && s->e[i].key;
+    ev_begin(op, t_in, t_out, i_gap, 32 * (size_t)count);
+    put_uvar((uint64_t)s->n);
+    put_uvar((uint64_t)count);
+    for (int i = 0; i < s->n; i++) {
+        if (!s->e[i].key) continue;
+        if (done[i]) put_completed(&s->e[i], st_of[i]);
+        else req_restore(&s->e[i]);
+    }
+    commit();
     if (s->e != s->small) free(s->e);
     if (s->st != s->small_st) free(s->st);
 }
 
-/* Completion record header; then `done` entries follow. */
-static void completion_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n_given,
-                             int done) {
-    ev_begin(op, t_in, t_out, i_gap, 32 * (size_t)(done > 0 ? done : 0));
-    put_uvar((uint64_t)(n_given < 0 ? 0 : n_given));
-    put_uvar((uint64_t)(done < 0 ? 0 : done));
+/* Scratch arrays sized for one call. */
+#define DONE_ARRAYS(n)                                                                         \
+    char done_small[16] = {0};                                                                 \
+    MPI_Status *stp_small[16];                                                                 \
+    char *done = (n) <= 16 ? done_small : calloc((size_t)(n), 1);                              \
+    MPI_Status **st_of = (n) <= 16 ? stp_small : malloc(sizeof(MPI_Status *) * (size_t)(n));  \
+    if (!done || !st_of) abort();                                                              \
+    for (int i_ = 0; i_ < (n); i_++) st_of[i_] = NULL
+#define FREE_DONE_ARRAYS                                                                       \
+    if (done != done_small) free(done);                                                        \
+    if (st_of != stp_small) free(st_of)
+
+static int wait_test_one(int op, MPI_Request *req, int *flag, MPI_Status *status) {
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    struct saved s;
+    save_reqs(&s, 1, req);
+    int f = 1;
+    ENTER;
+    int rc = op == OP_WAIT ? PMPI_Wait(req, st) : PMPI_Test(req, &f, st);
+    LEAVE;
+    if (flag) *flag = f;
+    char done = (char)f;
+    MPI_Status *stp = st;
+    finish_completion(op, REL(t_in), REL(t_out), i_gap, &s, &done, &stp);
+    return rc;
 }
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     if (!TRACING) return PMPI_Wait(req, status);
-    MPI_Status own;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    int was_null = *req == MPI_REQUEST_NULL;
-    struct req e = req_get(*req);
-    ENTER;
-    int rc = PMPI_Wait(req, st);
-    LEAVE;
-    completion_begin(OP_WAIT, REL(t_in), REL(t_out), i_gap, 1, was_null ? 0 : 1);
-    if (!was_null) put_completed(&e, st);
-    commit();
-    return rc;
+    return wait_test_one(OP_WAIT, req, NULL, status);
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     if (!TRACING) return PMPI_Test(req, flag, status);
-    MPI_Status own;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    int was_null = *req == MPI_REQUEST_NULL;
-    struct req e = req_get(*req);
-    ENTER;
-    int rc = PMPI_Test(req, flag, st);
-    LEAVE;
-    int done = *flag && !was_null;
-    completion_begin(OP_TEST, REL(t_in), REL(t_out), i_gap, 1, done);
-    if (done) put_completed(&e, st);
-    commit();
-    return rc;
+    return wait_test_one(OP_TEST, req, flag, status);
 }
 
-static void all_done(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n,
-                     struct saved *s, int flag) {
-    int done = 0;
-    if (flag)
-        for (int i = 0; i < n; i++) done += s->e[i].key != 1;
-    completion_begin(op, t_in, t_out, i_gap, n, done);
-    if (flag)
-        for (int i = 0; i < n; i++)
-            if (s->e[i].key != 1) put_completed(&s->e[i], &s->st[i]);
-    commit();
+static int wait_test_all(int op, int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    int f = 1;
+    ENTER;
+    int rc = op == OP_WAITALL ? PMPI_Waitall(n, reqs, s.st) : PMPI_Testall(n, reqs, &f, s.st);
+    LEAVE;
+    if (flag) *flag = f;
+    if (statuses != MPI_STATUSES_IGNORE && f) memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)s.n);
+    DONE_ARRAYS(s.n);
+    for (int i = 0; i < s.n; i++) done[i] = (char)f, st_of[i] = &s.st[i];
+    finish_completion(op, REL(t_in), REL(t_out), i_gap, &s, done, st_of);
+    FREE_DONE_ARRAYS;
+    return rc;
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
     if (!TRACING) return PMPI_Waitall(n, reqs, statuses);
-    struct saved s;
-    save_reqs(&s, n, reqs);
-    ENTER;
-    int rc = PMPI_Waitall(n, reqs, s.st);
-    LEAVE;
-    if (statuses != MPI_STATUSES_IGNORE) memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)n);
-    all_done(OP_WAITALL, REL(t_in), REL(t_out), i_gap, n, &s, 1);
-    free_saved(&s);
-    return rc;
+    return wait_test_all(OP_WAITALL, n, reqs, NULL, statuses);
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
     if (!TRACING) return PMPI_Testall(n, reqs, flag, statuses);
-    struct saved s;
-    save_reqs(&s, n, reqs);
-    ENTER;
-    int rc = PMPI_Testall(n, reqs, flag, s.st);
-    LEAVE;
-    if (statuses != MPI_STATUSES_IGNORE) memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)n);
-    all_done(OP_TESTALL, REL(t_in), REL(t_out), i_gap, n, &s, *flag);
-    free_saved(&s);
-    return rc;
+    return wait_test_all(OP_TESTALL, n, reqs, flag, statuses);
 }
 
-static void one_done(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n,
-                     struct saved *s, int index, const MPI_Status *st) {
-    int done = index != MPI_UNDEFINED && index >= 0 && index < n && s->e[index].key != 1;
-    completion_begin(op, t_in, t_out, i_gap, n, done);
-    if (done) put_completed(&s->e[index], st);
-    commit();
+static int wait_test_any(int op, int n, MPI_Request reqs[], int *index, int *flag,
+                         MPI_Status *status) {
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    struct saved s;
+    save_reqs(&s, n, reqs);
+    int f = 1;
+    ENTER;
+    int rc = op == OP_WAITANY ? PMPI_Waitany(n, reqs, index, st)
+                              : PMPI_Testany(n, reqs, index, &f, st);
+    LEAVE;
+    if (flag) *flag = f;
+    DONE_ARRAYS(s.n);
+    if (f && *index != MPI_UNDEFINED && *index >= 0 && *index < s.n) {
+        done[*index] = 1;
+        st_of[*index] = st;
+    }
+    finish_completion(op, REL(t_in), REL(t_out), i_gap, &s, done, st_of);
+    FREE_DONE_ARRAYS;
+    return rc;
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
     if (!TRACING) return PMPI_Waitany(n, reqs, index, status);
-    MPI_Status own;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    struct saved s;
-    save_reqs(&s, n, reqs);
-    ENTER;
-    int rc = PMPI_Waitany(n, reqs, index, st);
-    LEAVE;
-    one_done(OP_WAITANY, REL(t_in), REL(t_out), i_gap, n, &s, *index, st);
-    free_saved(&s);
-    return rc;
+    return wait_test_any(OP_WAITANY, n, reqs, index, NULL, status);
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
     if (!TRACING) return PMPI_Testany(n, reqs, index, flag, status);
-    MPI_Status own;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    return wait_test_any(OP_TESTANY, n, reqs, index, flag, status);
+}
+
+static int wait_test_some(int op, int n, MPI_Request reqs[], int *outcount, int indices[],
+                          MPI_Status statuses[]) {
     struct saved s;
     save_reqs(&s, n, reqs);
     ENTER;
-    int rc = PMPI_Testany(n, reqs, index, flag, st);
+    int rc = op == OP_WAITSOME ? PMPI_Waitsome(n, reqs, outcount, indices, s.st)
+                               : PMPI_Testsome(n, reqs, outcount, indices, s.st);
     LEAVE;
-    one_done(OP_TESTANY, REL(t_in), REL(t_out), i_gap, n, &s, *flag ? *index : MPI_UNDEFINED, st);
-    free_saved(&s);
+    int out = *outcount == MPI_UNDEFINED ? 0 : *outcount;
+    if (statuses != MPI_STATUSES_IGNORE && out > 0)
+        memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)out);
+    DONE_ARRAYS(s.n);
+    for (int k = 0; k < out; k++)
+        if (indices[k] >= 0 && indices[k] < s.n) done[indices[k]] = 1, st_of[indices[k]] = &s.st[k];
+    finish_completion(op, REL(t_in), REL(t_out), i_gap, &s, done, st_of);
+    FREE_DONE_ARRAYS;
     return rc;
-}
-
-static void some_done(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int n,
-                      struct saved *s, int outcount, const int *indices) {
-    int done = 0;
-    if (outcount != MPI_UNDEFINED)
-        for (int k = 0; k < outcount; k++) done += s->e[indices[k]].key != 1;
-    completion_begin(op, t_in, t_out, i_gap, n, done);
-    if (outcount != MPI_UNDEFINED)
-        for (int k = 0; k < outcount; k++)
-            if (s->e[indices[k]].key != 1) put_completed(&s->e[indices[k]], &s->st[k]);
-    commit();
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
     if (!TRACING) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
-    struct saved s;
-    save_reqs(&s, n, reqs);
-    ENTER;
-    int rc = PMPI_Waitsome(n, reqs, outcount, indices, s.st);
-    LEAVE;
-    if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
-        memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)*outcount);
-    some_done(OP_WAITSOME, REL(t_in), REL(t_out), i_gap, n, &s, *outcount, indices);
-    free_saved(&s);
-    return rc;
+    return wait_test_some(OP_WAITSOME, n, reqs, outcount, indices, statuses);
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
     if (!TRACING) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
-    struct saved s;
-    save_reqs(&s, n, reqs);
-    ENTER;
-    int rc = PMPI_Testsome(n, reqs, outcount, indices, s.st);
-    LEAVE;
-    if (statuses != MPI_STATUSES_IGNORE && *outcount != MPI_UNDEFINED)
-        memcpy(statuses, s.st, sizeof(MPI_Status) * (size_t)*outcount);
-    some_done(OP_TESTSOME, REL(t_in), REL(t_out), i_gap, n, &s, *outcount, indices);
-    free_saved(&s);
-    return rc;
+    return wait_test_some(OP_TESTSOME, n, reqs, outcount, indices, statuses);
 }
 
 /* ---- collectives ---------------------------------------------------------------------------- */

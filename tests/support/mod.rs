@@ -1,0 +1,122 @@
+//! Shared helpers of the integration tests: paths, building the fixture programs, running
+//! `mpiskel trace` under a real MPI library.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `../shared` beside the repository, or `$MPISKEL_SHARED`.
+pub fn shared() -> PathBuf {
+    let p = std::env::var_os("MPISKEL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("..").join("shared"));
+    assert!(
+        p.join("fixtures").is_dir(),
+        "shared fixtures not found at {} (set MPISKEL_SHARED)",
+        p.display()
+    );
+    p
+}
+
+pub fn mpiskel() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mpiskel"));
+    c.env("MPISKEL_CACHE", root().join("target").join("test-tracer-cache"));
+    c
+}
+
+/// Scratch space under `target/` that survives the test for inspection.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = root().join("target").join("test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// MPI runs share two cores: one at a time.
+pub fn mpi_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lib {
+    OpenMpi,
+    Mpich,
+}
+
+impl Lib {
+    pub fn name(self) -> &'static str {
+        match self {
+            Lib::OpenMpi => "openmpi",
+            Lib::Mpich => "mpich",
+        }
+    }
+
+    /// The launcher command line for `np` ranks.
+    pub fn mpirun(self, np: usize) -> Vec<String> {
+        let mut v = vec![format!("mpirun.{}", self.name())];
+        if self == Lib::OpenMpi {
+            v.extend(["--oversubscribe".into(), "--allow-run-as-root".into()]);
+        }
+        v.extend(["-n".into(), np.to_string()]);
+        v
+    }
+}
+
+/// Builds the fixture programs for `lib` once per test binary; returns their directory.
+pub fn fixture_bin(lib: Lib) -> PathBuf {
+    static BUILT: OnceLock<Mutex<Vec<Lib>>> = OnceLock::new();
+    let out = root().join("target").join("fixture-programs").join(lib.name());
+    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
+    let mut done = built.lock().unwrap_or_else(|e| e.into_inner());
+    if !done.contains(&lib) {
+        let st = Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(root().join("fixtures").join("programs"))
+            .arg(format!("MPI={}", lib.name()))
+            .arg(format!("OUT={}", out.display()))
+            .status()
+            .expect("make runs");
+        assert!(st.success(), "building the fixture programs for {} failed", lib.name());
+        done.push(lib);
+    }
+    out
+}
+
+/// Traces `program args` on `np` ranks under `lib` into `dir`; panics with the output on failure.
+pub fn trace_program(lib: Lib, np: usize, program: &str, args: &[&str], dir: &Path) {
+    let bin = fixture_bin(lib).join(program);
+    let mut cmd = mpiskel();
+    cmd.arg("trace").arg("--force").arg("-o").arg(dir).arg("--");
+    cmd.args(lib.mpirun(np)).arg(&bin).args(args);
+    let _guard = mpi_lock();
+    let out = run_with_timeout(cmd, 240);
+    assert!(
+        out.status.success(),
+        "tracing {program} under {} failed:\n{}\n{}",
+        lib.name(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs a command, killing it after `secs` seconds.
+pub fn run_with_timeout(mut cmd: Command, secs: u64) -> std::process::Output {
+    let mut wrapped = Command::new("timeout");
+    wrapped.arg("--kill-after=10").arg(secs.to_string()).arg(cmd.get_program());
+    wrapped.args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    let _ = &mut cmd;
+    wrapped.output().expect("command runs")
+}

@@ -1,0 +1,470 @@
+//! The PMPI tracer against real MPI: every fixture program is traced under OpenMPI and MPICH,
+//! and each rank's recorded calls are compared with what the program's own parameters imply.
+//!
+//! Each program has a model here that lists, per rank, the calls the program makes in order
+//! (operation, peer or root as a world rank, bytes). Deterministic programs are compared call by
+//! call; where the order or number of calls depends on timing (ANY_SOURCE receives, Test loops),
+//! the comparison is by counts and by the multiset of peers.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mpiskel_trace::{Op, OpClass, Payload, Peer, Rank, RankTrace, ReadOptions, TraceSet};
+use support::{scratch, trace_program, Lib};
+
+/// One call as the models describe it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Call {
+    op: Op,
+    /// Peer of a point-to-point call; root of a rooted collective.
+    peer: Option<Peer>,
+    /// Bytes of a point-to-point call.
+    bytes: Option<u64>,
+}
+
+fn c(op: Op) -> Call {
+    Call { op, peer: None, bytes: None }
+}
+fn p2p(op: Op, peer: Peer, bytes: u64) -> Call {
+    Call { op, peer: Some(peer), bytes: Some(bytes) }
+}
+fn rooted(op: Op, root: u32) -> Call {
+    Call { op, peer: Some(Peer::Rank(Rank(root))), bytes: None }
+}
+fn rk(r: usize) -> Peer {
+    Peer::Rank(Rank(r as u32))
+}
+
+/// The calls of a recorded rank in the models' terms.
+fn observed(rt: &RankTrace) -> Vec<Call> {
+    rt.events
+        .iter()
+        .map(|e| match &e.payload {
+            Payload::P2p { peer, bytes, .. } => p2p(e.op, *peer, *bytes),
+            Payload::Collective { root: Some(r), .. } => rooted(e.op, r.0),
+            _ => c(e.op),
+        })
+        .collect()
+}
+
+fn open(dir: &std::path::Path) -> TraceSet {
+    let set = TraceSet::open(dir, &ReadOptions::default()).expect("trace reads");
+    assert!(set.meta.is_some(), "meta.json written");
+    set
+}
+
+/// Every request started is completed exactly once, and every completion names a started one.
+fn check_requests(rt: &RankTrace) {
+    let mut open = BTreeSet::new();
+    for (i, e) in rt.events.iter().enumerate() {
+        match &e.payload {
+            Payload::P2p { request: Some(r), .. } | Payload::Collective { request: Some(r), .. } => {
+                assert!(open.insert(*r), "rank {}: request {r:?} started twice", rt.rank);
+            }
+            Payload::Completion { completed, .. } => {
+                for done in completed {
+                    let r = done.request.unwrap_or_else(|| panic!("rank {}: event {i}: unknown request completed", rt.rank));
+                    assert!(open.remove(&r), "rank {}: event {i} completes {r:?}, which is not pending", rt.rank);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(open.is_empty(), "rank {}: requests never completed: {open:?}", rt.rank);
+}
+
+fn check_exact(set: &TraceSet, model: &[Vec<Call>]) {
+    assert_eq!(set.n_ranks(), model.len(), "number of ranks");
+    for (rt, want) in set.ranks.iter().zip(model) {
+        check_requests(rt);
+        let got = observed(rt);
+        if got != *want {
+            let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+            panic!(
+                "rank {}: {} calls recorded, {} expected; first difference at call {first}: got {:?}, want {:?}",
+                rt.rank,
+                got.len(),
+                want.len(),
+                got.get(first),
+                want.get(first)
+            );
+        }
+    }
+}
+
+fn counts(calls: &[Call]) -> BTreeMap<Op, usize> {
+    let mut m = BTreeMap::new();
+    for call in calls {
+        *m.entry(call.op).or_insert(0) += 1;
+    }
+    m
+}
+
+fn sorted(mut v: Vec<Call>) -> Vec<Call> {
+    v.sort();
+    v
+}
+
+// ---- models ---------------------------------------------------------------------------------
+
+fn model_ring(n: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
+    (0..n)
+        .map(|r| {
+            let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+            let mut v = vec![c(Op::Init)];
+            for _ in 0..iters {
+                let send = p2p(Op::Send, rk(right), bytes);
+                let recv = p2p(Op::Recv, rk(left), bytes);
+                if r % 2 == 0 {
+                    v.extend([send, recv]);
+                } else {
+                    v.extend([recv, send]);
+                }
+            }
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
+/// Row-major Cartesian neighbours of `r` along `d`: (lower, higher).
+fn cart_shift(dims: &[usize], periodic: bool, r: usize, d: usize) -> (Peer, Peer) {
+    let mut coords = vec![0; dims.len()];
+    let mut rest = r;
+    for k in (0..dims.len()).rev() {
+        coords[k] = rest % dims[k];
+        rest /= dims[k];
+    }
+    let rank_of = |cs: &[usize]| cs.iter().zip(dims).fold(0, |acc, (c, n)| acc * n + c);
+    let step = |delta: isize| {
+        let x = coords[d] as isize + delta;
+        let n = dims[d] as isize;
+        if !(0..n).contains(&x) && !periodic {
+            return Peer::Null;
+        }
+        let mut cs = coords.clone();
+        cs[d] = x.rem_euclid(n) as usize;
+        rk(rank_of(&cs))
+    };
+    (step(-1), step(1))
+}
+
+fn model_halo(dims: &[usize], periodic: bool, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
+    let n: usize = dims.iter().product();
+    (0..n)
+        .map(|r| {
+            let shifts: Vec<_> = (0..dims.len()).map(|d| cart_shift(dims, periodic, r, d)).collect();
+            let mut v = vec![c(Op::Init), c(Op::CartCreate)];
+            for _ in 0..iters {
+                for (lo, hi) in &shifts {
+                    v.push(p2p(Op::Irecv, *lo, bytes));
+                    v.push(p2p(Op::Irecv, *hi, bytes));
+                }
+                for (lo, hi) in &shifts {
+                    v.push(p2p(Op::Isend, *hi, bytes));
+                    v.push(p2p(Op::Isend, *lo, bytes));
+                }
+                v.push(c(Op::Waitall));
+            }
+            v.extend([c(Op::Allreduce), c(Op::Finalize)]);
+            v
+        })
+        .collect()
+}
+
+fn model_wavefront(px: usize, py: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
+    (0..px * py)
+        .map(|r| {
+            let (row, col) = (r / py, r % py);
+            let north = (row > 0).then(|| r - py);
+            let south = (row + 1 < px).then(|| r + py);
+            let west = (col > 0).then(|| r - 1);
+            let east = (col + 1 < py).then(|| r + 1);
+            let recv = |p: usize| p2p(Op::Recv, rk(p), bytes);
+            let send = |p: usize| p2p(Op::Send, rk(p), bytes);
+            let mut v = vec![c(Op::Init)];
+            for it in 0..iters {
+                v.extend(north.map(recv));
+                v.extend(west.map(recv));
+                v.extend(south.map(send));
+                v.extend(east.map(send));
+                v.extend(south.map(recv));
+                v.extend(east.map(recv));
+                v.extend(north.map(send));
+                v.extend(west.map(send));
+                for phase in 0..2 {
+                    let first = col % 2 == phase;
+                    let partner = if first { east } else { west };
+                    if let Some(p) = partner {
+                        if first {
+                            v.extend([send(p), recv(p)]);
+                        } else {
+                            v.extend([recv(p), send(p)]);
+                        }
+                    }
+                }
+                if it % 5 == 4 {
+                    v.push(c(Op::Allreduce));
+                }
+            }
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
+fn model_collectives(n: usize, iters: usize) -> Vec<Vec<Call>> {
+    (0..n)
+        .map(|_| {
+            let mut v = vec![c(Op::Init)];
+            for it in 0..iters {
+                let root = (it % n) as u32;
+                v.extend([c(Op::Barrier), rooted(Op::Bcast, root), rooted(Op::Reduce, (root + 1) % n as u32)]);
+                v.extend([c(Op::Allreduce), c(Op::Scan), c(Op::Exscan)]);
+                v.extend([rooted(Op::Gather, root), rooted(Op::Gatherv, root)]);
+                v.extend([rooted(Op::Scatter, root), rooted(Op::Scatterv, root)]);
+                v.extend([c(Op::Allgather), c(Op::Allgatherv), c(Op::Alltoall), c(Op::Alltoallv)]);
+                v.extend([c(Op::Alltoallw), c(Op::ReduceScatter), c(Op::ReduceScatterBlock)]);
+                v.extend([c(Op::Ibarrier), rooted(Op::Ibcast, root), rooted(Op::Ireduce, root)]);
+                v.extend([c(Op::Iallreduce), c(Op::Iallgather), c(Op::Ialltoall), c(Op::Waitall)]);
+            }
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
+fn model_subcomm(px: usize, py: usize, iters: usize) -> Vec<Vec<Call>> {
+    (0..px * py)
+        .map(|r| {
+            let row = r / py;
+            let even = r % 2 == 0;
+            let mut v = vec![c(Op::Init), c(Op::CartCreate), c(Op::CommSplit), c(Op::CommSplit)];
+            v.extend([c(Op::CartSub), c(Op::CommDup), c(Op::CommCreate)]);
+            for _ in 0..iters {
+                v.push(rooted(Op::Bcast, (row * py) as u32));
+                v.push(c(Op::Allreduce));
+                v.push(rooted(Op::Reduce, (row * py + py - 1) as u32));
+                v.push(c(Op::Barrier));
+                if even {
+                    v.push(c(Op::Allreduce));
+                }
+            }
+            let frees = if even { 6 } else { 5 };
+            v.extend(std::iter::repeat_n(c(Op::CommFree), frees));
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
+fn model_ring_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
+    let bytes = 128 * 8;
+    (0..n)
+        .map(|r| {
+            let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+            let mut v = vec![c(Op::Init)];
+            for _ in 0..iters {
+                v.push(p2p(Op::Irecv, rk(left), bytes));
+                v.push(p2p(Op::Irecv, rk(right), bytes));
+                v.push(p2p(Op::Isend, rk(right), bytes));
+                v.push(p2p(Op::Isend, rk(left), bytes));
+                v.push(c(Op::Waitall));
+                let send = p2p(Op::Send, rk(right), bytes);
+                let recv = p2p(Op::Recv, rk(left), bytes);
+                if r % 2 == 0 {
+                    v.extend([send, recv]);
+                } else {
+                    v.extend([recv, send]);
+                }
+                v.push(c(Op::Allreduce));
+            }
+            v.extend([rooted(Op::Bcast, 0), c(Op::Barrier), c(Op::Finalize)]);
+            v
+        })
+        .collect()
+}
+
+// ---- tests ----------------------------------------------------------------------------------
+
+fn run_ring(lib: Lib) {
+    let dir = scratch(&format!("ring-{}", lib.name()));
+    trace_program(lib, 4, "ring", &["12", "1024"], &dir);
+    let set = open(&dir);
+    check_exact(&set, &model_ring(4, 12, 1024));
+    // Compute gaps are real: the program computes before every exchange.
+    assert!(set.ranks.iter().all(|r| r.compute_ns() > 0));
+}
+
+fn run_halo(lib: Lib, dims: &[usize], periodic: bool, name: &str) {
+    let dir = scratch(&format!("{name}-{}", lib.name()));
+    let spec = dims.iter().map(ToString::to_string).collect::<Vec<_>>().join("x");
+    trace_program(lib, dims.iter().product(), "halo", &[&spec, if periodic { "1" } else { "0" }, "6", "4096"], &dir);
+    let set = open(&dir);
+    check_exact(&set, &model_halo(dims, periodic, 6, 4096));
+    // The Cartesian communicator is defined with its members.
+    for rt in &set.ranks {
+        let Payload::P2p { comm, .. } = &rt.events.iter().find(|e| e.op == Op::Isend).unwrap().payload else {
+            unreachable!()
+        };
+        assert_eq!(rt.members(*comm).unwrap().len(), set.n_ranks());
+    }
+}
+
+fn run_wavefront(lib: Lib) {
+    let dir = scratch(&format!("wavefront-{}", lib.name()));
+    trace_program(lib, 6, "wavefront", &["2", "3", "10", "2048"], &dir);
+    check_exact(&open(&dir), &model_wavefront(2, 3, 10, 2048));
+}
+
+fn run_collectives(lib: Lib) {
+    let dir = scratch(&format!("collectives-{}", lib.name()));
+    trace_program(lib, 4, "collectives", &["3", "64"], &dir);
+    let set = open(&dir);
+    check_exact(&set, &model_collectives(4, 3));
+    // Sizes: Alltoall of 64 doubles to each of 4 ranks; Gatherv's root receives 4 × 64 doubles.
+    for rt in &set.ranks {
+        for e in &rt.events {
+            if let Payload::Collective { send_bytes, recv_bytes, recv_counts, root, .. } = &e.payload {
+                match e.op {
+                    Op::Alltoall | Op::Alltoallv | Op::Alltoallw => {
+                        assert_eq!((*send_bytes, *recv_bytes), (4 * 64 * 8, 4 * 64 * 8), "{}", e.op)
+                    }
+                    Op::Gatherv if *root == Some(rt.rank) => {
+                        assert_eq!(recv_counts.as_deref(), Some(&[512, 512, 512, 512][..]))
+                    }
+                    Op::Bcast => assert_eq!(*send_bytes, 64 * 8),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+fn run_subcomm(lib: Lib) {
+    let dir = scratch(&format!("subcomm-{}", lib.name()));
+    trace_program(lib, 6, "subcomm", &["2", "3", "4"], &dir);
+    let set = open(&dir);
+    check_exact(&set, &model_subcomm(2, 3, 4));
+    for rt in &set.ranks {
+        let r = rt.rank.0;
+        let comm_of = |op: Op| match &rt.events.iter().find(|e| e.op == op).unwrap().payload {
+            Payload::Collective { comm, .. } => *comm,
+            _ => unreachable!(),
+        };
+        let row: Vec<Rank> = (0..3).map(|c| Rank(r / 3 * 3 + c)).collect();
+        let col: Vec<Rank> = (0..2).map(|k| Rank(k * 3 + r % 3)).collect();
+        assert_eq!(rt.members(comm_of(Op::Bcast)).unwrap(), &row[..], "row communicator of rank {r}");
+        assert_eq!(rt.members(comm_of(Op::Allreduce)).unwrap(), &col[..], "column communicator of rank {r}");
+        assert_eq!(rt.members(comm_of(Op::Reduce)).unwrap(), &row[..], "Cart_sub row of rank {r}");
+    }
+}
+
+fn run_anysource(lib: Lib) {
+    let (n, iters, bytes) = (4, 8, 512u64);
+    let dir = scratch(&format!("anysource-{}", lib.name()));
+    trace_program(lib, n, "anysource", &["8", "512"], &dir);
+    let set = open(&dir);
+    for rt in &set.ranks {
+        check_requests(rt);
+    }
+    // Workers: three sends to rank 0 per iteration, in order.
+    for (w, rt) in set.ranks.iter().enumerate().skip(1) {
+        let mut want = vec![c(Op::Init)];
+        for _ in 0..iters {
+            want.extend(std::iter::repeat_n(p2p(Op::Send, rk(0), bytes * w as u64), 3));
+        }
+        want.push(c(Op::Finalize));
+        assert_eq!(observed(rt), want, "worker {w}");
+    }
+    // Master: the actual sources of ANY_SOURCE receives, as a multiset.
+    let master = observed(&set.ranks[0]);
+    let by_op = |op: Op| sorted(master.iter().filter(|k| k.op == op).cloned().collect());
+    let each_worker = |op: Op, times: usize| {
+        sorted((1..n).flat_map(|w| std::iter::repeat_n(p2p(op, rk(w), bytes * w as u64), times)).collect())
+    };
+    assert_eq!(by_op(Op::Recv), each_worker(Op::Recv, 2 * iters));
+    assert_eq!(by_op(Op::Irecv), each_worker(Op::Irecv, iters), "Irecv sources resolved from Waitall");
+    assert_eq!(by_op(Op::Probe), each_worker(Op::Probe, iters));
+    assert_eq!(counts(&master)[&Op::Waitall], iters);
+}
+
+fn run_p2pmodes(lib: Lib) {
+    let (n, iters, bytes) = (4, 5, 1000u64);
+    let dir = scratch(&format!("p2pmodes-{}", lib.name()));
+    trace_program(lib, n, "p2pmodes", &["5", "1000"], &dir);
+    let set = open(&dir);
+    for rt in &set.ranks {
+        check_requests(rt);
+        let r = rt.rank.0 as usize;
+        let (partner, low) = (r ^ 1, r < (r ^ 1));
+        let got = observed(rt);
+        let k = counts(&got);
+        let exact: &[(Op, usize)] = if low {
+            &[(Op::Ssend, 1), (Op::Bsend, 1), (Op::Rsend, 1), (Op::Send, 1), (Op::Recv, 0), (Op::Wait, 0)]
+        } else {
+            &[(Op::Ssend, 0), (Op::Bsend, 0), (Op::Rsend, 0), (Op::Send, 0), (Op::Recv, 3), (Op::Wait, 1)]
+        };
+        let common = [
+            (Op::Barrier, 2),
+            (Op::Issend, 1),
+            (Op::Irsend, 1),
+            (Op::Isend, 2),
+            (Op::Waitany, 2),
+            (Op::Sendrecv, 1),
+            (Op::SendrecvReplace, 1),
+            (Op::Irecv, if low { 4 } else { 5 }),
+        ];
+        for (op, per_iter) in exact.iter().chain(&common) {
+            assert_eq!(k.get(op).copied().unwrap_or(0), per_iter * iters, "rank {r}: {op}");
+        }
+        // Loops whose trip count depends on timing: at least once per iteration.
+        for op in [Op::Waitsome, Op::Test, Op::Testall, Op::Testany, Op::Testsome] {
+            assert!(k.get(&op).copied().unwrap_or(0) >= iters, "rank {r}: {op} at least {iters} times");
+        }
+        assert_eq!(k.get(&Op::Iprobe).copied().unwrap_or(0) >= iters, !low, "rank {r}: Iprobe");
+        // Every point-to-point call goes to or comes from the partner, with the program's size.
+        for call in got.iter().filter(|k| matches!(k.op.class(), OpClass::Send | OpClass::Recv)) {
+            assert_eq!(call.peer, Some(rk(partner)), "rank {r}: {call:?}");
+            assert_eq!(call.bytes, Some(bytes), "rank {r}: {call:?}");
+        }
+        for e in &rt.events {
+            if let Payload::SendRecv { dest, source, send_bytes, recv_bytes, .. } = &e.payload {
+                assert_eq!((*dest, *source, *send_bytes, *recv_bytes), (rk(partner), rk(partner), bytes, bytes));
+            }
+        }
+    }
+}
+
+fn run_fortran_ring(lib: Lib) {
+    let dir = scratch(&format!("ring_f-{}", lib.name()));
+    trace_program(lib, 4, "ring_f", &["7"], &dir);
+    check_exact(&open(&dir), &model_ring_f(4, 7));
+}
+
+macro_rules! both_libraries {
+    ($($name:ident => $body:expr;)*) => {
+        mod openmpi {
+            use super::*;
+            $( #[test] fn $name() { let lib = Lib::OpenMpi; $body(lib) } )*
+        }
+        mod mpich {
+            use super::*;
+            $( #[test] fn $name() { let lib = Lib::Mpich; $body(lib) } )*
+        }
+    };
+}
+
+both_libraries! {
+    ring_blocking => run_ring;
+    halo_2d_periodic_4x4 => |lib| run_halo(lib, &[4, 4], true, "halo2d-periodic");
+    halo_2d_open_4x4 => |lib| run_halo(lib, &[4, 4], false, "halo2d-open");
+    halo_3d_periodic_2x2x2 => |lib| run_halo(lib, &[2, 2, 2], true, "halo3d");
+    wavefront_2x3 => run_wavefront;
+    collectives_all_kinds => run_collectives;
+    subcommunicators => run_subcomm;
+    any_source => run_anysource;
+    p2p_modes_and_completions => run_p2pmodes;
+    fortran_ring => run_fortran_ring;
+}
