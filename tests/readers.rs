@@ -109,10 +109,20 @@ fn simgrid_public_samples_read() {
     assert!(set.ranks.iter().all(|r| r.record_counts.get("comm_size").copied() == Some(15)));
     let mut files: Vec<_> = std::fs::read_dir(base.join("replay-examples")).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    for f in &files {
+    // actions0.txt and actions1.txt are the two ranks of one trace, without an index: alone,
+    // each is refused with a clear error; with an index naming both, they read.
+    for f in files.iter().filter(|f| !f.ends_with("actions0.txt") && !f.ends_with("actions1.txt")) {
         let set = TraceSet::open(f, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         assert!(set.n_ranks() >= 2, "{}", f.display());
     }
+    let err = TraceSet::open(&base.join("replay-examples/actions0.txt"), &ReadOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("partner 1 is not a rank of this 1-rank trace"), "{err}");
+    let dir = support::scratch("ti-index");
+    let ex = base.join("replay-examples");
+    let index = dir.join("index.txt");
+    std::fs::write(&index, format!("{}\n{}\n", ex.join("actions0.txt").display(), ex.join("actions1.txt").display()))
+        .unwrap();
+    assert_eq!(TraceSet::open(&index, &ReadOptions::default()).unwrap().n_ranks(), 2);
     // alltoallv: per-rank counts in elements of 8 bytes.
     let set = TraceSet::open(&base.join("replay-examples/actions_alltoallv.txt"), &ReadOptions::default()).unwrap();
     let e = set.ranks[0].events.iter().find(|e| e.op == Op::Alltoallv).unwrap();
@@ -120,7 +130,7 @@ fn simgrid_public_samples_read() {
     assert_eq!(send_counts.as_deref(), Some(&[8, 320, 240][..]));
     assert_eq!(recv_counts.as_deref(), Some(&[8, 640, 800][..]));
     // Old-style send without tag, wait by (src, dst, tag).
-    let set = TraceSet::open(&base.join("replay-examples/actions1.txt"), &ReadOptions::default()).unwrap();
+    let set = TraceSet::open(&index, &ReadOptions::default()).unwrap();
     let rank1 = &set.ranks[1];
     assert!(matches!(rank1.events[1].payload, Payload::P2p { peer: Peer::Rank(Rank(0)), bytes: 8_000_000, .. }));
 }

@@ -9,7 +9,8 @@
 //! `flops / rate` seconds ([`TiOptions::flops_per_second`]) and keeps its flops as
 //! [`Work::Flops`]; MPI calls take no time. Message counts are in elements of the datatype
 //! (default 8 bytes). `wait <src> <dst> <tag>` completes the earliest pending request with that
-//! source, destination and tag; `waitall` completes all pending requests.
+//! source, destination and tag; `waitall` completes all pending requests; `test` completes nothing
+//! (the format does not say whether it succeeded), so a later wait completes the request.
 //!
 //! # Complexity
 //! O(total bytes) time; one rank's events in memory at a time per worker thread.
@@ -278,10 +279,15 @@ fn parse_rank<'l>(
                     let tag = p.int(a, 2, "tag")?;
                     pending.iter().position(|q| q.src == src && q.dst == dst && i64::from(q.tag) == tag)
                 };
-                let idx = idx.ok_or_else(|| p.err(format!("{action} matches no pending isend/irecv")))?;
-                let q = pending.remove(idx);
-                let op = if action == "wait" { Op::Wait } else { Op::Test };
-                (op, Payload::Completion { n_given: 1, completed: vec![completed(&q)] })
+                if action == "test" {
+                    // A test may or may not have completed its request; the format does not say.
+                    // The request stays pending: a later wait completes it.
+                    (Op::Test, Payload::Completion { n_given: u32::from(idx.is_some()), completed: Vec::new() })
+                } else {
+                    let idx = idx.ok_or_else(|| p.err("wait matches no pending isend/irecv"))?;
+                    let q = pending.remove(idx);
+                    (Op::Wait, Payload::Completion { n_given: 1, completed: vec![completed(&q)] })
+                }
             }
             "waitall" => {
                 let done: Vec<Completed> = pending.drain(..).map(|q| completed(&q)).collect();
