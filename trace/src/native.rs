@@ -479,7 +479,7 @@ impl<R: Read> NativeReader<R> {
                 if n > 1 << 24 {
                     return Err(Stop::Bad(format!("communicator of {n} members")));
                 }
-                let mut members = Vec::with_capacity(n as usize);
+                let mut members = Vec::with_capacity(n.min(4096) as usize);
                 for _ in 0..n {
                     members.push(Rank(src.u32var("member rank")?));
                 }
@@ -622,7 +622,7 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
             if n > u64::from(n_given) {
                 return Err(Stop::Bad(format!("{n} requests completed out of {n_given} given")));
             }
-            let mut completed = Vec::with_capacity(n as usize);
+            let mut completed = Vec::with_capacity(n.min(1024) as usize);
             for _ in 0..n {
                 let request = request(s.uvar()?)?;
                 let c = match s.u8()? {
