@@ -43,11 +43,22 @@ struct Report<'a> {
 }
 
 pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
-    anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
-    let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
+    anyhow::ensure!(
+        a.flops > 0.0 && a.flops.is_finite(),
+        "--flops must be a positive number"
+    );
+    let opts = ReadOptions {
+        ti: TiOptions {
+            flops_per_second: a.flops,
+        },
+    };
     let set = TraceSet::open(&a.path, &opts)?;
     let summary = summarize(&set);
-    let report = Report { path: a.path.display().to_string(), meta: set.meta.as_ref(), summary: &summary };
+    let report = Report {
+        path: a.path.display().to_string(),
+        meta: set.meta.as_ref(),
+        summary: &summary,
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -64,7 +75,11 @@ fn human_bytes(b: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 fn render(r: &Report<'_>) -> String {
@@ -77,7 +92,11 @@ fn render(r: &Report<'_>) -> String {
     let _ = writeln!(o, "trace    {} ({format}, {} ranks)", r.path, s.ranks);
     if let Some(m) = r.meta {
         let _ = writeln!(o, "command  {}", m.command.join(" "));
-        let _ = writeln!(o, "mpi      {} ({}), wall time {:.3} s", m.mpi, m.mpi_version, m.wall_s);
+        let _ = writeln!(
+            o,
+            "mpi      {} ({}), wall time {:.3} s",
+            m.mpi, m.mpi_version, m.wall_s
+        );
     }
     let mpi_s: f64 = s.per_rank.iter().map(|p| p.mpi_s).sum();
     let comp_s: f64 = s.per_rank.iter().map(|p| p.compute_s).sum();
@@ -101,7 +120,12 @@ fn render(r: &Report<'_>) -> String {
     for p in &s.per_rank {
         let _ = write!(o, "{:>5}", p.rank.0);
         for k in &kinds {
-            let _ = write!(o, " {:>w$}", p.records.get(*k).copied().unwrap_or(0), w = width(k));
+            let _ = write!(
+                o,
+                " {:>w$}",
+                p.records.get(*k).copied().unwrap_or(0),
+                w = width(k)
+            );
         }
         let _ = writeln!(o);
     }
@@ -138,7 +162,11 @@ fn render(r: &Report<'_>) -> String {
         human_bytes(m.total.bytes),
         m.degree_min,
         m.degree_max,
-        if m.symmetric { "symmetric" } else { "not symmetric" }
+        if m.symmetric {
+            "symmetric"
+        } else {
+            "not symmetric"
+        }
     );
     if m.self_messages.messages > 0 || m.null_messages > 0 {
         let _ = writeln!(
@@ -152,12 +180,25 @@ fn render(r: &Report<'_>) -> String {
     if !m.top_pairs.is_empty() {
         let _ = writeln!(o, "  heaviest pairs:");
         for (src, dst, t) in &m.top_pairs {
-            let _ = writeln!(o, "    {src:>5} -> {dst:<5} {:>8} msgs {:>12}", t.messages, human_bytes(t.bytes));
+            let _ = writeln!(
+                o,
+                "    {src:>5} -> {dst:<5} {:>8} msgs {:>12}",
+                t.messages,
+                human_bytes(t.bytes)
+            );
         }
     }
     if !s.collectives.is_empty() {
-        let list: Vec<String> = s.collectives.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(o, "\ncollectives (calls over all ranks): {}", list.join(", "));
+        let list: Vec<String> = s
+            .collectives
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "\ncollectives (calls over all ranks): {}",
+            list.join(", ")
+        );
     }
     o
 }

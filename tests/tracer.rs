@@ -24,13 +24,25 @@ struct Call {
 }
 
 fn c(op: Op) -> Call {
-    Call { op, peer: None, bytes: None }
+    Call {
+        op,
+        peer: None,
+        bytes: None,
+    }
 }
 fn p2p(op: Op, peer: Peer, bytes: u64) -> Call {
-    Call { op, peer: Some(peer), bytes: Some(bytes) }
+    Call {
+        op,
+        peer: Some(peer),
+        bytes: Some(bytes),
+    }
 }
 fn rooted(op: Op, root: u32) -> Call {
-    Call { op, peer: Some(Peer::Rank(Rank(root))), bytes: None }
+    Call {
+        op,
+        peer: Some(Peer::Rank(Rank(root))),
+        bytes: None,
+    }
 }
 fn rk(r: usize) -> Peer {
     Peer::Rank(Rank(r as u32))
@@ -59,19 +71,38 @@ fn check_requests(rt: &RankTrace) {
     let mut open = BTreeSet::new();
     for (i, e) in rt.events.iter().enumerate() {
         match &e.payload {
-            Payload::P2p { request: Some(r), .. } | Payload::Collective { request: Some(r), .. } => {
-                assert!(open.insert(*r), "rank {}: request {r:?} started twice", rt.rank);
+            Payload::P2p {
+                request: Some(r), ..
+            }
+            | Payload::Collective {
+                request: Some(r), ..
+            } => {
+                assert!(
+                    open.insert(*r),
+                    "rank {}: request {r:?} started twice",
+                    rt.rank
+                );
             }
             Payload::Completion { completed, .. } => {
                 for done in completed {
-                    let r = done.request.unwrap_or_else(|| panic!("rank {}: event {i}: unknown request completed", rt.rank));
-                    assert!(open.remove(&r), "rank {}: event {i} completes {r:?}, which is not pending", rt.rank);
+                    let r = done.request.unwrap_or_else(|| {
+                        panic!("rank {}: event {i}: unknown request completed", rt.rank)
+                    });
+                    assert!(
+                        open.remove(&r),
+                        "rank {}: event {i} completes {r:?}, which is not pending",
+                        rt.rank
+                    );
                 }
             }
             _ => {}
         }
     }
-    assert!(open.is_empty(), "rank {}: requests never completed: {open:?}", rt.rank);
+    assert!(
+        open.is_empty(),
+        "rank {}: requests never completed: {open:?}",
+        rt.rank
+    );
 }
 
 fn check_exact(set: &TraceSet, model: &[Vec<Call>]) {
@@ -80,7 +111,11 @@ fn check_exact(set: &TraceSet, model: &[Vec<Call>]) {
         check_requests(rt);
         let got = observed(rt);
         if got != *want {
-            let first = got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
+            let first = got
+                .iter()
+                .zip(want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(got.len().min(want.len()));
             panic!(
                 "rank {}: {} calls recorded, {} expected; first difference at call {first}: got {:?}, want {:?}",
                 rt.rank,
@@ -154,7 +189,9 @@ fn model_halo(dims: &[usize], periodic: bool, iters: usize, bytes: u64) -> Vec<V
     let n: usize = dims.iter().product();
     (0..n)
         .map(|r| {
-            let shifts: Vec<_> = (0..dims.len()).map(|d| cart_shift(dims, periodic, r, d)).collect();
+            let shifts: Vec<_> = (0..dims.len())
+                .map(|d| cart_shift(dims, periodic, r, d))
+                .collect();
             let mut v = vec![c(Op::Init), c(Op::CartCreate)];
             for _ in 0..iters {
                 for (lo, hi) in &shifts {
@@ -220,14 +257,36 @@ fn model_collectives(n: usize, iters: usize) -> Vec<Vec<Call>> {
             let mut v = vec![c(Op::Init)];
             for it in 0..iters {
                 let root = (it % n) as u32;
-                v.extend([c(Op::Barrier), rooted(Op::Bcast, root), rooted(Op::Reduce, (root + 1) % n as u32)]);
+                v.extend([
+                    c(Op::Barrier),
+                    rooted(Op::Bcast, root),
+                    rooted(Op::Reduce, (root + 1) % n as u32),
+                ]);
                 v.extend([c(Op::Allreduce), c(Op::Scan), c(Op::Exscan)]);
                 v.extend([rooted(Op::Gather, root), rooted(Op::Gatherv, root)]);
                 v.extend([rooted(Op::Scatter, root), rooted(Op::Scatterv, root)]);
-                v.extend([c(Op::Allgather), c(Op::Allgatherv), c(Op::Alltoall), c(Op::Alltoallv)]);
-                v.extend([c(Op::Alltoallw), c(Op::ReduceScatter), c(Op::ReduceScatterBlock)]);
-                v.extend([c(Op::Ibarrier), rooted(Op::Ibcast, root), rooted(Op::Ireduce, root)]);
-                v.extend([c(Op::Iallreduce), c(Op::Iallgather), c(Op::Ialltoall), c(Op::Waitall)]);
+                v.extend([
+                    c(Op::Allgather),
+                    c(Op::Allgatherv),
+                    c(Op::Alltoall),
+                    c(Op::Alltoallv),
+                ]);
+                v.extend([
+                    c(Op::Alltoallw),
+                    c(Op::ReduceScatter),
+                    c(Op::ReduceScatterBlock),
+                ]);
+                v.extend([
+                    c(Op::Ibarrier),
+                    rooted(Op::Ibcast, root),
+                    rooted(Op::Ireduce, root),
+                ]);
+                v.extend([
+                    c(Op::Iallreduce),
+                    c(Op::Iallgather),
+                    c(Op::Ialltoall),
+                    c(Op::Waitall),
+                ]);
             }
             v.push(c(Op::Finalize));
             v
@@ -240,7 +299,12 @@ fn model_subcomm(px: usize, py: usize, iters: usize) -> Vec<Vec<Call>> {
         .map(|r| {
             let row = r / py;
             let even = r % 2 == 0;
-            let mut v = vec![c(Op::Init), c(Op::CartCreate), c(Op::CommSplit), c(Op::CommSplit)];
+            let mut v = vec![
+                c(Op::Init),
+                c(Op::CartCreate),
+                c(Op::CommSplit),
+                c(Op::CommSplit),
+            ];
             v.extend([c(Op::CartSub), c(Op::CommDup), c(Op::CommCreate)]);
             for _ in 0..iters {
                 v.push(rooted(Op::Bcast, (row * py) as u32));
@@ -286,6 +350,27 @@ fn model_ring_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
         .collect()
 }
 
+fn model_callrate(n: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
+    (0..n)
+        .map(|r| {
+            let p = rk(r ^ 1);
+            let mut v = vec![c(Op::Init)];
+            for it in 0..iters {
+                v.extend([
+                    p2p(Op::Irecv, p, bytes),
+                    p2p(Op::Isend, p, bytes),
+                    c(Op::Waitall),
+                ]);
+                if it % 100 == 99 {
+                    v.push(c(Op::Allreduce));
+                }
+            }
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
 // ---- tests ----------------------------------------------------------------------------------
 
 fn run_ring(lib: Lib) {
@@ -299,13 +384,29 @@ fn run_ring(lib: Lib) {
 
 fn run_halo(lib: Lib, dims: &[usize], periodic: bool, name: &str) {
     let dir = scratch(&format!("{name}-{}", lib.name()));
-    let spec = dims.iter().map(ToString::to_string).collect::<Vec<_>>().join("x");
-    trace_program(lib, dims.iter().product(), "halo", &[&spec, if periodic { "1" } else { "0" }, "6", "4096"], &dir);
+    let spec = dims
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("x");
+    trace_program(
+        lib,
+        dims.iter().product(),
+        "halo",
+        &[&spec, if periodic { "1" } else { "0" }, "6", "4096"],
+        &dir,
+    );
     let set = open(&dir);
     check_exact(&set, &model_halo(dims, periodic, 6, 4096));
     // The Cartesian communicator is defined with its members.
     for rt in &set.ranks {
-        let Payload::P2p { comm, .. } = &rt.events.iter().find(|e| e.op == Op::Isend).unwrap().payload else {
+        let Payload::P2p { comm, .. } = &rt
+            .events
+            .iter()
+            .find(|e| e.op == Op::Isend)
+            .unwrap()
+            .payload
+        else {
             unreachable!()
         };
         assert_eq!(rt.members(*comm).unwrap().len(), set.n_ranks());
@@ -326,10 +427,22 @@ fn run_collectives(lib: Lib) {
     // Sizes: Alltoall of 64 doubles to each of 4 ranks; Gatherv's root receives 4 × 64 doubles.
     for rt in &set.ranks {
         for e in &rt.events {
-            if let Payload::Collective { send_bytes, recv_bytes, recv_counts, root, .. } = &e.payload {
+            if let Payload::Collective {
+                send_bytes,
+                recv_bytes,
+                recv_counts,
+                root,
+                ..
+            } = &e.payload
+            {
                 match e.op {
                     Op::Alltoall | Op::Alltoallv | Op::Alltoallw => {
-                        assert_eq!((*send_bytes, *recv_bytes), (4 * 64 * 8, 4 * 64 * 8), "{}", e.op)
+                        assert_eq!(
+                            (*send_bytes, *recv_bytes),
+                            (4 * 64 * 8, 4 * 64 * 8),
+                            "{}",
+                            e.op
+                        )
                     }
                     Op::Gatherv if *root == Some(rt.rank) => {
                         assert_eq!(recv_counts.as_deref(), Some(&[512, 512, 512, 512][..]))
@@ -355,9 +468,21 @@ fn run_subcomm(lib: Lib) {
         };
         let row: Vec<Rank> = (0..3).map(|c| Rank(r / 3 * 3 + c)).collect();
         let col: Vec<Rank> = (0..2).map(|k| Rank(k * 3 + r % 3)).collect();
-        assert_eq!(rt.members(comm_of(Op::Bcast)).unwrap(), &row[..], "row communicator of rank {r}");
-        assert_eq!(rt.members(comm_of(Op::Allreduce)).unwrap(), &col[..], "column communicator of rank {r}");
-        assert_eq!(rt.members(comm_of(Op::Reduce)).unwrap(), &row[..], "Cart_sub row of rank {r}");
+        assert_eq!(
+            rt.members(comm_of(Op::Bcast)).unwrap(),
+            &row[..],
+            "row communicator of rank {r}"
+        );
+        assert_eq!(
+            rt.members(comm_of(Op::Allreduce)).unwrap(),
+            &col[..],
+            "column communicator of rank {r}"
+        );
+        assert_eq!(
+            rt.members(comm_of(Op::Reduce)).unwrap(),
+            &row[..],
+            "Cart_sub row of rank {r}"
+        );
     }
 }
 
@@ -373,7 +498,10 @@ fn run_anysource(lib: Lib) {
     for (w, rt) in set.ranks.iter().enumerate().skip(1) {
         let mut want = vec![c(Op::Init)];
         for _ in 0..iters {
-            want.extend(std::iter::repeat_n(p2p(Op::Send, rk(0), bytes * w as u64), 3));
+            want.extend(std::iter::repeat_n(
+                p2p(Op::Send, rk(0), bytes * w as u64),
+                3,
+            ));
         }
         want.push(c(Op::Finalize));
         assert_eq!(observed(rt), want, "worker {w}");
@@ -382,10 +510,18 @@ fn run_anysource(lib: Lib) {
     let master = observed(&set.ranks[0]);
     let by_op = |op: Op| sorted(master.iter().filter(|k| k.op == op).cloned().collect());
     let each_worker = |op: Op, times: usize| {
-        sorted((1..n).flat_map(|w| std::iter::repeat_n(p2p(op, rk(w), bytes * w as u64), times)).collect())
+        sorted(
+            (1..n)
+                .flat_map(|w| std::iter::repeat_n(p2p(op, rk(w), bytes * w as u64), times))
+                .collect(),
+        )
     };
     assert_eq!(by_op(Op::Recv), each_worker(Op::Recv, 2 * iters));
-    assert_eq!(by_op(Op::Irecv), each_worker(Op::Irecv, iters), "Irecv sources resolved from Waitall");
+    assert_eq!(
+        by_op(Op::Irecv),
+        each_worker(Op::Irecv, iters),
+        "Irecv sources resolved from Waitall"
+    );
     assert_eq!(by_op(Op::Probe), each_worker(Op::Probe, iters));
     assert_eq!(counts(&master)[&Op::Waitall], iters);
 }
@@ -402,9 +538,23 @@ fn run_p2pmodes(lib: Lib) {
         let got = observed(rt);
         let k = counts(&got);
         let exact: &[(Op, usize)] = if low {
-            &[(Op::Ssend, 1), (Op::Bsend, 1), (Op::Rsend, 1), (Op::Send, 1), (Op::Recv, 0), (Op::Wait, 0)]
+            &[
+                (Op::Ssend, 1),
+                (Op::Bsend, 1),
+                (Op::Rsend, 1),
+                (Op::Send, 1),
+                (Op::Recv, 0),
+                (Op::Wait, 0),
+            ]
         } else {
-            &[(Op::Ssend, 0), (Op::Bsend, 0), (Op::Rsend, 0), (Op::Send, 0), (Op::Recv, 3), (Op::Wait, 1)]
+            &[
+                (Op::Ssend, 0),
+                (Op::Bsend, 0),
+                (Op::Rsend, 0),
+                (Op::Send, 0),
+                (Op::Recv, 3),
+                (Op::Wait, 1),
+            ]
         };
         let common = [
             (Op::Barrier, 2),
@@ -417,21 +567,51 @@ fn run_p2pmodes(lib: Lib) {
             (Op::Irecv, if low { 4 } else { 5 }),
         ];
         for (op, per_iter) in exact.iter().chain(&common) {
-            assert_eq!(k.get(op).copied().unwrap_or(0), per_iter * iters, "rank {r}: {op}");
+            assert_eq!(
+                k.get(op).copied().unwrap_or(0),
+                per_iter * iters,
+                "rank {r}: {op}"
+            );
         }
         // Loops whose trip count depends on timing: at least once per iteration.
-        for op in [Op::Waitsome, Op::Test, Op::Testall, Op::Testany, Op::Testsome] {
-            assert!(k.get(&op).copied().unwrap_or(0) >= iters, "rank {r}: {op} at least {iters} times");
+        for op in [
+            Op::Waitsome,
+            Op::Test,
+            Op::Testall,
+            Op::Testany,
+            Op::Testsome,
+        ] {
+            assert!(
+                k.get(&op).copied().unwrap_or(0) >= iters,
+                "rank {r}: {op} at least {iters} times"
+            );
         }
-        assert_eq!(k.get(&Op::Iprobe).copied().unwrap_or(0) >= iters, !low, "rank {r}: Iprobe");
+        assert_eq!(
+            k.get(&Op::Iprobe).copied().unwrap_or(0) >= iters,
+            !low,
+            "rank {r}: Iprobe"
+        );
         // Every point-to-point call goes to or comes from the partner, with the program's size.
-        for call in got.iter().filter(|k| matches!(k.op.class(), OpClass::Send | OpClass::Recv)) {
+        for call in got
+            .iter()
+            .filter(|k| matches!(k.op.class(), OpClass::Send | OpClass::Recv))
+        {
             assert_eq!(call.peer, Some(rk(partner)), "rank {r}: {call:?}");
             assert_eq!(call.bytes, Some(bytes), "rank {r}: {call:?}");
         }
         for e in &rt.events {
-            if let Payload::SendRecv { dest, source, send_bytes, recv_bytes, .. } = &e.payload {
-                assert_eq!((*dest, *source, *send_bytes, *recv_bytes), (rk(partner), rk(partner), bytes, bytes));
+            if let Payload::SendRecv {
+                dest,
+                source,
+                send_bytes,
+                recv_bytes,
+                ..
+            } = &e.payload
+            {
+                assert_eq!(
+                    (*dest, *source, *send_bytes, *recv_bytes),
+                    (rk(partner), rk(partner), bytes, bytes)
+                );
             }
         }
     }
@@ -441,6 +621,12 @@ fn run_fortran_ring(lib: Lib) {
     let dir = scratch(&format!("ring_f-{}", lib.name()));
     trace_program(lib, 4, "ring_f", &["7"], &dir);
     check_exact(&open(&dir), &model_ring_f(4, 7));
+}
+
+fn run_callrate(lib: Lib) {
+    let dir = scratch(&format!("callrate-{}", lib.name()));
+    trace_program(lib, 2, "callrate", &["250", "8", "1"], &dir);
+    check_exact(&open(&dir), &model_callrate(2, 250, 8));
 }
 
 macro_rules! both_libraries {
@@ -467,4 +653,5 @@ both_libraries! {
     any_source => run_anysource;
     p2p_modes_and_completions => run_p2pmodes;
     fortran_ring => run_fortran_ring;
+    call_heavy_exchange => run_callrate;
 }

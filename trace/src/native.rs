@@ -67,21 +67,35 @@ impl<W: Write> NativeWriter<W> {
     /// Writes the header for `rank`.
     pub fn new(inner: W, rank: Rank, info: &RankInfo) -> io::Result<Self> {
         let mut out = io::BufWriter::with_capacity(1 << 20, inner);
-        let flags = if info.has_instructions { FLAG_INSTRUCTIONS } else { 0 };
+        let flags = if info.has_instructions {
+            FLAG_INSTRUCTIONS
+        } else {
+            0
+        };
         let mut h = Vec::with_capacity(64);
         h.extend_from_slice(MAGIC);
         h.extend_from_slice(&VERSION.to_le_bytes());
         h.extend_from_slice(&flags.to_le_bytes());
         h.extend_from_slice(&rank.0.to_le_bytes());
         h.extend_from_slice(&info.n_ranks.to_le_bytes());
-        h.push(if info.clock == "simulated" { CLOCK_SIMULATED } else { CLOCK_MONOTONIC });
+        h.push(if info.clock == "simulated" {
+            CLOCK_SIMULATED
+        } else {
+            CLOCK_MONOTONIC
+        });
         h.extend_from_slice(&0u64.to_le_bytes());
         h.extend_from_slice(&info.start_unix_ns.unwrap_or(0).to_le_bytes());
         h.extend_from_slice(&info.pid.unwrap_or(0).to_le_bytes());
         put_str(&mut h, info.host.as_deref().unwrap_or(""));
         put_str(&mut h, info.mpi_library.as_deref().unwrap_or(""));
         out.write_all(&h)?;
-        Ok(NativeWriter { out, info_flags: flags, last_exit: 0, n_events: 0, scratch: Vec::new() })
+        Ok(NativeWriter {
+            out,
+            info_flags: flags,
+            last_exit: 0,
+            n_events: 0,
+            scratch: Vec::new(),
+        })
     }
 
     /// Defines communicator `id` by its members (world ranks in communicator rank order).
@@ -101,7 +115,10 @@ impl<W: Write> NativeWriter<W> {
     /// event's exit (`enter_ns` must not precede it).
     pub fn event(&mut self, e: &Event) -> io::Result<()> {
         if e.enter_ns < self.last_exit || e.exit_ns < e.enter_ns {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "event times go backwards"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "event times go backwards",
+            ));
         }
         let b = &mut self.scratch;
         b.clear();
@@ -132,7 +149,9 @@ impl<W: Write> NativeWriter<W> {
         put_uvar(b, self.n_events);
         b.extend_from_slice(END_MAGIC);
         self.out.write_all(b)?;
-        self.out.into_inner().map_err(io::IntoInnerError::into_error)
+        self.out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)
     }
 }
 
@@ -141,7 +160,9 @@ pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.tmp",
-        path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+        path.file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
     ));
     let write = || -> io::Result<()> {
         let f = File::create(&tmp)?;
@@ -166,7 +187,16 @@ pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
 fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
     match (op.class(), p) {
         (OpClass::Lifecycle, Payload::None) => {}
-        (OpClass::Send | OpClass::Recv | OpClass::Probe, Payload::P2p { peer, tag, bytes, comm, request }) => {
+        (
+            OpClass::Send | OpClass::Recv | OpClass::Probe,
+            Payload::P2p {
+                peer,
+                tag,
+                bytes,
+                comm,
+                request,
+            },
+        ) => {
             put_svar(b, encode_peer(*peer));
             put_svar(b, i64::from(*tag));
             put_uvar(b, *bytes);
@@ -175,7 +205,15 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
         }
         (
             OpClass::SendRecv,
-            Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, recv_bytes, comm },
+            Payload::SendRecv {
+                dest,
+                send_tag,
+                send_bytes,
+                source,
+                recv_tag,
+                recv_bytes,
+                comm,
+            },
         ) => {
             put_svar(b, encode_peer(*dest));
             put_svar(b, i64::from(*send_tag));
@@ -203,7 +241,15 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
         }
         (
             OpClass::Collective,
-            Payload::Collective { comm, root, send_bytes, recv_bytes, send_counts, recv_counts, request },
+            Payload::Collective {
+                comm,
+                root,
+                send_bytes,
+                recv_bytes,
+                send_counts,
+                recv_counts,
+                request,
+            },
         ) => {
             put_uvar(b, u64::from(comm.0));
             put_svar(b, root.map_or(-1, |r| i64::from(r.0)));
@@ -219,7 +265,15 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
             }
             put_uvar(b, request.map_or(0, |r| u64::from(r.0)));
         }
-        (OpClass::Comm, Payload::Comm { parent, created, color, key }) => {
+        (
+            OpClass::Comm,
+            Payload::Comm {
+                parent,
+                created,
+                color,
+                key,
+            },
+        ) => {
             put_uvar(b, u64::from(parent.0));
             put_uvar(b, created.map_or(0, |c| u64::from(c.0) + 1));
             match (color, key) {
@@ -267,7 +321,13 @@ struct Source<R> {
 
 impl<R: Read> Source<R> {
     fn new(inner: R) -> Self {
-        Source { inner, buf: vec![0; 1 << 16].into_boxed_slice(), pos: 0, len: 0, base: 0 }
+        Source {
+            inner,
+            buf: vec![0; 1 << 16].into_boxed_slice(),
+            pos: 0,
+            len: 0,
+            base: 0,
+        }
     }
 
     fn offset(&self) -> u64 {
@@ -327,6 +387,22 @@ impl<R: Read> Source<R> {
 
     #[inline]
     fn uvar(&mut self) -> Dec<u64> {
+        // Fast path: a whole varint is in the buffer.
+        if self.len - self.pos >= 10 {
+            let buf = &self.buf[self.pos..self.pos + 10];
+            let mut v = 0u64;
+            for (i, &b) in buf.iter().enumerate() {
+                if i == 9 && b > 1 {
+                    return Err(Stop::Bad("varint overflows 64 bits".into()));
+                }
+                v |= u64::from(b & 0x7F) << (7 * i);
+                if b & 0x80 == 0 {
+                    self.pos += i + 1;
+                    return Ok(v);
+                }
+            }
+            return Err(Stop::Bad("varint longer than 10 bytes".into()));
+        }
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.u8()?;
@@ -359,7 +435,9 @@ impl<R: Read> Source<R> {
     fn string(&mut self, what: &str) -> Dec<String> {
         let n = self.uvar()?;
         if n > 4096 {
-            return Err(Stop::Bad(format!("{what} is {n} bytes long (at most 4096 allowed)")));
+            return Err(Stop::Bad(format!(
+                "{what} is {n} bytes long (at most 4096 allowed)"
+            )));
         }
         let mut s = Vec::with_capacity(n as usize);
         for _ in 0..n {
@@ -406,7 +484,9 @@ struct SourceDbg<R>(Source<R>);
 
 impl<R> std::fmt::Debug for SourceDbg<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Source").field("offset", &(self.0.base + self.0.pos as u64)).finish()
+        f.debug_struct("Source")
+            .field("offset", &(self.0.base + self.0.pos as u64))
+            .finish()
     }
 }
 
@@ -424,7 +504,12 @@ impl<R: Read> NativeReader<R> {
         let mut src = Source::new(inner);
         let path = path.to_path_buf();
         let header = read_header(&mut src).map_err(|stop| match stop {
-            Stop::Eof => TraceError::Incomplete { path: path.clone(), rank: None, offset: src.offset(), events: 0 },
+            Stop::Eof => TraceError::Incomplete {
+                path: path.clone(),
+                rank: None,
+                offset: src.offset(),
+                events: 0,
+            },
             Stop::Io(e) => TraceError::io(&path, e),
             Stop::Bad(reason) if reason == "magic" => TraceError::BadMagic { path: path.clone() },
             Stop::Bad(reason) if reason.starts_with("version ") => TraceError::UnsupportedVersion {
@@ -432,9 +517,21 @@ impl<R: Read> NativeReader<R> {
                 version: reason[8..].parse().unwrap_or(0),
                 supported: VERSION,
             },
-            Stop::Bad(reason) => TraceError::Corrupt { path: path.clone(), rank: None, offset: src.offset(), reason },
+            Stop::Bad(reason) => TraceError::Corrupt {
+                path: path.clone(),
+                rank: None,
+                offset: src.offset(),
+                reason,
+            },
         })?;
-        Ok(NativeReader { src: SourceDbg(src), path, header, last_exit: 0, n_events: 0, done: false })
+        Ok(NativeReader {
+            src: SourceDbg(src),
+            path,
+            header,
+            last_exit: 0,
+            n_events: 0,
+            done: false,
+        })
     }
 
     /// The file's header.
@@ -451,7 +548,8 @@ impl<R: Read> NativeReader<R> {
         match tag {
             TAG_EVENT => {
                 let code = src.u8()?;
-                let op = Op::from_code(code).ok_or_else(|| Stop::Bad(format!("unknown operation code {code}")))?;
+                let op = Op::from_code(code)
+                    .ok_or_else(|| Stop::Bad(format!("unknown operation code {code}")))?;
                 let gap = src.uvar()?;
                 let dur = src.uvar()?;
                 let gap_work = if self.header.info.has_instructions {
@@ -467,11 +565,19 @@ impl<R: Read> NativeReader<R> {
                     .last_exit
                     .checked_add(gap)
                     .ok_or_else(|| Stop::Bad("timestamp overflows 64 bits".into()))?;
-                let exit_ns =
-                    enter_ns.checked_add(dur).ok_or_else(|| Stop::Bad("timestamp overflows 64 bits".into()))?;
+                let exit_ns = enter_ns
+                    .checked_add(dur)
+                    .ok_or_else(|| Stop::Bad("timestamp overflows 64 bits".into()))?;
                 self.last_exit = exit_ns;
                 self.n_events += 1;
-                Ok(Some(Item::Event(Event { op, enter_ns, exit_ns, gap_ns: gap, gap_work, payload })))
+                Ok(Some(Item::Event(Event {
+                    op,
+                    enter_ns,
+                    exit_ns,
+                    gap_ns: gap,
+                    gap_work,
+                    payload,
+                })))
             }
             TAG_COMM => {
                 let id = src.u32var("communicator id")?;
@@ -492,7 +598,10 @@ impl<R: Read> NativeReader<R> {
                     return Err(Stop::Bad("footer magic is wrong".into()));
                 }
                 if n != self.n_events {
-                    return Err(Stop::Bad(format!("footer counts {n} events but the file holds {}", self.n_events)));
+                    return Err(Stop::Bad(format!(
+                        "footer counts {n} events but the file holds {}",
+                        self.n_events
+                    )));
                 }
                 if src.byte()?.is_some() {
                     return Err(Stop::Bad("bytes after the footer".into()));
@@ -530,9 +639,12 @@ impl<R: Read> Iterator for NativeReader<R> {
                         events: self.n_events,
                     },
                     Stop::Io(e) => TraceError::io(&self.path, e),
-                    Stop::Bad(reason) => {
-                        TraceError::Corrupt { path: self.path.clone(), rank, offset: start, reason }
-                    }
+                    Stop::Bad(reason) => TraceError::Corrupt {
+                        path: self.path.clone(),
+                        rank,
+                        offset: start,
+                        reason,
+                    },
                 }))
             }
         }
@@ -552,7 +664,9 @@ fn read_header<R: Read>(src: &mut Source<R>) -> Dec<Header> {
     let rank = u32::from_le_bytes(src.bytes()?);
     let n_ranks = u32::from_le_bytes(src.bytes()?);
     if rank >= n_ranks {
-        return Err(Stop::Bad(format!("rank {rank} is not below the number of ranks {n_ranks}")));
+        return Err(Stop::Bad(format!(
+            "rank {rank} is not below the number of ranks {n_ranks}"
+        )));
     }
     let clock = match src.u8()? {
         CLOCK_MONOTONIC => "CLOCK_MONOTONIC",
@@ -620,13 +734,20 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
             let n_given = s.u32var("request count")?;
             let n = s.uvar()?;
             if n > u64::from(n_given) {
-                return Err(Stop::Bad(format!("{n} requests completed out of {n_given} given")));
+                return Err(Stop::Bad(format!(
+                    "{n} requests completed out of {n_given} given"
+                )));
             }
             let mut completed = Vec::with_capacity(n.min(1024) as usize);
             for _ in 0..n {
                 let request = request(s.uvar()?)?;
                 let c = match s.u8()? {
-                    0 => Completed { request, source: None, tag: None, bytes: None },
+                    0 => Completed {
+                        request,
+                        source: None,
+                        tag: None,
+                        bytes: None,
+                    },
                     1 => Completed {
                         request,
                         source: Some(Rank(s.u32var("source rank")?)),
@@ -667,22 +788,35 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
             let send_counts = counts(mask & 1 != 0)?;
             let recv_counts = counts(mask & 2 != 0)?;
             let request = request(s.uvar()?)?;
-            Payload::Collective { comm, root, send_bytes, recv_bytes, send_counts, recv_counts, request }
+            Payload::Collective {
+                comm,
+                root,
+                send_bytes,
+                recv_bytes,
+                send_counts,
+                recv_counts,
+                request,
+            }
         }
         OpClass::Comm => {
             let parent = CommId(s.u32var("communicator id")?);
             let created = match s.uvar()? {
                 0 => None,
-                c => Some(CommId(
-                    u32::try_from(c - 1).map_err(|_| Stop::Bad(format!("communicator id {c} too large")))?,
-                )),
+                c => Some(CommId(u32::try_from(c - 1).map_err(|_| {
+                    Stop::Bad(format!("communicator id {c} too large"))
+                })?)),
             };
             let (color, key) = match s.u8()? {
                 0 => (None, None),
                 1 => (Some(s.i32var("colour")?), Some(s.i32var("key")?)),
                 b => return Err(Stop::Bad(format!("invalid split marker {b}"))),
             };
-            Payload::Comm { parent, created, color, key }
+            Payload::Comm {
+                parent,
+                created,
+                color,
+                key,
+            }
         }
     })
 }
@@ -714,5 +848,12 @@ pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
         }
     }
     crate::resolve::resolve_any_source(&mut events);
-    Ok(RankTrace { rank, info, events, trailing_gap_ns: 0, comms, record_counts })
+    Ok(RankTrace {
+        rank,
+        info,
+        events,
+        trailing_gap_ns: 0,
+        comms,
+        record_counts,
+    })
 }

@@ -16,7 +16,9 @@ pub fn resolve_any_source(events: &mut [Event]) {
     let mut pending: HashMap<RequestId, usize> = HashMap::new();
     for i in 0..events.len() {
         match &events[i].payload {
-            Payload::P2p { request: Some(req), .. } => {
+            Payload::P2p {
+                request: Some(req), ..
+            } => {
                 pending.insert(*req, i);
             }
             Payload::Completion { completed, .. } => {
@@ -25,7 +27,8 @@ pub fn resolve_any_source(events: &mut [Event]) {
                     .filter_map(|c| Some((c.request?, c.source.zip(c.tag).zip(c.bytes))))
                     .collect();
                 for (req, recv) in done {
-                    if let (Some(j), Some(((source, ctag), cbytes))) = (pending.remove(&req), recv) {
+                    if let (Some(j), Some(((source, ctag), cbytes))) = (pending.remove(&req), recv)
+                    {
                         fill(&mut events[j], source, ctag, cbytes);
                     }
                 }
@@ -36,7 +39,10 @@ pub fn resolve_any_source(events: &mut [Event]) {
 }
 
 fn fill(e: &mut Event, source: Rank, ctag: i32, cbytes: u64) {
-    if let Payload::P2p { peer, tag, bytes, .. } = &mut e.payload {
+    if let Payload::P2p {
+        peer, tag, bytes, ..
+    } = &mut e.payload
+    {
         if *peer != Peer::Null {
             *peer = Peer::Rank(source);
             *tag = ctag;

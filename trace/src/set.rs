@@ -48,7 +48,10 @@ pub struct TraceSet {
 impl TraceSet {
     /// Opens the trace at `path`, detecting its format; rank files are read in parallel.
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
-        let not = |reason: &str| TraceError::NotATrace { path: path.to_path_buf(), reason: reason.into() };
+        let not = |reason: &str| TraceError::NotATrace {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        };
         let meta = std::fs::metadata(path).map_err(|e| TraceError::io(path, e))?;
         if meta.is_dir() {
             if path.join(native::rank_file_name(Rank(0))).is_file() {
@@ -76,7 +79,9 @@ impl TraceSet {
             });
         }
         if head[..n].contains(&0) {
-            return Err(not("binary file that is not an mpiskel trace (bad magic at byte 0)"));
+            return Err(not(
+                "binary file that is not an mpiskel trace (bad magic at byte 0)",
+            ));
         }
         open_ti(path, opts)
     }
@@ -89,7 +94,12 @@ impl TraceSet {
 
 fn open_ti(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
     let ranks = ti::read_ti(path, &opts.ti)?;
-    Ok(TraceSet { path: path.to_path_buf(), format: TraceFormat::SimgridTi, ranks, meta: None })
+    Ok(TraceSet {
+        path: path.to_path_buf(),
+        format: TraceFormat::SimgridTi,
+        ranks,
+        meta: None,
+    })
 }
 
 fn open_native_dir(dir: &Path) -> Result<TraceSet> {
@@ -122,6 +132,15 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
         })
         .collect::<Result<Vec<_>>>()?;
     let meta_path = dir.join("meta.json");
-    let meta = if meta_path.is_file() { Some(RunMeta::read(&meta_path)?) } else { None };
-    Ok(TraceSet { path: dir.to_path_buf(), format: TraceFormat::Native, ranks, meta })
+    let meta = if meta_path.is_file() {
+        Some(RunMeta::read(&meta_path)?)
+    } else {
+        None
+    };
+    Ok(TraceSet {
+        path: dir.to_path_buf(),
+        format: TraceFormat::Native,
+        ranks,
+        meta,
+    })
 }

@@ -35,7 +35,9 @@ pub struct TiOptions {
 
 impl Default for TiOptions {
     fn default() -> Self {
-        TiOptions { flops_per_second: 1e9 }
+        TiOptions {
+            flops_per_second: 1e9,
+        }
     }
 }
 
@@ -49,16 +51,23 @@ pub fn is_action_line(first_line: &str) -> bool {
 /// Reads a time-independent trace from an index file or a single multi-rank action file.
 pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
     let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
-    let first = text.lines().find(|l| !l.trim().is_empty()).ok_or_else(|| TraceError::NotATrace {
-        path: path.to_path_buf(),
-        reason: "the file is empty".into(),
-    })?;
+    let first =
+        text.lines()
+            .find(|l| !l.trim().is_empty())
+            .ok_or_else(|| TraceError::NotATrace {
+                path: path.to_path_buf(),
+                reason: "the file is empty".into(),
+            })?;
     if is_action_line(first) {
         return read_combined(path, &text, opts);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    let files: Vec<PathBuf> =
-        text.lines().map(str::trim).filter(|l| !l.is_empty()).map(|l| dir.join(l)).collect();
+    let files: Vec<PathBuf> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| dir.join(l))
+        .collect();
     let n_ranks = u32::try_from(files.len()).map_err(|_| TraceError::NotATrace {
         path: path.to_path_buf(),
         reason: "too many ranks".into(),
@@ -79,7 +88,9 @@ pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
 fn read_combined(path: &Path, text: &str, opts: &TiOptions) -> Result<Vec<RankTrace>> {
     let mut by_rank: BTreeMap<u32, Vec<(u64, &str)>> = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(tok) = line.split_whitespace().next() else { continue };
+        let Some(tok) = line.split_whitespace().next() else {
+            continue;
+        };
         let rank = tok.parse::<u32>().map_err(|_| TraceError::TiSyntax {
             path: path.to_path_buf(),
             line: i as u64 + 1,
@@ -130,22 +141,36 @@ impl Parser<'_> {
     }
 
     fn num(&self, args: &[&str], i: usize, what: &str) -> Result<f64> {
-        let s = args.get(i).ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
+        let s = args
+            .get(i)
+            .ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
         match s.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(self.err(format!("argument {} ({what}) is not a non-negative number: {s:?}", i + 1))),
+            _ => Err(self.err(format!(
+                "argument {} ({what}) is not a non-negative number: {s:?}",
+                i + 1
+            ))),
         }
     }
 
     fn int(&self, args: &[&str], i: usize, what: &str) -> Result<i64> {
-        let s = args.get(i).ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
-        s.parse::<i64>().map_err(|_| self.err(format!("argument {} ({what}) is not an integer: {s:?}", i + 1)))
+        let s = args
+            .get(i)
+            .ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
+        s.parse::<i64>().map_err(|_| {
+            self.err(format!(
+                "argument {} ({what}) is not an integer: {s:?}",
+                i + 1
+            ))
+        })
     }
 
     fn rank_arg(&self, args: &[&str], i: usize, n_ranks: u32, what: &str) -> Result<Rank> {
         let v = self.int(args, i, what)?;
         if v < 0 || v >= i64::from(n_ranks) {
-            return Err(self.err(format!("{what} {v} is not a rank of this {n_ranks}-rank trace")));
+            return Err(self.err(format!(
+                "{what} {v} is not a rank of this {n_ranks}-rank trace"
+            )));
         }
         Ok(Rank(v as u32))
     }
@@ -188,7 +213,11 @@ fn parse_rank<'l>(
     lines: impl Iterator<Item = (u64, &'l str)>,
     opts: &TiOptions,
 ) -> Result<RankTrace> {
-    let mut p = Parser { path, rank, line: 0 };
+    let mut p = Parser {
+        path,
+        rank,
+        line: 0,
+    };
     let mut events: Vec<Event> = Vec::new();
     let mut record_counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut now_s = 0.0f64; // simulated time
@@ -210,7 +239,12 @@ fn parse_rank<'l>(
         }
         match toks[0].parse::<u32>() {
             Ok(r) if r == rank.0 => {}
-            _ => return Err(p.err(format!("line belongs to rank {:?}, not rank {rank}", toks[0]))),
+            _ => {
+                return Err(p.err(format!(
+                    "line belongs to rank {:?}, not rank {rank}",
+                    toks[0]
+                )))
+            }
         }
         let action = toks[1];
         let a = &toks[2..];
@@ -251,15 +285,26 @@ fn parse_rank<'l>(
                 } else {
                     (0, p.num(a, 1, "count")?, 8)
                 };
-                let tag = i32::try_from(tag).map_err(|_| p.err(format!("tag {tag} out of range")))?;
+                let tag =
+                    i32::try_from(tag).map_err(|_| p.err(format!("tag {tag} out of range")))?;
                 let b = bytes(count, dt);
                 let nonblocking = action.starts_with('i');
                 let request = nonblocking.then(|| {
                     let id = RequestId(next_req);
                     next_req += 1;
                     let is_recv = action.ends_with("recv");
-                    let (src, dst) = if is_recv { (partner, rank) } else { (rank, partner) };
-                    pending.push(Pending { id, src, dst, tag, recv_bytes: is_recv.then_some(b) });
+                    let (src, dst) = if is_recv {
+                        (partner, rank)
+                    } else {
+                        (rank, partner)
+                    };
+                    pending.push(Pending {
+                        id,
+                        src,
+                        dst,
+                        tag,
+                        recv_bytes: is_recv.then_some(b),
+                    });
                     id
                 });
                 let op = match action {
@@ -268,7 +313,16 @@ fn parse_rank<'l>(
                     "recv" => Op::Recv,
                     _ => Op::Irecv,
                 };
-                (op, Payload::P2p { peer: Peer::Rank(partner), tag, bytes: b, comm: CommId::WORLD, request })
+                (
+                    op,
+                    Payload::P2p {
+                        peer: Peer::Rank(partner),
+                        tag,
+                        bytes: b,
+                        comm: CommId::WORLD,
+                        request,
+                    },
+                )
             }
             "wait" | "test" => {
                 let idx = if a.is_empty() {
@@ -277,21 +331,41 @@ fn parse_rank<'l>(
                     let src = p.rank_arg(a, 0, n_ranks, "source")?;
                     let dst = p.rank_arg(a, 1, n_ranks, "destination")?;
                     let tag = p.int(a, 2, "tag")?;
-                    pending.iter().position(|q| q.src == src && q.dst == dst && i64::from(q.tag) == tag)
+                    pending
+                        .iter()
+                        .position(|q| q.src == src && q.dst == dst && i64::from(q.tag) == tag)
                 };
                 if action == "test" {
                     // A test may or may not have completed its request; the format does not say.
                     // The request stays pending: a later wait completes it.
-                    (Op::Test, Payload::Completion { n_given: u32::from(idx.is_some()), completed: Vec::new() })
+                    (
+                        Op::Test,
+                        Payload::Completion {
+                            n_given: u32::from(idx.is_some()),
+                            completed: Vec::new(),
+                        },
+                    )
                 } else {
                     let idx = idx.ok_or_else(|| p.err("wait matches no pending isend/irecv"))?;
                     let q = pending.remove(idx);
-                    (Op::Wait, Payload::Completion { n_given: 1, completed: vec![completed(&q)] })
+                    (
+                        Op::Wait,
+                        Payload::Completion {
+                            n_given: 1,
+                            completed: vec![completed(&q)],
+                        },
+                    )
                 }
             }
             "waitall" => {
                 let done: Vec<Completed> = pending.drain(..).map(|q| completed(&q)).collect();
-                (Op::Waitall, Payload::Completion { n_given: done.len() as u32, completed: done })
+                (
+                    Op::Waitall,
+                    Payload::Completion {
+                        n_given: done.len() as u32,
+                        completed: done,
+                    },
+                )
             }
             "sendrecv" => {
                 let sc = p.num(a, 0, "send count")?;
@@ -324,7 +398,10 @@ fn parse_rank<'l>(
                 p.num(a, 1, "flops")?;
                 let root = opt_rank(&p, a, 2, n_ranks)?;
                 let b = bytes(c, p.dtype(a, 3)?);
-                (Op::Reduce, coll(Some(root), b, if root == rank { b } else { 0 }))
+                (
+                    Op::Reduce,
+                    coll(Some(root), b, if root == rank { b } else { 0 }),
+                )
             }
             "allreduce" | "scan" | "exscan" => {
                 let c = p.num(a, 0, "count")?;
@@ -341,8 +418,16 @@ fn parse_rank<'l>(
                 let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
                 let (sdt, rdt) = (p.dtype(a, 2)?, p.dtype(a, 3)?);
                 let n = comm_size as f64;
-                let op = if action == "alltoall" { Op::Alltoall } else { Op::Allgather };
-                let send = if op == Op::Alltoall { bytes(sc * n, sdt) } else { bytes(sc, sdt) };
+                let op = if action == "alltoall" {
+                    Op::Alltoall
+                } else {
+                    Op::Allgather
+                };
+                let send = if op == Op::Alltoall {
+                    bytes(sc * n, sdt)
+                } else {
+                    bytes(sc, sdt)
+                };
                 (op, coll(None, send, bytes(rc * n, rdt)))
             }
             "gather" | "scatter" => {
@@ -366,7 +451,10 @@ fn parse_rank<'l>(
                 p.num(a, 1 + n, "receive buffer size")?;
                 let rc = p.counts(a, 2 + n, n, "receive count")?;
                 let (sdt, rdt) = (p.dtype(a, 2 + 2 * n)?, p.dtype(a, 3 + 2 * n)?);
-                (Op::Alltoallv, vcoll(None, Some((&sc, sdt)), Some((&rc, rdt))))
+                (
+                    Op::Alltoallv,
+                    vcoll(None, Some((&sc, sdt)), Some((&rc, rdt))),
+                )
             }
             "gatherv" | "allgatherv" => {
                 let n = comm_size;
@@ -383,7 +471,14 @@ fn parse_rank<'l>(
                 if let Payload::Collective { send_bytes, .. } = &mut payload {
                     *send_bytes = bytes(sc, sdt);
                 }
-                (if root.is_some() { Op::Gatherv } else { Op::Allgatherv }, payload)
+                (
+                    if root.is_some() {
+                        Op::Gatherv
+                    } else {
+                        Op::Allgatherv
+                    },
+                    payload,
+                )
             }
             "scatterv" => {
                 let n = comm_size;
@@ -405,7 +500,12 @@ fn parse_rank<'l>(
                 let total: f64 = rc.iter().sum();
                 let mine = rc.get(rank.0 as usize).copied().unwrap_or(0.0);
                 let mut payload = vcoll(None, None, Some((&rc, dt)));
-                if let Payload::Collective { send_bytes, recv_bytes, .. } = &mut payload {
+                if let Payload::Collective {
+                    send_bytes,
+                    recv_bytes,
+                    ..
+                } = &mut payload
+                {
                     *send_bytes = bytes(total, dt);
                     *recv_bytes = bytes(mine, dt);
                 }
@@ -417,18 +517,32 @@ fn parse_rank<'l>(
         let t = ns(now_s);
         let gap_ns = ns(gap_s);
         let gap_work = (gap_flops > 0.0).then_some(Work::Flops(gap_flops));
-        events.push(Event { op, enter_ns: t, exit_ns: t, gap_ns, gap_work, payload });
+        events.push(Event {
+            op,
+            enter_ns: t,
+            exit_ns: t,
+            gap_ns,
+            gap_work,
+            payload,
+        });
         gap_s = 0.0;
         gap_flops = 0.0;
     }
     Ok(RankTrace {
         rank,
-        info: RankInfo { n_ranks, clock: "simulated".into(), ..RankInfo::default() },
+        info: RankInfo {
+            n_ranks,
+            clock: "simulated".into(),
+            ..RankInfo::default()
+        },
         events,
         trailing_gap_ns: ns(gap_s),
-        comms: [(CommId::WORLD, (0..n_ranks).map(Rank).collect()), (CommId::SELF, vec![rank])]
-            .into_iter()
-            .collect(),
+        comms: [
+            (CommId::WORLD, (0..n_ranks).map(Rank).collect()),
+            (CommId::SELF, vec![rank]),
+        ]
+        .into_iter()
+        .collect(),
         record_counts,
     })
 }
@@ -453,7 +567,9 @@ fn opt_rank(p: &Parser<'_>, a: &[&str], i: usize, n_ranks: u32) -> Result<Rank> 
 
 /// A collective with per-rank counts (elements × datatype size).
 fn vcoll(root: Option<Rank>, send: Option<(&[f64], u64)>, recv: Option<(&[f64], u64)>) -> Payload {
-    let to_bytes = |c: Option<(&[f64], u64)>| c.map(|(c, dt)| c.iter().map(|&x| bytes(x, dt)).collect::<Vec<_>>());
+    let to_bytes = |c: Option<(&[f64], u64)>| {
+        c.map(|(c, dt)| c.iter().map(|&x| bytes(x, dt)).collect::<Vec<_>>())
+    };
     let send_counts = to_bytes(send);
     let recv_counts = to_bytes(recv);
     Payload::Collective {

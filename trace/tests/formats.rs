@@ -8,7 +8,8 @@ use std::path::Path;
 use mpiskel_trace::native::{self, Item, NativeReader, NativeWriter};
 use mpiskel_trace::ti::{read_ti, TiOptions};
 use mpiskel_trace::{
-    CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RequestId, TraceError, Work,
+    CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RequestId, TraceError,
+    Work,
 };
 use proptest::prelude::*;
 
@@ -25,7 +26,11 @@ fn info(n_ranks: u32, instructions: bool) -> RankInfo {
 }
 
 fn peer() -> impl Strategy<Value = Peer> {
-    prop_oneof![(0u32..64).prop_map(|r| Peer::Rank(Rank(r))), Just(Peer::Any), Just(Peer::Null)]
+    prop_oneof![
+        (0u32..64).prop_map(|r| Peer::Rank(Rank(r))),
+        Just(Peer::Any),
+        Just(Peer::Null)
+    ]
 }
 
 fn opt_req() -> impl Strategy<Value = Option<RequestId>> {
@@ -50,19 +55,34 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
                 })
                 .boxed()
         }
-        OpClass::SendRecv => (peer(), any::<i32>(), any::<u64>(), peer(), any::<i32>(), any::<u64>(), 0u32..10)
-            .prop_map(|(dest, send_tag, send_bytes, source, recv_tag, recv_bytes, comm)| Payload::SendRecv {
-                dest,
-                send_tag,
-                send_bytes,
-                source,
-                recv_tag,
-                recv_bytes,
-                comm: CommId(comm),
-            })
+        OpClass::SendRecv => (
+            peer(),
+            any::<i32>(),
+            any::<u64>(),
+            peer(),
+            any::<i32>(),
+            any::<u64>(),
+            0u32..10,
+        )
+            .prop_map(
+                |(dest, send_tag, send_bytes, source, recv_tag, recv_bytes, comm)| {
+                    Payload::SendRecv {
+                        dest,
+                        send_tag,
+                        send_bytes,
+                        source,
+                        recv_tag,
+                        recv_bytes,
+                        comm: CommId(comm),
+                    }
+                },
+            )
             .boxed(),
         OpClass::Completion => prop::collection::vec(
-            (opt_req(), prop::option::of((0u32..64, any::<i32>(), any::<u64>()))),
+            (
+                opt_req(),
+                prop::option::of((0u32..64, any::<i32>(), any::<u64>())),
+            ),
             0..6,
         )
         .prop_flat_map(|done| {
@@ -82,18 +102,34 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
                 .collect(),
         })
         .boxed(),
-        OpClass::Collective => (0u32..10, prop::option::of(0u32..64), any::<u64>(), any::<u64>(), counts(), counts(), opt_req())
-            .prop_map(|(comm, root, send_bytes, recv_bytes, send_counts, recv_counts, request)| Payload::Collective {
-                comm: CommId(comm),
-                root: root.map(Rank),
-                send_bytes,
-                recv_bytes,
-                send_counts,
-                recv_counts,
-                request,
-            })
+        OpClass::Collective => (
+            0u32..10,
+            prop::option::of(0u32..64),
+            any::<u64>(),
+            any::<u64>(),
+            counts(),
+            counts(),
+            opt_req(),
+        )
+            .prop_map(
+                |(comm, root, send_bytes, recv_bytes, send_counts, recv_counts, request)| {
+                    Payload::Collective {
+                        comm: CommId(comm),
+                        root: root.map(Rank),
+                        send_bytes,
+                        recv_bytes,
+                        send_counts,
+                        recv_counts,
+                        request,
+                    }
+                },
+            )
             .boxed(),
-        OpClass::Comm => (0u32..10, prop::option::of(0u32..100), prop::option::of((any::<i32>(), any::<i32>())))
+        OpClass::Comm => (
+            0u32..10,
+            prop::option::of(0u32..100),
+            prop::option::of((any::<i32>(), any::<i32>())),
+        )
             .prop_map(|(parent, created, split)| Payload::Comm {
                 parent: CommId(parent),
                 created: created.map(CommId),
@@ -106,8 +142,15 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
 
 /// A sequence of events with consistent times: (op, gap, duration, payload, instructions).
 fn events(instructions: bool) -> impl Strategy<Value = Vec<Event>> {
-    let one = prop::sample::select(Op::ALL.to_vec())
-        .prop_flat_map(|op| (Just(op), 0u64..1 << 36, 0u64..1 << 30, payload(op), prop::option::of(0u64..1 << 40)));
+    let one = prop::sample::select(Op::ALL.to_vec()).prop_flat_map(|op| {
+        (
+            Just(op),
+            0u64..1 << 36,
+            0u64..1 << 30,
+            payload(op),
+            prop::option::of(0u64..1 << 40),
+        )
+    });
     prop::collection::vec(one, 0..40).prop_map(move |raw| {
         let mut last = 0u64;
         raw.into_iter()
@@ -115,8 +158,19 @@ fn events(instructions: bool) -> impl Strategy<Value = Vec<Event>> {
                 let enter = last + gap;
                 let exit = enter + dur;
                 last = exit;
-                let gap_work = if instructions { instr.map(Work::Instructions) } else { None };
-                Event { op, enter_ns: enter, exit_ns: exit, gap_ns: gap, gap_work, payload }
+                let gap_work = if instructions {
+                    instr.map(Work::Instructions)
+                } else {
+                    None
+                };
+                Event {
+                    op,
+                    enter_ns: enter,
+                    exit_ns: exit,
+                    gap_ns: gap,
+                    gap_work,
+                    payload,
+                }
             })
             .collect()
     })
@@ -204,13 +258,32 @@ fn every_truncation_is_reported_with_rank_and_offset() {
             gap_ns: 0,
             gap_work: None,
             payload: if i % 2 == 0 {
-                Payload::P2p { peer: Peer::Rank(Rank(1)), tag: 7, bytes: 4096, comm: CommId::WORLD, request: Some(RequestId(i as u32 + 1)) }
+                Payload::P2p {
+                    peer: Peer::Rank(Rank(1)),
+                    tag: 7,
+                    bytes: 4096,
+                    comm: CommId::WORLD,
+                    request: Some(RequestId(i as u32 + 1)),
+                }
             } else {
-                Payload::Completion { n_given: 1, completed: vec![Completed { request: Some(RequestId(i as u32)), source: None, tag: None, bytes: None }] }
+                Payload::Completion {
+                    n_given: 1,
+                    completed: vec![Completed {
+                        request: Some(RequestId(i as u32)),
+                        source: None,
+                        tag: None,
+                        bytes: None,
+                    }],
+                }
             },
         })
         .collect();
-    let bytes = write(Rank(3), &info(4, false), &[(CommId(2), vec![Rank(0), Rank(3)])], &evs);
+    let bytes = write(
+        Rank(3),
+        &info(4, false),
+        &[(CommId(2), vec![Rank(0), Rank(3)])],
+        &evs,
+    );
     let header_len = {
         let h = write(Rank(3), &info(4, false), &[], &[]);
         h.len() - 10
@@ -242,15 +315,46 @@ fn err_string(b: &[u8]) -> String {
 fn truncated_rank_file_in_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     for r in 0..2u32 {
-        let evs = vec![Event { op: Op::Init, enter_ns: 0, exit_ns: 5, gap_ns: 0, gap_work: None, payload: Payload::None },
-            Event { op: Op::Barrier, enter_ns: 10, exit_ns: 20, gap_ns: 5, gap_work: None,
-                payload: Payload::Collective { comm: CommId::WORLD, root: None, send_bytes: 0, recv_bytes: 0, send_counts: None, recv_counts: None, request: None } }];
+        let evs = vec![
+            Event {
+                op: Op::Init,
+                enter_ns: 0,
+                exit_ns: 5,
+                gap_ns: 0,
+                gap_work: None,
+                payload: Payload::None,
+            },
+            Event {
+                op: Op::Barrier,
+                enter_ns: 10,
+                exit_ns: 20,
+                gap_ns: 5,
+                gap_work: None,
+                payload: Payload::Collective {
+                    comm: CommId::WORLD,
+                    root: None,
+                    send_bytes: 0,
+                    recv_bytes: 0,
+                    send_counts: None,
+                    recv_counts: None,
+                    request: None,
+                },
+            },
+        ];
         let mut bytes = write(Rank(r), &info(2, false), &[], &evs);
         if r == 1 {
             bytes.truncate(bytes.len() - 4);
         }
         std::fs::write(dir.path().join(native::rank_file_name(Rank(r))), bytes).unwrap();
     }
-    let err = mpiskel_trace::TraceSet::open(dir.path(), &Default::default()).unwrap_err().to_string();
-    assert!(err.contains("rank-1.mpt") && err.contains("rank 1") && err.contains("incomplete") && err.contains("byte"), "{err}");
+    let err = mpiskel_trace::TraceSet::open(dir.path(), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("rank-1.mpt")
+            && err.contains("rank 1")
+            && err.contains("incomplete")
+            && err.contains("byte"),
+        "{err}"
+    );
 }

@@ -1,0 +1,33 @@
+# mpiskel tasks. `make demo` and `make test` set up everything they need on Debian.
+.PHONY: deps demo test lint bench fixtures
+
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+deps:
+	@scripts/install-deps.sh
+
+# Trace a bundled example program and show what was recorded.
+demo: deps
+	@scripts/demo.sh
+
+# Every test: unit, property, readers on ../shared/fixtures, the tracer under OpenMPI and MPICH.
+test: deps
+	INSTA_UPDATE=no cargo test --workspace
+
+# Formatting, clippy, and the tracer compiled with -Wall -Wextra -Werror for each MPI.
+lint: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	for m in openmpi mpich; do \
+	  mpicc.$$m -fsyntax-only -Wall -Wextra -Werror trace/tracer/mpiskel_tracer.c || exit 1; \
+	done
+
+# Benchmarks whose figures BENCHMARKS.md records.
+bench: deps
+	cargo bench --bench trace
+
+# Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
+fixtures: deps
+	cargo build --release
+	fixtures/record.sh

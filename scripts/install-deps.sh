@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages mpiskel's build, tests and demo need, when they are missing.
+# Idempotent; uses sudo when not run as root.
+set -euo pipefail
+packages=(make gcc gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev libsimgrid-dev lammps)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs" >&2; exit 1; }
