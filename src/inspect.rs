@@ -182,7 +182,7 @@ fn render(r: &Report<'_>) -> String {
         for (src, dst, t) in &m.top_pairs {
             let _ = writeln!(
                 o,
-                "    {src:>5} -> {dst:<5} {:>8} msgs {:>12}",
+                "    {:>5} -> {:<5} {:>8} msgs {:>12}",
                 t.messages,
                 human_bytes(t.bytes)
             );
