@@ -183,6 +183,8 @@ fn render(r: &Report<'_>) -> String {
             let _ = writeln!(
                 o,
                 "    {:>5} -> {:<5} {:>8} msgs {:>12}",
+                src.0,
+                dst.0,
                 t.messages,
                 human_bytes(t.bytes)
             );
