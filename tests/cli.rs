@@ -112,3 +112,45 @@ fn a_dying_rank_leaves_a_readable_incomplete_trace() {
         other => panic!("expected an incomplete trace, got {other:?}"),
     }
 }
+
+/// `--instructions`: where the kernel allows perf_event_open every compute gap carries an
+/// instruction count; where it refuses, none does and meta.json says so.
+#[test]
+fn instruction_counts_are_present_or_recorded_as_absent() {
+    let lib = Lib::OpenMpi;
+    let dir = scratch("cli-instructions");
+    let bin = fixture_bin(lib).join("ring");
+    let mut cmd = mpiskel();
+    cmd.args(["trace", "--force", "--instructions", "-o"])
+        .arg(&dir)
+        .arg("--")
+        .args(lib.mpirun(2))
+        .arg(&bin)
+        .arg("5");
+    let out = {
+        let _g = mpi_lock();
+        run_with_timeout(cmd, 120)
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let set = mpiskel_trace::TraceSet::open(&dir, &Default::default()).unwrap();
+    let counted = set.meta.as_ref().unwrap().instructions;
+    for rt in &set.ranks {
+        assert_eq!(rt.info.has_instructions, counted);
+        for e in rt.events.iter().skip(1) {
+            assert_eq!(
+                matches!(e.gap_work, Some(mpiskel_trace::Work::Instructions(_))),
+                counted,
+                "rank {} {}",
+                rt.rank,
+                e.op
+            );
+        }
+    }
+    if !counted {
+        assert!(String::from_utf8_lossy(&out.stderr).contains("refused instruction counting"));
+    }
+}
