@@ -74,10 +74,18 @@ fn trace_refuses_to_overwrite_without_force() {
 }
 
 #[test]
-fn a_dying_rank_leaves_a_readable_incomplete_trace() {
-    let lib = Lib::OpenMpi;
+fn a_dying_rank_leaves_a_readable_incomplete_trace_openmpi() {
+    dying_rank(Lib::OpenMpi);
+}
+
+#[test]
+fn a_dying_rank_leaves_a_readable_incomplete_trace_mpich() {
+    dying_rank(Lib::Mpich);
+}
+
+fn dying_rank(lib: Lib) {
     let bin = fixture_bin(lib).join("crash");
-    let base = scratch("cli-crash");
+    let base = scratch(&format!("cli-crash-{}", lib.name()));
     let out_dir = base.join("crash.trace");
     let mut cmd = mpiskel();
     cmd.arg("trace")
