@@ -1,5 +1,29 @@
-//! Loop-nest discovery (seed 001 §3): a logical trace as a symbol sequence → a loop nest.
+//! Loop-nest discovery (seed 001 §3): a symbol sequence → a loop-nest program.
 //!
-//! Not implemented yet. This crate will know nothing about MPI: it takes sequences of symbols
-//! and hands out loop-nest programs whose expansion gives the sequence back.
+//! This crate knows nothing about MPI: it compresses sequences of [`Sym`]s (the caller decides
+//! what a symbol stands for) into a [`LoopNest`] of symbols and loops whose
+//! [`expand`](LoopNest::expand) gives the sequence back. Weights carried alongside the symbols
+//! (compute-gap durations) are folded per program position with
+//! [`LoopNest::attach_weights`] (mean, min, max, spread).
+//!
+//! - [`greedy`]: bottom-up, shortest period first, O(n log n) — the production pass.
+//! - [`exact`]: maximum span covered, then shortest program — the baseline for small inputs.
+//! - [`runs`](runs::runs): all runs (maximal tandem repeats) by Main–Lorentz sampling.
+//!
+//! ```
+//! use mpiskel_compress::{greedy, LoopNest};
+//! let seq = [7, 1, 2, 1, 2, 1, 2, 9];
+//! let nest = greedy(&seq);
+//! assert_eq!(nest.expand(), seq);
+//! assert_eq!(nest.notation(), "1 + (2)^3 + 1");
+//! ```
 #![deny(missing_docs)]
+
+mod exact;
+mod greedy;
+mod nest;
+pub mod runs;
+
+pub use exact::exact;
+pub use greedy::greedy;
+pub use nest::{LoopNest, NestReport, Node, Stats, Sym};

@@ -1,0 +1,253 @@
+//! The loop-nest program: what compression hands out.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// A symbol of the input sequence. What it stands for is the caller's business.
+pub type Sym = u32;
+
+/// Statistics of the weights (e.g. compute-gap durations) of every input position folded into
+/// one program position.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Number of input positions folded here.
+    pub n: u64,
+    /// Their mean weight.
+    pub mean: f64,
+    /// Smallest weight.
+    pub min: f64,
+    /// Largest weight.
+    pub max: f64,
+    /// Standard deviation (population).
+    pub std: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Acc {
+    n: u64,
+    sum: f64,
+    sumsq: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Acc {
+    pub(crate) fn add(&mut self, w: f64) {
+        if self.n == 0 {
+            self.min = w;
+            self.max = w;
+        } else {
+            self.min = self.min.min(w);
+            self.max = self.max.max(w);
+        }
+        self.n += 1;
+        self.sum += w;
+        self.sumsq += w * w;
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let n = self.n.max(1) as f64;
+        let mean = self.sum / n;
+        Stats {
+            n: self.n,
+            mean,
+            min: self.min,
+            max: self.max,
+            std: (self.sumsq / n - mean * mean).max(0.0).sqrt(),
+        }
+    }
+}
+
+/// One element of a loop-nest program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Node {
+    /// One input symbol, with the statistics of the weights of the positions it stands for.
+    Sym {
+        /// The symbol.
+        sym: Sym,
+        /// Weight statistics (absent when compressing without weights).
+        stats: Option<Stats>,
+    },
+    /// `body` repeated `count` times.
+    Loop {
+        /// Number of iterations (≥ 2).
+        count: u64,
+        /// The loop body.
+        body: Vec<Node>,
+    },
+}
+
+impl Node {
+    /// Number of input symbols this node expands to.
+    pub fn expanded_len(&self) -> u64 {
+        match self {
+            Node::Sym { .. } => 1,
+            Node::Loop { count, body } => count * body.iter().map(Node::expanded_len).sum::<u64>(),
+        }
+    }
+
+    /// Number of symbols written in the program: 1 per symbol, 1 per loop plus its body.
+    pub fn program_len(&self) -> u64 {
+        match self {
+            Node::Sym { .. } => 1,
+            Node::Loop { body, .. } => 1 + body.iter().map(Node::program_len).sum::<u64>(),
+        }
+    }
+}
+
+/// A loop-nest program: a sequence of symbols and loops that expands to the input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoopNest {
+    /// The top-level sequence.
+    pub items: Vec<Node>,
+}
+
+/// Figures describing how well a nest compresses its input.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NestReport {
+    /// Length of the input.
+    pub input_len: u64,
+    /// Input positions inside some loop.
+    pub covered: u64,
+    /// `covered / input_len` (1 for empty input).
+    pub coverage: f64,
+    /// Symbols written in the program ([`Node::program_len`] summed).
+    pub compressed_len: u64,
+    /// `input_len / compressed_len`.
+    pub ratio: f64,
+}
+
+impl LoopNest {
+    /// The symbol sequence the program stands for.
+    pub fn expand(&self) -> Vec<Sym> {
+        let mut out =
+            Vec::with_capacity(self.items.iter().map(Node::expanded_len).sum::<u64>() as usize);
+        fn go(nodes: &[Node], out: &mut Vec<Sym>) {
+            for n in nodes {
+                match n {
+                    Node::Sym { sym, .. } => out.push(*sym),
+                    Node::Loop { count, body } => {
+                        for _ in 0..*count {
+                            go(body, out);
+                        }
+                    }
+                }
+            }
+        }
+        go(&self.items, &mut out);
+        out
+    }
+
+    /// Coverage and compression figures.
+    pub fn report(&self) -> NestReport {
+        let input_len: u64 = self.items.iter().map(Node::expanded_len).sum();
+        let covered: u64 = self
+            .items
+            .iter()
+            .filter(|n| matches!(n, Node::Loop { .. }))
+            .map(Node::expanded_len)
+            .sum();
+        let compressed_len: u64 = self.items.iter().map(Node::program_len).sum();
+        NestReport {
+            input_len,
+            covered,
+            coverage: if input_len == 0 {
+                1.0
+            } else {
+                covered as f64 / input_len as f64
+            },
+            compressed_len,
+            ratio: if compressed_len == 0 {
+                1.0
+            } else {
+                input_len as f64 / compressed_len as f64
+            },
+        }
+    }
+
+    /// The top-level loop covering the most input positions: the main loop.
+    pub fn main_loop(&self) -> Option<&Node> {
+        self.items
+            .iter()
+            .filter(|n| matches!(n, Node::Loop { .. }))
+            .max_by_key(|n| n.expanded_len())
+    }
+
+    /// The program in seed 001's notation: runs of plain symbols as their count, loops as
+    /// `(body)^count`, elements joined by ` + `; e.g. `(13 + (4)^3 + 12)^200`.
+    pub fn notation(&self) -> String {
+        notation(&self.items)
+    }
+
+    /// Attaches weight statistics: `weights[i]` belongs to input position `i`. Every program
+    /// position gets the statistics of the input positions it stands for.
+    ///
+    /// # Panics
+    /// If `weights` is not as long as the expansion.
+    pub fn attach_weights(&mut self, weights: &[f64]) {
+        // Number Sym nodes in pre-order; every iteration of a loop walks its body with the same
+        // numbers, so the expansion yields, per input position, the node it belongs to.
+        fn ids(nodes: &[Node], next: &mut usize, out: &mut Vec<usize>) {
+            for n in nodes {
+                match n {
+                    Node::Sym { .. } => {
+                        out.push(*next);
+                        *next += 1;
+                    }
+                    Node::Loop { count, body } => {
+                        let start = *next;
+                        for _ in 0..*count {
+                            *next = start;
+                            ids(body, next, out);
+                        }
+                    }
+                }
+            }
+        }
+        fn set(nodes: &mut [Node], accs: &[Acc], k: &mut usize) {
+            for n in nodes {
+                match n {
+                    Node::Sym { stats, .. } => {
+                        *stats = Some(accs[*k].stats());
+                        *k += 1;
+                    }
+                    Node::Loop { body, .. } => set(body, accs, k),
+                }
+            }
+        }
+        let mut order = Vec::with_capacity(weights.len());
+        let mut n_nodes = 0;
+        ids(&self.items, &mut n_nodes, &mut order);
+        assert_eq!(order.len(), weights.len(), "one weight per input position");
+        let mut accs = vec![Acc::default(); n_nodes];
+        for (id, w) in order.into_iter().zip(weights) {
+            accs[id].add(*w);
+        }
+        set(&mut self.items, &accs, &mut 0);
+    }
+}
+
+fn notation(nodes: &[Node]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut plain = 0u64;
+    for n in nodes {
+        match n {
+            Node::Sym { .. } => plain += 1,
+            Node::Loop { count, body } => {
+                if plain > 0 {
+                    parts.push(plain.to_string());
+                    plain = 0;
+                }
+                let mut s = String::new();
+                let _ = write!(s, "({})^{count}", notation(body));
+                parts.push(s);
+            }
+        }
+    }
+    if plain > 0 {
+        parts.push(plain.to_string());
+    }
+    parts.join(" + ")
+}

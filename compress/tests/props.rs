@@ -1,0 +1,127 @@
+//! Properties of loop discovery: expansion gives the input back; the greedy pass covers what the
+//! exact mode covers, minus the seed's bound (at most two iterations fewer per loop).
+
+use mpiskel_compress::{exact, greedy, LoopNest, Node, Sym};
+use proptest::prelude::*;
+
+/// A random loop-nest program over `alphabet` symbols, expanded.
+fn structured(alphabet: u32) -> impl Strategy<Value = Vec<Sym>> {
+    let leaf = prop::collection::vec(0..alphabet, 1..4);
+    leaf.prop_recursive(3, 200, 4, move |inner| {
+        prop::collection::vec((inner, 1u64..5), 1..4).prop_map(|parts| {
+            let mut out = Vec::new();
+            for (body, count) in parts {
+                for _ in 0..count {
+                    out.extend_from_slice(&body);
+                }
+            }
+            out
+        })
+    })
+}
+
+/// Span covered by `nest` minus the seed's allowance: two iterations of every top-level loop.
+fn covered_minus_bound(nest: &LoopNest) -> i64 {
+    let r = nest.report();
+    let allowance: u64 = nest
+        .items
+        .iter()
+        .map(|n| match n {
+            Node::Loop { count, .. } => 2 * n.expanded_len() / count,
+            Node::Sym { .. } => 0,
+        })
+        .sum();
+    r.covered as i64 - allowance as i64
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn greedy_expands_to_its_input_random(s in prop::collection::vec(0u32..4, 0..300)) {
+        prop_assert_eq!(greedy(&s).expand(), s);
+    }
+
+    #[test]
+    fn greedy_expands_to_its_input_structured(s in structured(6)) {
+        let nest = greedy(&s);
+        prop_assert_eq!(nest.expand(), s);
+    }
+
+    #[test]
+    fn exact_expands_to_its_input(s in prop::collection::vec(0u32..3, 0..40)) {
+        prop_assert_eq!(exact(&s).expand(), s);
+    }
+
+    #[test]
+    fn greedy_covers_what_exact_covers_within_the_seed_bound(s in prop::collection::vec(0u32..3, 0..40)) {
+        let g = greedy(&s).report();
+        let e = exact(&s);
+        prop_assert!(g.covered as i64 >= covered_minus_bound(&e),
+            "greedy covers {} of {}, exact {} ({})", g.covered, s.len(), e.report().covered, e.notation());
+    }
+
+    #[test]
+    fn greedy_within_bound_on_structured_input(s in structured(4).prop_filter("small", |s| s.len() <= 60)) {
+        let g = greedy(&s).report();
+        let e = exact(&s);
+        prop_assert!(g.covered as i64 >= covered_minus_bound(&e),
+            "greedy covers {} of {}, exact {} ({})", g.covered, s.len(), e.report().covered, e.notation());
+    }
+
+    #[test]
+    fn weights_fold_per_program_position(s in structured(5), seed in any::<u64>()) {
+        let weights: Vec<f64> = (0..s.len()).map(|i| ((i as u64 ^ seed) % 97) as f64).collect();
+        let mut nest = greedy(&s);
+        nest.attach_weights(&weights);
+        let mut n = 0;
+        let mut sum = 0.0;
+        fn walk(nodes: &[Node], n: &mut u64, sum: &mut f64) {
+            for node in nodes {
+                match node {
+                    Node::Sym { stats: Some(st), .. } => {
+                        assert!(st.min <= st.mean + 1e-9 && st.mean <= st.max + 1e-9);
+                        *n += st.n;
+                        *sum += st.mean * st.n as f64;
+                    }
+                    Node::Sym { stats: None, .. } => panic!("stats missing"),
+                    Node::Loop { body, .. } => walk(body, n, sum),
+                }
+            }
+        }
+        walk(&nest.items, &mut n, &mut sum);
+        prop_assert_eq!(n as usize, s.len());
+        let want: f64 = weights.iter().sum();
+        prop_assert!((sum - want).abs() < 1e-6 * want.max(1.0));
+    }
+}
+
+/// Seed 001 Table 3 shapes: the greedy pass finds them exactly.
+#[test]
+fn lu_like_nest() {
+    // ((4)^10 + (4)^10 + 12)^20 with distinct symbols per part.
+    let mut s = Vec::new();
+    for _ in 0..20 {
+        for _ in 0..10 {
+            s.extend([1, 2, 3, 4]);
+        }
+        for _ in 0..10 {
+            s.extend([5, 6, 7, 8]);
+        }
+        s.extend(10..22);
+    }
+    let nest = greedy(&s);
+    assert_eq!(nest.notation(), "((4)^10 + (4)^10 + 12)^20");
+    assert_eq!(nest.report().coverage, 1.0);
+    assert_eq!(exact(&s).notation(), "((4)^10 + (4)^10 + 12)^20");
+}
+
+#[test]
+fn setup_and_teardown_stay_beside_the_main_loop() {
+    let mut s = vec![100, 101, 102];
+    for _ in 0..50 {
+        s.extend([1, 2, 3]);
+    }
+    s.extend([200, 201]);
+    assert_eq!(greedy(&s).notation(), "3 + (3)^50 + 2");
+}
