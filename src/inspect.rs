@@ -15,12 +15,14 @@ use serde::Serialize;
 ///
 /// PATH is a trace directory written by `mpiskel trace`, one native rank file, or a SimGrid
 /// time-independent trace (its index file, a folder holding `trace.txt`, or a single action
-/// file with the lines of all ranks).
+/// file with the lines of all ranks); or a loop nest written by `mpiskel compress -o`, whose
+/// main loop, coverage and program are shown.
 ///
 /// Examples:
 ///   mpiskel inspect ring.trace
 ///   mpiskel inspect --json ring.trace | jq .matrix
 ///   mpiskel inspect --flops 2e9 ../shared/fixtures/npb/lu.S.4/trace.txt
+///   mpiskel inspect lu.nest.json
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct InspectArgs {
@@ -47,6 +49,14 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
         a.flops > 0.0 && a.flops.is_finite(),
         "--flops must be a positive number"
     );
+    if let Some(doc) = read_nest_document(&a.path)? {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!("{}", crate::compress::render(&doc));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let opts = ReadOptions {
         ti: TiOptions {
             flops_per_second: a.flops,
@@ -65,6 +75,35 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
         print!("{}", render(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A loop-nest document written by `mpiskel compress -o`, if `path` is one.
+fn read_nest_document(path: &std::path::Path) -> Result<Option<crate::compress::NestDocument>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let mut head = [0u8; 64];
+    let n = std::io::Read::read(&mut std::fs::File::open(path)?, &mut head)?;
+    if !head[..n].trim_ascii_start().starts_with(b"{") {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path)?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: line {} column {}: {e}",
+            path.display(),
+            e.line(),
+            e.column()
+        )
+    })?;
+    if v["kind"] != crate::compress::KIND {
+        anyhow::bail!(
+            "{}: a JSON file, but not an mpiskel loop nest",
+            path.display()
+        );
+    }
+    let doc = serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(Some(doc))
 }
 
 fn human_bytes(b: u64) -> String {

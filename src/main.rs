@@ -2,8 +2,10 @@
 //!
 //! This binary glues the stage crates together; each subcommand lives in its own module.
 
+mod compress;
 mod inspect;
 mod record;
+mod symbols;
 
 use std::process::ExitCode;
 
@@ -12,7 +14,7 @@ use clap::{Parser, Subcommand};
 /// Turn the execution traces of an MPI application into a performance skeleton.
 ///
 /// Record an application once with `mpiskel trace`, look at what was recorded with
-/// `mpiskel inspect`.
+/// `mpiskel inspect`, find its loop nest with `mpiskel compress`.
 #[derive(Debug, Parser)]
 #[command(
     name = "mpiskel",
@@ -29,6 +31,7 @@ struct Cli {
 enum Command {
     Trace(record::TraceArgs),
     Inspect(inspect::InspectArgs),
+    Compress(compress::CompressArgs),
     Tracer(record::TracerArgs),
 }
 
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Trace(a) => record::trace(a),
         Command::Inspect(a) => inspect::inspect(a),
+        Command::Compress(a) => compress::compress(a),
         Command::Tracer(a) => record::tracer(a),
     };
     match result {

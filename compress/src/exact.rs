@@ -71,8 +71,8 @@ fn solve(
     // ends[t]: runs that can end a loop at t.
     let mut ends: Vec<Vec<Run>> = vec![Vec::new(); n + 1];
     for r in &found {
-        for t in r.start + 2 * r.period..=r.end {
-            ends[t].push(*r);
+        for e in &mut ends[r.start + 2 * r.period..=r.end] {
+            e.push(*r);
         }
     }
     // best[t] = (covered, len) of the best program for s[..t)

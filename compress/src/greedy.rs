@@ -1,19 +1,24 @@
 //! Greedy bottom-up loop discovery (seed 001 §3; Xu & Subhlok, *Efficient discovery of loop
 //! nests in communication traces of parallel programs*, UH-CS-08-08).
 //!
-//! Each round finds every run of the current sequence ([`crate::runs::runs`]), takes them in
-//! order of increasing period (then position) and keeps those that do not overlap a run already
-//! kept; each kept run of period `p` and length `L` becomes one loop symbol standing for its
+//! Each round finds the runs of the current sequence ([`crate::runs::runs`]) whose periods lie
+//! in the first doubling block `[2^k, 2^(k+1))` that has any, takes them in order of increasing
+//! period (then position) and keeps those that do not overlap a run already kept; each kept run of period `p` and length `L` becomes one loop symbol standing for its
 //! first `p` symbols repeated `⌊L/p⌋` times (the `L mod p` symbols after it stay as they are).
 //! Loops with the same body and count share one symbol. Rounds repeat on the shortened sequence
 //! until nothing repeats; inner (short-period) loops are thus folded before the outer loops that
 //! contain them. By the seed's analysis an outer loop found this way has the same symbols as the
 //! optimal one, possibly rotated, and at most two fewer iterations.
 //!
+//! A final pass folds a first or last iteration that differs from the others only by a few
+//! extra elements (at most a quarter of the body) into its loop, as parts guarded to run in that
+//! iteration only ([`Node::Guard`]); the loop then has the iteration count the program ran.
+//!
 //! What real traces do to it:
 //! - set-up and tear-down calls before and after the main loop stay as plain symbols beside it;
-//! - a first or last iteration that differs from the others falls outside the loop (one
-//!   iteration fewer), and stays plain;
+//! - a first or last iteration with a few extra calls (NPB LU computes its residual norm in the
+//!   last iteration) joins the loop with those calls guarded; one that differs more stays plain
+//!   beside the loop (one iteration fewer), like an untimed warm-up iteration;
 //! - a call made every k-th iteration makes the k-iteration block the repeating unit: the loop
 //!   is found with k times the body and 1/k of the count, the inner k − 1 iterations as a loop;
 //! - trip counts that differ between outer iterations give different loop symbols, so the outer
@@ -21,13 +26,14 @@
 //!   The span covered (reported) shows what was left out.
 //!
 //! # Complexity
-//! O(n log n) for the first round; later rounds work on the shortened sequence, so for traces
-//! that are loop nests the total is dominated by the first round. O(n) memory.
+//! A round that finds runs of period below `P` costs O(n log P); a sequence with no repeat at
+//! all costs one O(n log n) round. Later rounds work on the shortened sequence, so for traces
+//! that are loop nests the total is close to linear. O(n) memory.
 
 use std::collections::HashMap;
 
-use crate::nest::{LoopNest, Node, Sym};
-use crate::runs::runs;
+use crate::nest::{LoopNest, Node, Sym, When};
+use crate::runs::RunSearch;
 
 /// The definitions of loop symbols made during compression.
 struct Defs {
@@ -65,7 +71,15 @@ impl Defs {
 /// One round: folds the non-overlapping runs, shortest period first. `None` when nothing
 /// repeats.
 fn round(seq: &[Sym], defs: &mut Defs) -> Option<Vec<Sym>> {
-    let found = runs(seq);
+    // Periods in doubling blocks [1, 2), [2, 4), …: the first block with a run ends the
+    // search, so long periods are looked for only once the short loops inside them are folded.
+    let mut search = RunSearch::new(seq);
+    let mut found = Vec::new();
+    let mut lo = 1;
+    while found.is_empty() && lo <= seq.len() / 2 {
+        found = search.periods(lo..2 * lo);
+        lo *= 2;
+    }
     if found.is_empty() {
         return None;
     }
@@ -104,7 +118,172 @@ pub fn greedy(seq: &[Sym]) -> LoopNest {
     while let Some(next) = round(&cur, &mut defs) {
         cur = next;
     }
+    let items = cur.iter().map(|&s| defs.node(s)).collect();
     LoopNest {
-        items: cur.iter().map(|&s| defs.node(s)).collect(),
+        items: absorb(items),
     }
+}
+
+/// Most extra elements a differing first or last iteration may have, for a body of `len`.
+fn max_extra(len: usize) -> usize {
+    (len / 4).max(1)
+}
+
+/// Matches `body` as a subsequence of a prefix of the sequence `seg_at(0), seg_at(1), …` (of
+/// length `seg_len`) that starts with `body[0]`, with at most `max_extra(body.len())` elements
+/// in between. Returns the prefix length and, per element of the prefix, whether it is extra.
+/// Looks at no more than `body.len() + max_extra` elements.
+fn match_with_extras<'a>(
+    body: &[&'a Node],
+    seg_len: usize,
+    seg_at: impl Fn(usize) -> &'a Node,
+) -> Option<(usize, Vec<bool>)> {
+    if body.is_empty() || seg_len == 0 || seg_at(0) != body[0] {
+        return None;
+    }
+    let limit = max_extra(body.len());
+    let mut k = 0;
+    let mut n_extra = 0;
+    let mut extra = Vec::new();
+    for i in 0..seg_len {
+        if seg_at(i) == body[k] {
+            extra.push(false);
+            k += 1;
+            if k == body.len() {
+                return (n_extra > 0).then_some((i + 1, extra));
+            }
+        } else {
+            extra.push(true);
+            n_extra += 1;
+            if n_extra > limit {
+                return None;
+            }
+        }
+    }
+    None
+}
+
+/// Builds the body of a loop whose first or last iteration had extras (marked in `extra`).
+fn guarded_body(seg: &[Node], extra: &[bool], when: When) -> Vec<Node> {
+    let mut body = Vec::new();
+    let mut pending: Vec<Node> = Vec::new();
+    for (n, &is_extra) in seg.iter().zip(extra) {
+        if is_extra {
+            pending.push(n.clone());
+        } else {
+            if !pending.is_empty() {
+                body.push(Node::Guard {
+                    when,
+                    body: std::mem::take(&mut pending),
+                });
+            }
+            body.push(n.clone());
+        }
+    }
+    if !pending.is_empty() {
+        body.push(Node::Guard {
+            when,
+            body: pending,
+        });
+    }
+    body
+}
+
+/// Matches a differing first iteration of `body` at the end of the sequence `at(0..len)`:
+/// the number of elements it takes and the new body with the extras guarded.
+fn first_iteration<'a>(
+    body: &[Node],
+    len: usize,
+    at: impl Fn(usize) -> &'a Node,
+) -> Option<(usize, Vec<Node>)> {
+    let rev_body: Vec<&Node> = body.iter().rev().collect();
+    let (m, extra) = match_with_extras(&rev_body, len, |i| at(len - 1 - i))?;
+    let seg: Vec<Node> = (len - m..len).map(|i| at(i).clone()).collect();
+    let extra: Vec<bool> = extra.into_iter().rev().collect();
+    Some((m, guarded_body(&seg, &extra, When::First)))
+}
+
+/// Folds a first or last iteration that differs from the others only by a few extra elements
+/// (a convergence check in the last iteration, a set-up call in the first) into its loop, as
+/// parts guarded to run only in that iteration. Inner loops are treated before outer ones.
+fn absorb(items: Vec<Node>) -> Vec<Node> {
+    let mut items: Vec<Node> = items
+        .into_iter()
+        .map(|n| match n {
+            Node::Loop { count, body } => Node::Loop {
+                count,
+                body: absorb(body),
+            },
+            other => other,
+        })
+        .collect();
+    let mut j = 0;
+    while j < items.len() {
+        let Node::Loop { count, body } = &items[j] else {
+            j += 1;
+            continue;
+        };
+        if body.iter().any(|n| matches!(n, Node::Guard { .. })) {
+            j += 1;
+            continue;
+        }
+        let (count, body) = (*count, body.clone());
+        // A differing last iteration after the loop.
+        let body_refs: Vec<&Node> = body.iter().collect();
+        let after = &items[j + 1..];
+        if let Some((m, extra)) = match_with_extras(&body_refs, after.len(), |i| &after[i]) {
+            let new_body = guarded_body(&items[j + 1..j + 1 + m], &extra, When::Last);
+            items.splice(
+                j..j + 1 + m,
+                [Node::Loop {
+                    count: count + 1,
+                    body: new_body,
+                }],
+            );
+            continue;
+        }
+        // A differing first iteration before it. The runs start as early as they can, so the
+        // loop may begin part-way into an iteration, with the rest of the last iteration after
+        // it: rotate the loop so that the symbols after it move before it, then match.
+        let r = body
+            .iter()
+            .zip(&items[j + 1..])
+            .take_while(|(a, b)| a == b)
+            .count();
+        if r > 0 && r < body.len() {
+            let mut rotated = body[r..].to_vec();
+            rotated.extend_from_slice(&body[..r]);
+            // The sequence before the rotated loop: items[..j] followed by body[..r].
+            let before = &items[..j];
+            let at = |i: usize| if i < j { &before[i] } else { &body[i - j] };
+            if let Some((m, new_body)) = first_iteration(&rotated, j + r, at) {
+                // The new loop replaces the last m elements of that sequence, the old loop
+                // and the r elements after it.
+                let start = j + r - m;
+                items.splice(
+                    start..j + 1 + r,
+                    [Node::Loop {
+                        count: count + 1,
+                        body: new_body,
+                    }],
+                );
+                j = start;
+                continue;
+            }
+        }
+        let before = &items[..j];
+        if let Some((m, new_body)) = first_iteration(&body, j, |i| &before[i]) {
+            items.splice(
+                j - m..=j,
+                [Node::Loop {
+                    count: count + 1,
+                    body: new_body,
+                }],
+            );
+            j -= m;
+            continue;
+        }
+        j += 1;
+    }
+    items
 }

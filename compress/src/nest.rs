@@ -77,6 +77,44 @@ pub enum Node {
         /// The loop body.
         body: Vec<Node>,
     },
+    /// Inside a loop body: `body` runs only in the iteration `when` names.
+    Guard {
+        /// Which iteration of the enclosing loop.
+        when: When,
+        /// What runs then.
+        body: Vec<Node>,
+    },
+}
+
+/// The iteration a [`Node::Guard`] runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    /// The first iteration only.
+    First,
+    /// The last iteration only.
+    Last,
+}
+
+impl When {
+    fn runs(self, iteration: u64, count: u64) -> bool {
+        match self {
+            When::First => iteration == 0,
+            When::Last => iteration + 1 == count,
+        }
+    }
+}
+
+fn seq_len(nodes: &[Node]) -> u64 {
+    nodes.iter().map(Node::expanded_len).sum()
+}
+
+/// Symbols in one iteration of a loop body, without its guarded parts.
+pub(crate) fn regular_len(body: &[Node]) -> u64 {
+    body.iter()
+        .filter(|n| !matches!(n, Node::Guard { .. }))
+        .map(Node::expanded_len)
+        .sum()
 }
 
 impl Node {
@@ -84,7 +122,11 @@ impl Node {
     pub fn expanded_len(&self) -> u64 {
         match self {
             Node::Sym { .. } => 1,
-            Node::Loop { count, body } => count * body.iter().map(Node::expanded_len).sum::<u64>(),
+            Node::Loop { count, body } => {
+                count * regular_len(body) + (seq_len(body) - regular_len(body))
+            }
+            // Counted once; only meaningful inside a loop, which accounts for it.
+            Node::Guard { body, .. } => seq_len(body),
         }
     }
 
@@ -92,7 +134,9 @@ impl Node {
     pub fn program_len(&self) -> u64 {
         match self {
             Node::Sym { .. } => 1,
-            Node::Loop { body, .. } => 1 + body.iter().map(Node::program_len).sum::<u64>(),
+            Node::Loop { body, .. } | Node::Guard { body, .. } => {
+                1 + body.iter().map(Node::program_len).sum::<u64>()
+            }
         }
     }
 }
@@ -124,19 +168,24 @@ impl LoopNest {
     pub fn expand(&self) -> Vec<Sym> {
         let mut out =
             Vec::with_capacity(self.items.iter().map(Node::expanded_len).sum::<u64>() as usize);
-        fn go(nodes: &[Node], out: &mut Vec<Sym>) {
+        fn go(nodes: &[Node], out: &mut Vec<Sym>, iteration: u64, count: u64) {
             for n in nodes {
                 match n {
                     Node::Sym { sym, .. } => out.push(*sym),
                     Node::Loop { count, body } => {
-                        for _ in 0..*count {
-                            go(body, out);
+                        for i in 0..*count {
+                            go(body, out, i, *count);
+                        }
+                    }
+                    Node::Guard { when, body } => {
+                        if when.runs(iteration, count) {
+                            go(body, out, iteration, count);
                         }
                     }
                 }
             }
         }
-        go(&self.items, &mut out);
+        go(&self.items, &mut out, 0, 1);
         out
     }
 
@@ -176,7 +225,8 @@ impl LoopNest {
     }
 
     /// The program in seed 001's notation: runs of plain symbols as their count, loops as
-    /// `(body)^count`, elements joined by ` + `; e.g. `(13 + (4)^3 + 12)^200`.
+    /// `(body)^count`, elements joined by ` + `; e.g. `(13 + (4)^3 + 12)^200`. A part of a
+    /// body that runs only in the first or last iteration is written `[first: …]`/`[last: …]`.
     pub fn notation(&self) -> String {
         notation(&self.items)
     }
@@ -189,7 +239,16 @@ impl LoopNest {
     pub fn attach_weights(&mut self, weights: &[f64]) {
         // Number Sym nodes in pre-order; every iteration of a loop walks its body with the same
         // numbers, so the expansion yields, per input position, the node it belongs to.
-        fn ids(nodes: &[Node], next: &mut usize, out: &mut Vec<usize>) {
+        fn syms(nodes: &[Node]) -> usize {
+            nodes
+                .iter()
+                .map(|n| match n {
+                    Node::Sym { .. } => 1,
+                    Node::Loop { body, .. } | Node::Guard { body, .. } => syms(body),
+                })
+                .sum()
+        }
+        fn ids(nodes: &[Node], next: &mut usize, out: &mut Vec<usize>, iteration: u64, count: u64) {
             for n in nodes {
                 match n {
                     Node::Sym { .. } => {
@@ -198,9 +257,17 @@ impl LoopNest {
                     }
                     Node::Loop { count, body } => {
                         let start = *next;
-                        for _ in 0..*count {
+                        for i in 0..*count {
                             *next = start;
-                            ids(body, next, out);
+                            ids(body, next, out, i, *count);
+                        }
+                        *next = start + syms(body);
+                    }
+                    Node::Guard { when, body } => {
+                        if when.runs(iteration, count) {
+                            ids(body, next, out, iteration, count);
+                        } else {
+                            *next += syms(body);
                         }
                     }
                 }
@@ -213,13 +280,13 @@ impl LoopNest {
                         *stats = Some(accs[*k].stats());
                         *k += 1;
                     }
-                    Node::Loop { body, .. } => set(body, accs, k),
+                    Node::Loop { body, .. } | Node::Guard { body, .. } => set(body, accs, k),
                 }
             }
         }
         let mut order = Vec::with_capacity(weights.len());
         let mut n_nodes = 0;
-        ids(&self.items, &mut n_nodes, &mut order);
+        ids(&self.items, &mut n_nodes, &mut order, 0, 1);
         assert_eq!(order.len(), weights.len(), "one weight per input position");
         let mut accs = vec![Acc::default(); n_nodes];
         for (id, w) in order.into_iter().zip(weights) {
@@ -243,6 +310,17 @@ fn notation(nodes: &[Node]) -> String {
                 let mut s = String::new();
                 let _ = write!(s, "({})^{count}", notation(body));
                 parts.push(s);
+            }
+            Node::Guard { when, body } => {
+                if plain > 0 {
+                    parts.push(plain.to_string());
+                    plain = 0;
+                }
+                let w = match when {
+                    When::First => "first",
+                    When::Last => "last",
+                };
+                parts.push(format!("[{w}: {}]", notation(body)));
             }
         }
     }

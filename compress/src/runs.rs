@@ -116,40 +116,59 @@ fn gallop(limit: usize, ok: impl Fn(usize) -> bool) -> usize {
 
 /// Every run of `s`, by increasing period, then position.
 pub fn runs(s: &[Sym]) -> Vec<Run> {
-    let n = s.len();
-    let mut out = Vec::new();
-    if n < 2 {
-        return out;
-    }
-    let fp = Fingerprints::new(s);
-    for p in 1..=n / 2 {
-        let mut i = 0;
-        while i + p < n {
-            let j = i + p;
-            if s[i] != s[j] {
-                i += p;
-                continue;
-            }
-            let f = gallop(n - j, |l| fp.eq(i, j, l));
-            let b = gallop(i, |l| fp.eq(i - l, j - l, l));
-            if f + b >= p {
-                let (start, end) = verified(s, p, i - b, j + f);
-                if end - start >= 2 * p {
-                    out.push(Run {
-                        period: p,
-                        start,
-                        end,
-                    });
-                }
-                // The next sample that can start another run of period p.
-                let next = end.saturating_sub(p).div_ceil(p) * p;
-                i = next.max(i + p);
-            } else {
-                i += p;
-            }
+    let mut search = RunSearch::new(s);
+    search.periods(1..s.len() / 2 + 1)
+}
+
+/// A run search over one sequence, period range by period range (the fingerprints are built
+/// once).
+pub(crate) struct RunSearch<'a> {
+    s: &'a [Sym],
+    fp: Fingerprints,
+}
+
+impl<'a> RunSearch<'a> {
+    pub(crate) fn new(s: &'a [Sym]) -> Self {
+        RunSearch {
+            s,
+            fp: Fingerprints::new(s),
         }
     }
-    out
+
+    /// The runs whose period lies in `periods`, by increasing period, then position.
+    pub(crate) fn periods(&mut self, periods: std::ops::Range<usize>) -> Vec<Run> {
+        let (s, fp) = (self.s, &self.fp);
+        let n = s.len();
+        let mut out = Vec::new();
+        for p in periods.start.max(1)..periods.end.min(n / 2 + 1) {
+            let mut i = 0;
+            while i + p < n {
+                let j = i + p;
+                if s[i] != s[j] {
+                    i += p;
+                    continue;
+                }
+                let f = gallop(n - j, |l| fp.eq(i, j, l));
+                let b = gallop(i, |l| fp.eq(i - l, j - l, l));
+                if f + b >= p {
+                    let (start, end) = verified(s, p, i - b, j + f);
+                    if end - start >= 2 * p {
+                        out.push(Run {
+                            period: p,
+                            start,
+                            end,
+                        });
+                    }
+                    // The next sample that can start another run of period p.
+                    let next = end.saturating_sub(p).div_ceil(p) * p;
+                    i = next.max(i + p);
+                } else {
+                    i += p;
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Checks a run symbol by symbol (guarding against fingerprint collisions) and returns the

@@ -28,7 +28,7 @@ fn covered_minus_bound(nest: &LoopNest) -> i64 {
         .iter()
         .map(|n| match n {
             Node::Loop { count, .. } => 2 * n.expanded_len() / count,
-            Node::Sym { .. } => 0,
+            Node::Sym { .. } | Node::Guard { .. } => 0,
         })
         .sum();
     r.covered as i64 - allowance as i64
@@ -85,7 +85,7 @@ proptest! {
                         *sum += st.mean * st.n as f64;
                     }
                     Node::Sym { stats: None, .. } => panic!("stats missing"),
-                    Node::Loop { body, .. } => walk(body, n, sum),
+                    Node::Loop { body, .. } | Node::Guard { body, .. } => walk(body, n, sum),
                 }
             }
         }
@@ -114,6 +114,34 @@ fn lu_like_nest() {
     assert_eq!(nest.notation(), "((4)^10 + (4)^10 + 12)^20");
     assert_eq!(nest.report().coverage, 1.0);
     assert_eq!(exact(&s).notation(), "((4)^10 + (4)^10 + 12)^20");
+}
+
+/// The last iteration computes a residual (one extra call): it joins the loop, guarded.
+#[test]
+fn a_differing_last_iteration_joins_its_loop() {
+    let mut s = vec![100];
+    for it in 0..50 {
+        s.extend([1, 2, 3, 4]);
+        if it == 49 {
+            s.push(99);
+        }
+        s.extend([5, 6]);
+    }
+    let nest = greedy(&s);
+    assert_eq!(nest.expand(), s);
+    assert_eq!(nest.notation(), "1 + (4 + [last: 1] + 2)^50");
+    // And a differing first iteration.
+    let mut s = vec![];
+    for it in 0..30 {
+        s.extend([1, 2]);
+        if it == 0 {
+            s.push(77);
+        }
+        s.extend([3, 4, 5]);
+    }
+    let nest = greedy(&s);
+    assert_eq!(nest.expand(), s);
+    assert_eq!(nest.notation(), "(2 + [first: 1] + 3)^30");
 }
 
 #[test]

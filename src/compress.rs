@@ -1,0 +1,219 @@
+//! `mpiskel compress`: one rank's trace → its loop nest.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use mpiskel_compress::{exact, greedy, LoopNest, NestReport, Node};
+use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
+use serde::{Deserialize, Serialize};
+
+use crate::symbols::{symbolize, SymbolInfo};
+
+/// Find the loop nest of one rank's trace (seed 001 §3).
+///
+/// The rank's MPI calls become symbols (operation, peer offset, tag, size, communicator, root);
+/// compute gaps travel beside them and are averaged per program position. The greedy pass folds
+/// the shortest-period tandem repeats first, then the loops around them; `--exact` finds the
+/// nest covering the most calls (then the shortest), for inputs of a few thousand calls.
+///
+/// Prints the main loop in seed 001's notation, the span covered by loops, the compressed
+/// length and ratio; `-o` writes the whole nest as JSON (readable by `mpiskel inspect`).
+///
+/// Examples:
+///   mpiskel compress ../shared/fixtures/npb/lu.S.4/trace.txt
+///   mpiskel compress app.trace --rank 5 -o app.rank5.nest.json
+///   mpiskel compress --exact --json small.trace
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct CompressArgs {
+    /// The trace (any format `mpiskel inspect` reads).
+    path: PathBuf,
+    /// Which rank's calls to compress.
+    #[arg(long, default_value_t = 0)]
+    rank: u32,
+    /// Exact mode instead of the greedy pass (refused above --exact-limit calls).
+    #[arg(long)]
+    exact: bool,
+    /// Largest number of calls --exact accepts.
+    #[arg(long, default_value_t = 20_000, value_name = "N")]
+    exact_limit: usize,
+    /// Write the loop nest as JSON to FILE.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Print the JSON document instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// For SimGrid traces: compute speed in flop/s.
+    #[arg(long, value_name = "FLOP/S", default_value_t = 1e9)]
+    flops: f64,
+}
+
+/// The document `mpiskel compress -o` writes.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NestDocument {
+    /// Always `"mpiskel-loop-nest"`.
+    pub kind: String,
+    /// Layout version (1).
+    pub version: u32,
+    /// The trace it came from.
+    pub trace: String,
+    /// The rank compressed.
+    pub rank: u32,
+    /// `greedy` or `exact`.
+    pub mode: String,
+    /// Seconds the compression took.
+    pub seconds: f64,
+    /// Coverage and compression figures.
+    pub report: NestReport,
+    /// The main loop in seed notation.
+    pub main_loop: Option<String>,
+    /// The whole program in seed notation.
+    pub notation: String,
+    /// What each symbol stands for.
+    pub symbols: Vec<SymbolInfoDoc>,
+    /// The program.
+    pub nest: LoopNest,
+}
+
+/// A legend entry.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SymbolInfoDoc {
+    /// Symbol id.
+    pub sym: u32,
+    /// What it stands for.
+    pub text: String,
+}
+
+impl From<SymbolInfo> for SymbolInfoDoc {
+    fn from(s: SymbolInfo) -> Self {
+        SymbolInfoDoc {
+            sym: s.sym,
+            text: s.text,
+        }
+    }
+}
+
+pub const KIND: &str = "mpiskel-loop-nest";
+
+pub fn compress(a: CompressArgs) -> Result<ExitCode> {
+    anyhow::ensure!(
+        a.flops > 0.0 && a.flops.is_finite(),
+        "--flops must be a positive number"
+    );
+    let opts = ReadOptions {
+        ti: TiOptions {
+            flops_per_second: a.flops,
+        },
+    };
+    let set = TraceSet::open(&a.path, &opts)?;
+    let Some(rt) = set.ranks.get(a.rank as usize) else {
+        bail!(
+            "{}: rank {} does not exist (the trace has {} ranks)",
+            a.path.display(),
+            a.rank,
+            set.n_ranks()
+        );
+    };
+    let sym = symbolize(rt);
+    if a.exact && sym.symbols.len() > a.exact_limit {
+        bail!(
+            "--exact on {} calls would take too long (limit {}; raise it with --exact-limit)",
+            sym.symbols.len(),
+            a.exact_limit
+        );
+    }
+    let t0 = Instant::now();
+    let mut nest = if a.exact {
+        exact(&sym.symbols)
+    } else {
+        greedy(&sym.symbols)
+    };
+    let seconds = t0.elapsed().as_secs_f64();
+    nest.attach_weights(&sym.gaps_s);
+    let doc = NestDocument {
+        kind: KIND.into(),
+        version: 1,
+        trace: a.path.display().to_string(),
+        rank: a.rank,
+        mode: if a.exact { "exact" } else { "greedy" }.into(),
+        seconds,
+        report: nest.report(),
+        main_loop: nest.main_loop().map(main_loop_notation),
+        notation: nest.notation(),
+        symbols: sym.legend.into_iter().map(Into::into).collect(),
+        nest,
+    };
+    if let Some(out) = &a.output {
+        write_atomic(out, &serde_json::to_string_pretty(&doc)?)?;
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", render(&doc));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `(85)^200 = (13 + (4)^3 + …)^200`: the body's length, then its structure.
+pub fn main_loop_notation(n: &Node) -> String {
+    let Node::Loop { count, body } = n else {
+        return String::new();
+    };
+    let per_iter = n.expanded_len() / count;
+    let inner = LoopNest {
+        items: body.clone(),
+    }
+    .notation();
+    format!("({per_iter})^{count} = ({inner})^{count}")
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(max).collect::<String>())
+    }
+}
+
+pub fn render(d: &NestDocument) -> String {
+    let r = &d.report;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "loop nest  {} rank {} ({}, {:.3} s)",
+        d.trace, d.rank, d.mode, d.seconds
+    );
+    let _ = writeln!(
+        o,
+        "calls      {} ({} distinct)",
+        r.input_len,
+        d.symbols.len()
+    );
+    let _ = writeln!(
+        o,
+        "main loop  {}",
+        d.main_loop
+            .as_deref()
+            .map_or("none".into(), |m| shorten(m, 300))
+    );
+    let _ = writeln!(
+        o,
+        "covered    {:.2} % of calls inside loops; compressed length {}; ratio {:.1}",
+        100.0 * r.coverage,
+        r.compressed_len,
+        r.ratio
+    );
+    let _ = writeln!(o, "program    {}", shorten(&d.notation, 600));
+    o
+}
+
+fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
