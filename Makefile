@@ -26,6 +26,8 @@ lint: deps
 # Benchmarks whose figures BENCHMARKS.md records.
 bench: deps
 	cargo bench --bench trace
+	cargo bench --bench compress_npb
+	cargo bench -p mpiskel-compress --bench loops
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps
