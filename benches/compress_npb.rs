@@ -15,16 +15,12 @@ fn shared() -> PathBuf {
 
 fn run(trace: &std::path::Path, exact: bool) -> Option<serde_json::Value> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mpiskel"));
-    cmd.arg("compress")
-        .arg(trace)
-        .args(["--rank", "0", "--json"]);
+    cmd.arg("compress").arg(trace).args(["--rank", "0", "--json"]);
     if exact {
         cmd.arg("--exact");
     }
     let out = cmd.output().expect("mpiskel runs");
-    out.status
-        .success()
-        .then(|| serde_json::from_slice(&out.stdout).expect("JSON"))
+    out.status.success().then(|| serde_json::from_slice(&out.stdout).expect("JSON"))
 }
 
 fn main() {
@@ -50,11 +46,8 @@ fn main() {
         } else {
             short[0].to_owned()
         };
-        let exact = if r["input_len"].as_u64().unwrap() <= 20_000 {
-            run(&trace, true)
-        } else {
-            None
-        };
+        let exact =
+            if r["input_len"].as_u64().unwrap() <= 20_000 { run(&trace, true) } else { None };
         let exact_cols = exact.map_or("–| –".to_owned(), |e| {
             format!(
                 "{:.3} | {:.2} %, {}",

@@ -43,19 +43,11 @@ fn callrate(bin: &Path, iters: u32, work: u32, preload: Option<(&Path, &Path)>) 
     cmd.args(["--allow-run-as-root", "-np", "2"]);
     if let Some((lib, dir)) = preload {
         cmd.arg("-x").arg(format!("LD_PRELOAD={}", lib.display()));
-        cmd.arg("-x")
-            .arg(format!("MPISKEL_TRACE_DIR={}", dir.display()));
+        cmd.arg("-x").arg(format!("MPISKEL_TRACE_DIR={}", dir.display()));
     }
-    cmd.arg(bin)
-        .arg(iters.to_string())
-        .arg("8")
-        .arg(work.to_string());
+    cmd.arg(bin).arg(iters.to_string()).arg("8").arg(work.to_string());
     let out = cmd.output().expect("mpirun.openmpi runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     let field = |k: &str| -> f64 {
         text.split_whitespace()
@@ -124,18 +116,13 @@ fn bytes_per_event(report: &mut String, callrate_dir: &Path) {
         let events: usize = set.ranks.iter().map(|r| r.events.len()).sum();
         let bytes: u64 = (0..set.n_ranks())
             .map(|r| {
-                std::fs::metadata(d.join(native::rank_file_name(Rank(r as u32))))
-                    .unwrap()
-                    .len()
+                std::fs::metadata(d.join(native::rank_file_name(Rank(r as u32)))).unwrap().len()
             })
             .sum();
         let name = if d == callrate_dir {
             "callrate (20,000 iterations, 10 kflop each)".to_owned()
         } else {
-            format!(
-                "fixtures/traces/{}",
-                d.file_name().unwrap().to_string_lossy()
-            )
+            format!("fixtures/traces/{}", d.file_name().unwrap().to_string_lossy())
         };
         report.push_str(&format!(
             "| {name} | {} | {events} | {bytes} | {:.1} |\n",
@@ -149,11 +136,7 @@ fn bytes_per_event(report: &mut String, callrate_dir: &Path) {
 /// A synthetic halo-exchange rank file of `n` events, written with [`NativeWriter`].
 fn synthetic(path: &Path, n: u64) {
     let f = std::fs::File::create(path).unwrap();
-    let info = RankInfo {
-        n_ranks: 64,
-        clock: "CLOCK_MONOTONIC".into(),
-        ..RankInfo::default()
-    };
+    let info = RankInfo { n_ranks: 64, clock: "CLOCK_MONOTONIC".into(), ..RankInfo::default() };
     let mut w = NativeWriter::new(f, Rank(5), &info).unwrap();
     let mut t = 0;
     let mut req = 0;
@@ -199,15 +182,8 @@ fn synthetic(path: &Path, n: u64) {
             },
         };
         let op = [Op::Irecv, Op::Isend, Op::Waitall][(i % 3) as usize];
-        w.event(&Event {
-            op,
-            enter_ns: t,
-            exit_ns: t + 300,
-            gap_ns: 0,
-            gap_work: None,
-            payload,
-        })
-        .unwrap();
+        w.event(&Event { op, enter_ns: t, exit_ns: t + 300, gap_ns: 0, gap_work: None, payload })
+            .unwrap();
         t += 300;
     }
     w.finish().unwrap();
@@ -235,21 +211,13 @@ fn reader_throughput(report: &mut String) {
     let _ = std::fs::create_dir_all(&dir);
     let f = dir.join("rank-5.mpt");
     synthetic(&f, 5_000_000);
-    row(
-        "native, synthetic halo rank file".into(),
-        &f,
-        std::fs::metadata(&f).unwrap().len(),
-    );
+    row("native, synthetic halo rank file".into(), &f, std::fs::metadata(&f).unwrap().len());
     let lu = shared().join("fixtures/npb/lu.W.16");
     let size: u64 = std::fs::read_dir(lu.join("trace.txt_files"))
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
         .sum();
-    row(
-        "SimGrid TI, npb/lu.W.16 (1.81 M actions)".into(),
-        &lu.join("trace.txt"),
-        size,
-    );
+    row("SimGrid TI, npb/lu.W.16 (1.81 M actions)".into(), &lu.join("trace.txt"), size);
     report.push('\n');
 }
 

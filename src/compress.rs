@@ -90,25 +90,15 @@ pub struct SymbolInfoDoc {
 
 impl From<SymbolInfo> for SymbolInfoDoc {
     fn from(s: SymbolInfo) -> Self {
-        SymbolInfoDoc {
-            sym: s.sym,
-            text: s.text,
-        }
+        SymbolInfoDoc { sym: s.sym, text: s.text }
     }
 }
 
 pub const KIND: &str = "mpiskel-loop-nest";
 
 pub fn compress(a: CompressArgs) -> Result<ExitCode> {
-    anyhow::ensure!(
-        a.flops > 0.0 && a.flops.is_finite(),
-        "--flops must be a positive number"
-    );
-    let opts = ReadOptions {
-        ti: TiOptions {
-            flops_per_second: a.flops,
-        },
-    };
+    anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     let set = TraceSet::open(&a.path, &opts)?;
     let Some(rt) = set.ranks.get(a.rank as usize) else {
         bail!(
@@ -127,11 +117,7 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
         );
     }
     let t0 = Instant::now();
-    let mut nest = if a.exact {
-        exact(&sym.symbols)
-    } else {
-        greedy(&sym.symbols)
-    };
+    let mut nest = if a.exact { exact(&sym.symbols) } else { greedy(&sym.symbols) };
     let seconds = t0.elapsed().as_secs_f64();
     nest.attach_weights(&sym.gaps_s);
     let doc = NestDocument {
@@ -164,10 +150,7 @@ pub fn main_loop_notation(n: &Node) -> String {
         return String::new();
     };
     let per_iter = n.expanded_len() / count;
-    let inner = LoopNest {
-        items: body.clone(),
-    }
-    .notation();
+    let inner = LoopNest { items: body.clone() }.notation();
     format!("({per_iter})^{count} = ({inner})^{count}")
 }
 
@@ -182,23 +165,12 @@ fn shorten(s: &str, max: usize) -> String {
 pub fn render(d: &NestDocument) -> String {
     let r = &d.report;
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "loop nest  {} rank {} ({}, {:.3} s)",
-        d.trace, d.rank, d.mode, d.seconds
-    );
-    let _ = writeln!(
-        o,
-        "calls      {} ({} distinct)",
-        r.input_len,
-        d.symbols.len()
-    );
+    let _ = writeln!(o, "loop nest  {} rank {} ({}, {:.3} s)", d.trace, d.rank, d.mode, d.seconds);
+    let _ = writeln!(o, "calls      {} ({} distinct)", r.input_len, d.symbols.len());
     let _ = writeln!(
         o,
         "main loop  {}",
-        d.main_loop
-            .as_deref()
-            .map_or("none".into(), |m| shorten(m, 300))
+        d.main_loop.as_deref().map_or("none".into(), |m| shorten(m, 300))
     );
     let _ = writeln!(
         o,

@@ -45,10 +45,7 @@ struct Report<'a> {
 }
 
 pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
-    anyhow::ensure!(
-        a.flops > 0.0 && a.flops.is_finite(),
-        "--flops must be a positive number"
-    );
+    anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     if let Some(doc) = read_nest_document(&a.path)? {
         if a.json {
             println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -57,18 +54,11 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let opts = ReadOptions {
-        ti: TiOptions {
-            flops_per_second: a.flops,
-        },
-    };
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     let set = TraceSet::open(&a.path, &opts)?;
     let summary = summarize(&set);
-    let report = Report {
-        path: a.path.display().to_string(),
-        meta: set.meta.as_ref(),
-        summary: &summary,
-    };
+    let report =
+        Report { path: a.path.display().to_string(), meta: set.meta.as_ref(), summary: &summary };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -89,18 +79,10 @@ fn read_nest_document(path: &std::path::Path) -> Result<Option<crate::compress::
     }
     let text = std::fs::read_to_string(path)?;
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: line {} column {}: {e}",
-            path.display(),
-            e.line(),
-            e.column()
-        )
+        anyhow::anyhow!("{}: line {} column {}: {e}", path.display(), e.line(), e.column())
     })?;
     if v["kind"] != crate::compress::KIND {
-        anyhow::bail!(
-            "{}: a JSON file, but not an mpiskel loop nest",
-            path.display()
-        );
+        anyhow::bail!("{}: a JSON file, but not an mpiskel loop nest", path.display());
     }
     let doc = serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(Some(doc))
@@ -131,11 +113,7 @@ fn render(r: &Report<'_>) -> String {
     let _ = writeln!(o, "trace    {} ({format}, {} ranks)", r.path, s.ranks);
     if let Some(m) = r.meta {
         let _ = writeln!(o, "command  {}", m.command.join(" "));
-        let _ = writeln!(
-            o,
-            "mpi      {} ({}), wall time {:.3} s",
-            m.mpi, m.mpi_version, m.wall_s
-        );
+        let _ = writeln!(o, "mpi      {} ({}), wall time {:.3} s", m.mpi, m.mpi_version, m.wall_s);
     }
     let mpi_s: f64 = s.per_rank.iter().map(|p| p.mpi_s).sum();
     let comp_s: f64 = s.per_rank.iter().map(|p| p.compute_s).sum();
@@ -159,12 +137,7 @@ fn render(r: &Report<'_>) -> String {
     for p in &s.per_rank {
         let _ = write!(o, "{:>5}", p.rank.0);
         for k in &kinds {
-            let _ = write!(
-                o,
-                " {:>w$}",
-                p.records.get(*k).copied().unwrap_or(0),
-                w = width(k)
-            );
+            let _ = write!(o, " {:>w$}", p.records.get(*k).copied().unwrap_or(0), w = width(k));
         }
         let _ = writeln!(o);
     }
@@ -201,11 +174,7 @@ fn render(r: &Report<'_>) -> String {
         human_bytes(m.total.bytes),
         m.degree_min,
         m.degree_max,
-        if m.symmetric {
-            "symmetric"
-        } else {
-            "not symmetric"
-        }
+        if m.symmetric { "symmetric" } else { "not symmetric" }
     );
     if m.self_messages.messages > 0 || m.null_messages > 0 {
         let _ = writeln!(
@@ -230,16 +199,8 @@ fn render(r: &Report<'_>) -> String {
         }
     }
     if !s.collectives.is_empty() {
-        let list: Vec<String> = s
-            .collectives
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        let _ = writeln!(
-            o,
-            "\ncollectives (calls over all ranks): {}",
-            list.join(", ")
-        );
+        let list: Vec<String> = s.collectives.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(o, "\ncollectives (calls over all ranks): {}", list.join(", "));
     }
     o
 }

@@ -16,12 +16,7 @@ use clap::{Parser, Subcommand};
 /// Record an application once with `mpiskel trace`, look at what was recorded with
 /// `mpiskel inspect`, find its loop nest with `mpiskel compress`.
 #[derive(Debug, Parser)]
-#[command(
-    name = "mpiskel",
-    version,
-    propagate_version = true,
-    arg_required_else_help = true
-)]
+#[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -101,25 +101,17 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
 
     let parent = out.parent().context("output directory has no parent")?;
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let name = out
-        .file_name()
-        .context("output directory has no name")?
-        .to_string_lossy()
-        .into_owned();
+    let name =
+        out.file_name().context("output directory has no name")?.to_string_lossy().into_owned();
     let tmp = parent.join(format!(".{name}.recording-{}", std::process::id()));
     let partial = parent.join(format!("{name}.partial"));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
 
     let plan = tracer::launch(&a.command, mpi, &lib, &tmp, a.instructions);
-    eprintln!(
-        "mpiskel: tracing with the {mpi} tracer: {}",
-        plan.argv.join(" ")
-    );
-    let start_unix = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    eprintln!("mpiskel: tracing with the {mpi} tracer: {}", plan.argv.join(" "));
+    let start_unix =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let started = Instant::now();
     let status = Command::new(&plan.argv[0])
         .args(&plan.argv[1..])
@@ -183,18 +175,10 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
             "mpiskel: note: the kernel refused instruction counting; compute gaps have times only"
         );
     }
-    eprintln!(
-        "mpiskel: {} ranks traced in {wall_s:.2} s into {}",
-        n_ranks,
-        out.display()
-    );
+    eprintln!("mpiskel: {} ranks traced in {wall_s:.2} s into {}", n_ranks, out.display());
     Ok(ExitCode::SUCCESS)
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {
-    Ok(if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(p)
-    })
+    Ok(if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir()?.join(p) })
 }

@@ -40,34 +40,15 @@ fn offset(p: Peer, me: Rank) -> i64 {
 fn key(e: &Event, me: Rank) -> Key {
     let op = e.op;
     match &e.payload {
-        Payload::None => Key {
-            op,
-            peer: NO_PEER,
-            tag: 0,
-            bytes: 0,
-            extra: 0,
-        },
-        Payload::P2p {
-            peer,
-            tag,
-            bytes,
-            comm,
-            ..
-        } => Key {
+        Payload::None => Key { op, peer: NO_PEER, tag: 0, bytes: 0, extra: 0 },
+        Payload::P2p { peer, tag, bytes, comm, .. } => Key {
             op,
             peer: offset(*peer, me),
             tag: i64::from(*tag),
             bytes: *bytes,
             extra: u64::from(comm.0),
         },
-        Payload::SendRecv {
-            dest,
-            send_bytes,
-            source,
-            recv_bytes,
-            comm,
-            ..
-        } => Key {
+        Payload::SendRecv { dest, send_bytes, source, recv_bytes, comm, .. } => Key {
             op,
             peer: offset(*dest, me),
             tag: offset(*source, me),
@@ -81,22 +62,14 @@ fn key(e: &Event, me: Rank) -> Key {
             bytes: completed.len() as u64,
             extra: 0,
         },
-        Payload::Collective {
-            comm,
-            root,
-            send_bytes,
-            recv_bytes,
-            ..
-        } => Key {
+        Payload::Collective { comm, root, send_bytes, recv_bytes, .. } => Key {
             op,
             peer: root.map_or(NO_PEER, |r| offset(Peer::Rank(r), me)),
             tag: i64::from(comm.0),
             bytes: *send_bytes,
             extra: *recv_bytes,
         },
-        Payload::Comm {
-            parent, created, ..
-        } => Key {
+        Payload::Comm { parent, created, .. } => Key {
             op,
             peer: NO_PEER,
             tag: i64::from(parent.0),
@@ -132,20 +105,13 @@ pub fn symbolize(rt: &RankTrace) -> Symbolized {
         let k = key(e, rt.rank);
         let next = ids.len() as Sym;
         let sym = *ids.entry(k.clone()).or_insert_with(|| {
-            legend.push(SymbolInfo {
-                sym: next,
-                text: describe(&k),
-            });
+            legend.push(SymbolInfo { sym: next, text: describe(&k) });
             next
         });
         symbols.push(sym);
         gaps_s.push(e.gap_ns as f64 * 1e-9);
     }
-    Symbolized {
-        symbols,
-        gaps_s,
-        legend,
-    }
+    Symbolized { symbols, gaps_s, legend }
 }
 
 fn describe(k: &Key) -> String {
@@ -165,11 +131,7 @@ fn describe(k: &Key) -> String {
         mpiskel_trace::OpClass::Collective => format!(
             "{}{} {} B",
             k.op,
-            if peer.is_empty() {
-                String::new()
-            } else {
-                format!(" root{peer}")
-            },
+            if peer.is_empty() { String::new() } else { format!(" root{peer}") },
             k.bytes
         ),
         _ => format!("{}{peer}", k.op),

@@ -12,10 +12,7 @@ fn every_subcommand_has_help_with_examples() {
         let out = mpiskel().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.contains("Examples:") || text.contains("Example:"),
-            "{sub}: {text}"
-        );
+        assert!(text.contains("Examples:") || text.contains("Example:"), "{sub}: {text}");
     }
     let out = mpiskel().output().unwrap();
     assert_eq!(out.status.code(), Some(2), "no subcommand is a usage error");
@@ -36,10 +33,7 @@ fn inspect_reports_a_truncated_file_with_rank_and_offset() {
     let out = mpiskel().arg("inspect").arg(&dir).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("rank-2.mpt") && err.contains("rank 2") && err.contains("byte"),
-        "{err}"
-    );
+    assert!(err.contains("rank-2.mpt") && err.contains("rank 2") && err.contains("byte"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -51,24 +45,14 @@ fn inspect_refuses_what_is_not_a_trace() {
     let out = mpiskel().arg("inspect").arg(&f).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an mpiskel trace"));
-    let out = mpiskel()
-        .arg("inspect")
-        .arg(dir.join("missing"))
-        .output()
-        .unwrap();
+    let out = mpiskel().arg("inspect").arg(dir.join("missing")).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
 fn trace_refuses_to_overwrite_without_force() {
     let dir = scratch("cli-exists");
-    let out = mpiskel()
-        .arg("trace")
-        .arg("-o")
-        .arg(&dir)
-        .args(["--", "true"])
-        .output()
-        .unwrap();
+    let out = mpiskel().arg("trace").arg("-o").arg(&dir).args(["--", "true"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
 }
@@ -88,13 +72,7 @@ fn dying_rank(lib: Lib) {
     let base = scratch(&format!("cli-crash-{}", lib.name()));
     let out_dir = base.join("crash.trace");
     let mut cmd = mpiskel();
-    cmd.arg("trace")
-        .arg("-o")
-        .arg(&out_dir)
-        .arg("--")
-        .args(lib.mpirun(2))
-        .arg(&bin)
-        .arg("4");
+    cmd.arg("trace").arg("-o").arg(&out_dir).arg("--").args(lib.mpirun(2)).arg(&bin).arg("4");
     let out = {
         let _g = mpi_lock();
         run_with_timeout(cmd, 120)
@@ -102,20 +80,12 @@ fn dying_rank(lib: Lib) {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("crash.trace.partial"), "{err}");
-    assert!(
-        !out_dir.exists(),
-        "nothing is written at the output path of a failed run"
-    );
-    let f = base
-        .join("crash.trace.partial")
-        .join(native::rank_file_name(Rank(1)));
+    assert!(!out_dir.exists(), "nothing is written at the output path of a failed run");
+    let f = base.join("crash.trace.partial").join(native::rank_file_name(Rank(1)));
     match native::read_rank_file(&f) {
         Err(TraceError::Incomplete { rank, events, .. }) => {
             assert_eq!(rank, Some(Rank(1)));
-            assert_eq!(
-                events, 5,
-                "Init and four Allreduce calls were flushed before the abort"
-            );
+            assert_eq!(events, 5, "Init and four Allreduce calls were flushed before the abort");
         }
         other => panic!("expected an incomplete trace, got {other:?}"),
     }
@@ -139,11 +109,7 @@ fn instruction_counts_are_present_or_recorded_as_absent() {
         let _g = mpi_lock();
         run_with_timeout(cmd, 120)
     };
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let set = mpiskel_trace::TraceSet::open(&dir, &Default::default()).unwrap();
     let counted = set.meta.as_ref().unwrap().instructions;
     for rt in &set.ranks {

@@ -15,11 +15,7 @@ fn compress_json(trace: &std::path::Path, rank: u32, extra: &[&str]) -> serde_js
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -63,19 +59,14 @@ fn greedy_matches_exact_on_small_npb_traces() {
         let trace = shared().join("fixtures/npb").join(name).join("trace.txt");
         let g = compress_json(&trace, 0, &[]);
         let e = compress_json(&trace, 0, &["--exact"]);
-        let (gc, ge) = (
-            g["report"]["covered"].as_u64().unwrap(),
-            e["report"]["covered"].as_u64().unwrap(),
-        );
+        let (gc, ge) =
+            (g["report"]["covered"].as_u64().unwrap(), e["report"]["covered"].as_u64().unwrap());
         let body = |d: &serde_json::Value| -> u64 {
             let m = d["main_loop"].as_str().unwrap();
             m[1..m.find(')').unwrap()].parse().unwrap()
         };
         // Seed bound: the greedy main loop may have up to two iterations fewer.
-        assert!(
-            gc + 2 * body(&e) >= ge,
-            "{name}: greedy covers {gc}, exact {ge}"
-        );
+        assert!(gc + 2 * body(&e) >= ge, "{name}: greedy covers {gc}, exact {ge}");
     }
 }
 
@@ -97,25 +88,11 @@ fn the_nest_document_reads_back_through_inspect() {
     let dir = scratch("compress-doc");
     let out_file = dir.join("lu.nest.json");
     let trace = shared().join("fixtures/npb/lu.S.4/trace.txt");
-    let out = mpiskel()
-        .arg("compress")
-        .arg(&trace)
-        .arg("-o")
-        .arg(&out_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = mpiskel().arg("compress").arg(&trace).arg("-o").arg(&out_file).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let printed = String::from_utf8_lossy(&out.stdout).into_owned();
     let out = mpiskel().arg("inspect").arg(&out_file).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("main loop  (46)^50"), "{shown}");
     // The same summary the compress command printed.
@@ -130,22 +107,12 @@ fn the_nest_document_reads_back_through_inspect() {
 #[test]
 fn compress_errors_are_clear() {
     let trace = root().join("fixtures/traces/ring");
-    let out = mpiskel()
-        .arg("compress")
-        .arg(&trace)
-        .args(["--rank", "9"])
-        .output()
-        .unwrap();
+    let out = mpiskel().arg("compress").arg(&trace).args(["--rank", "9"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("rank 9 does not exist (the trace has 4 ranks)"));
     let big = shared().join("fixtures/npb/lu.W.16/trace.txt");
-    let out = mpiskel()
-        .arg("compress")
-        .arg(&big)
-        .arg("--exact")
-        .output()
-        .unwrap();
+    let out = mpiskel().arg("compress").arg(&big).arg("--exact").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--exact-limit"));
 }

@@ -17,9 +17,7 @@ fn read_counts(path: &Path) -> BTreeMap<u32, BTreeMap<String, u64>> {
     let mut m: BTreeMap<u32, BTreeMap<String, u64>> = BTreeMap::new();
     for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split(',').collect();
-        m.entry(f[0].parse().unwrap())
-            .or_default()
-            .insert(f[1].to_owned(), f[2].parse().unwrap());
+        m.entry(f[0].parse().unwrap()).or_default().insert(f[1].to_owned(), f[2].parse().unwrap());
     }
     m
 }
@@ -45,13 +43,7 @@ fn npb_action_counts_equal_counts_csv() {
         let s = summarize(&set);
         assert_eq!(s.ranks as usize, want.len(), "{}", dir.display());
         for r in &s.per_rank {
-            assert_eq!(
-                r.records,
-                want[&r.rank.0],
-                "{} rank {}",
-                dir.display(),
-                r.rank
-            );
+            assert_eq!(r.records, want[&r.rank.0], "{} rank {}", dir.display(), r.rank);
         }
     }
 }
@@ -59,17 +51,8 @@ fn npb_action_counts_equal_counts_csv() {
 #[test]
 fn npb_inspect_json_reports_the_same_counts() {
     let dir = shared().join("fixtures/npb/lu.S.4");
-    let out = mpiskel()
-        .arg("inspect")
-        .arg("--json")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = mpiskel().arg("inspect").arg("--json").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let want = read_counts(&dir.join("counts.csv"));
     for (r, counts) in want {
@@ -95,11 +78,8 @@ fn npb_structure_as_the_readme_describes() {
     // BT on 16 ranks: rank 0 talks to 1, 3, 4, 12, 13 and 7.
     let bt = open("bt.S.16");
     let m = mpiskel_trace::summary::send_matrix(&bt);
-    let mut peers: Vec<u32> = m
-        .keys()
-        .filter(|(s, d)| s.0 == 0 && d.0 != 0)
-        .map(|(_, d)| d.0)
-        .collect();
+    let mut peers: Vec<u32> =
+        m.keys().filter(|(s, d)| s.0 == 0 && d.0 != 0).map(|(_, d)| d.0).collect();
     peers.sort();
     assert_eq!(peers, vec![1, 3, 4, 7, 12, 13]);
     // CG: self-messages on the diagonal of the process grid.
@@ -119,37 +99,22 @@ fn npb_structure_as_the_readme_describes() {
         assert_eq!(irecvs, completed, "rank {}", rt.rank);
     }
     // Compute volumes become time at the given rate: twice the speed halves the compute.
-    let slow = TraceSet::open(
-        &shared().join("fixtures/npb/cg.S.4/trace.txt"),
-        &ReadOptions::default(),
-    )
-    .unwrap();
-    let fast_opts = ReadOptions {
-        ti: mpiskel_trace::TiOptions {
-            flops_per_second: 2e9,
-        },
-    };
+    let slow =
+        TraceSet::open(&shared().join("fixtures/npb/cg.S.4/trace.txt"), &ReadOptions::default())
+            .unwrap();
+    let fast_opts = ReadOptions { ti: mpiskel_trace::TiOptions { flops_per_second: 2e9 } };
     let fast = TraceSet::open(&shared().join("fixtures/npb/cg.S.4/trace.txt"), &fast_opts).unwrap();
-    let (a, b) = (
-        slow.ranks[0].compute_ns() as f64,
-        fast.ranks[0].compute_ns() as f64,
-    );
+    let (a, b) = (slow.ranks[0].compute_ns() as f64, fast.ranks[0].compute_ns() as f64);
     assert!((a / b - 2.0).abs() < 1e-3, "{a} vs {b}");
 }
 
 #[test]
 fn simgrid_public_samples_read() {
     let base = shared().join("fixtures/public/simgrid-ti");
-    let set = TraceSet::open(
-        &base.join("ti_traces_32_1.index.txt"),
-        &ReadOptions::default(),
-    )
-    .unwrap();
+    let set =
+        TraceSet::open(&base.join("ti_traces_32_1.index.txt"), &ReadOptions::default()).unwrap();
     assert_eq!(set.n_ranks(), 32);
-    assert!(set
-        .ranks
-        .iter()
-        .all(|r| r.record_counts.get("comm_size").copied() == Some(15)));
+    assert!(set.ranks.iter().all(|r| r.record_counts.get("comm_size").copied() == Some(15)));
     let mut files: Vec<_> = std::fs::read_dir(base.join("replay-examples"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -157,60 +122,30 @@ fn simgrid_public_samples_read() {
     files.sort();
     // actions0.txt and actions1.txt are the two ranks of one trace, without an index: alone,
     // each is refused with a clear error; with an index naming both, they read.
-    for f in files
-        .iter()
-        .filter(|f| !f.ends_with("actions0.txt") && !f.ends_with("actions1.txt"))
-    {
+    for f in files.iter().filter(|f| !f.ends_with("actions0.txt") && !f.ends_with("actions1.txt")) {
         let set = TraceSet::open(f, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         assert!(set.n_ranks() >= 2, "{}", f.display());
     }
-    let err = TraceSet::open(
-        &base.join("replay-examples/actions0.txt"),
-        &ReadOptions::default(),
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("partner 1 is not a rank of this 1-rank trace"),
-        "{err}"
-    );
+    let err = TraceSet::open(&base.join("replay-examples/actions0.txt"), &ReadOptions::default())
+        .unwrap_err();
+    assert!(err.to_string().contains("partner 1 is not a rank of this 1-rank trace"), "{err}");
     let dir = support::scratch("ti-index");
     let ex = base.join("replay-examples");
     let index = dir.join("index.txt");
     std::fs::write(
         &index,
-        format!(
-            "{}\n{}\n",
-            ex.join("actions0.txt").display(),
-            ex.join("actions1.txt").display()
-        ),
+        format!("{}\n{}\n", ex.join("actions0.txt").display(), ex.join("actions1.txt").display()),
     )
     .unwrap();
-    assert_eq!(
-        TraceSet::open(&index, &ReadOptions::default())
-            .unwrap()
-            .n_ranks(),
-        2
-    );
+    assert_eq!(TraceSet::open(&index, &ReadOptions::default()).unwrap().n_ranks(), 2);
     // alltoallv: per-rank counts in elements of 8 bytes.
     let set = TraceSet::open(
         &base.join("replay-examples/actions_alltoallv.txt"),
         &ReadOptions::default(),
     )
     .unwrap();
-    let e = set.ranks[0]
-        .events
-        .iter()
-        .find(|e| e.op == Op::Alltoallv)
-        .unwrap();
-    let Payload::Collective {
-        send_counts,
-        recv_counts,
-        ..
-    } = &e.payload
-    else {
-        panic!()
-    };
+    let e = set.ranks[0].events.iter().find(|e| e.op == Op::Alltoallv).unwrap();
+    let Payload::Collective { send_counts, recv_counts, .. } = &e.payload else { panic!() };
     assert_eq!(send_counts.as_deref(), Some(&[8, 320, 240][..]));
     assert_eq!(recv_counts.as_deref(), Some(&[8, 640, 800][..]));
     // Old-style send without tag, wait by (src, dst, tag).
@@ -218,11 +153,7 @@ fn simgrid_public_samples_read() {
     let rank1 = &set.ranks[1];
     assert!(matches!(
         rank1.events[1].payload,
-        Payload::P2p {
-            peer: Peer::Rank(Rank(0)),
-            bytes: 8_000_000,
-            ..
-        }
+        Payload::P2p { peer: Peer::Rank(Rank(0)), bytes: 8_000_000, .. }
     ));
 }
 
@@ -231,29 +162,17 @@ fn ti_errors_name_file_line_and_rank() {
     let dir = support::scratch("ti-errors");
     let f = dir.join("bad.txt");
     std::fs::write(&f, "0 init\n1 init\n0 send 1 0 10\n1 frobnicate 3\n").unwrap();
-    let err = TraceSet::open(&f, &ReadOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = TraceSet::open(&f, &ReadOptions::default()).unwrap_err().to_string();
     assert!(
         err.contains("bad.txt:4") && err.contains("rank 1") && err.contains("frobnicate"),
         "{err}"
     );
     std::fs::write(&f, "0 init\n0 send 7 0 10\n").unwrap();
-    let err = TraceSet::open(&f, &ReadOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("bad.txt:2") && err.contains("partner 7"),
-        "{err}"
-    );
+    let err = TraceSet::open(&f, &ReadOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("bad.txt:2") && err.contains("partner 7"), "{err}");
     std::fs::write(&f, "0 init\n0 wait 0 1 5\n1 init\n").unwrap();
-    let err = TraceSet::open(&f, &ReadOptions::default())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("bad.txt:2") && err.contains("no pending"),
-        "{err}"
-    );
+    let err = TraceSet::open(&f, &ReadOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("bad.txt:2") && err.contains("no pending"), "{err}");
 }
 
 /// The traces committed in `fixtures/traces` (recorded with the project's tracer) read
@@ -270,21 +189,11 @@ fn recorded_fixture_traces_read() {
         let set = TraceSet::open(&p, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         let meta = set.meta.as_ref().expect("meta.json");
         assert_eq!(meta.ranks as usize, set.n_ranks());
-        assert!(set
-            .ranks
-            .iter()
-            .all(|r| r.events.first().map(|e| e.op) == Some(Op::Init)
-                || r.events.first().map(|e| e.op) == Some(Op::InitThread)));
-        assert!(set
-            .ranks
-            .iter()
-            .all(|r| r.events.last().map(|e| e.op) == Some(Op::Finalize)));
+        assert!(set.ranks.iter().all(|r| r.events.first().map(|e| e.op) == Some(Op::Init)
+            || r.events.first().map(|e| e.op) == Some(Op::InitThread)));
+        assert!(set.ranks.iter().all(|r| r.events.last().map(|e| e.op) == Some(Op::Finalize)));
         let out = mpiskel().arg("inspect").arg(&p).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         n += 1;
     }
     assert!(n >= 9, "expected the recorded fixture traces, found {n}");

@@ -24,25 +24,13 @@ struct Call {
 }
 
 fn c(op: Op) -> Call {
-    Call {
-        op,
-        peer: None,
-        bytes: None,
-    }
+    Call { op, peer: None, bytes: None }
 }
 fn p2p(op: Op, peer: Peer, bytes: u64) -> Call {
-    Call {
-        op,
-        peer: Some(peer),
-        bytes: Some(bytes),
-    }
+    Call { op, peer: Some(peer), bytes: Some(bytes) }
 }
 fn rooted(op: Op, root: u32) -> Call {
-    Call {
-        op,
-        peer: Some(Peer::Rank(Rank(root))),
-        bytes: None,
-    }
+    Call { op, peer: Some(Peer::Rank(Rank(root))), bytes: None }
 }
 fn rk(r: usize) -> Peer {
     Peer::Rank(Rank(r as u32))
@@ -71,17 +59,9 @@ fn check_requests(rt: &RankTrace) {
     let mut open = BTreeSet::new();
     for (i, e) in rt.events.iter().enumerate() {
         match &e.payload {
-            Payload::P2p {
-                request: Some(r), ..
-            }
-            | Payload::Collective {
-                request: Some(r), ..
-            } => {
-                assert!(
-                    open.insert(*r),
-                    "rank {}: request {r:?} started twice",
-                    rt.rank
-                );
+            Payload::P2p { request: Some(r), .. }
+            | Payload::Collective { request: Some(r), .. } => {
+                assert!(open.insert(*r), "rank {}: request {r:?} started twice", rt.rank);
             }
             Payload::Completion { completed, .. } => {
                 for done in completed {
@@ -98,11 +78,7 @@ fn check_requests(rt: &RankTrace) {
             _ => {}
         }
     }
-    assert!(
-        open.is_empty(),
-        "rank {}: requests never completed: {open:?}",
-        rt.rank
-    );
+    assert!(open.is_empty(), "rank {}: requests never completed: {open:?}", rt.rank);
 }
 
 fn check_exact(set: &TraceSet, model: &[Vec<Call>]) {
@@ -111,11 +87,8 @@ fn check_exact(set: &TraceSet, model: &[Vec<Call>]) {
         check_requests(rt);
         let got = observed(rt);
         if got != *want {
-            let first = got
-                .iter()
-                .zip(want)
-                .position(|(a, b)| a != b)
-                .unwrap_or(got.len().min(want.len()));
+            let first =
+                got.iter().zip(want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
             panic!(
                 "rank {}: {} calls recorded, {} expected; first difference at call {first}: got {:?}, want {:?}",
                 rt.rank,
@@ -189,9 +162,8 @@ fn model_halo(dims: &[usize], periodic: bool, iters: usize, bytes: u64) -> Vec<V
     let n: usize = dims.iter().product();
     (0..n)
         .map(|r| {
-            let shifts: Vec<_> = (0..dims.len())
-                .map(|d| cart_shift(dims, periodic, r, d))
-                .collect();
+            let shifts: Vec<_> =
+                (0..dims.len()).map(|d| cart_shift(dims, periodic, r, d)).collect();
             let mut v = vec![c(Op::Init), c(Op::CartCreate)];
             for _ in 0..iters {
                 for (lo, hi) in &shifts {
@@ -265,28 +237,10 @@ fn model_collectives(n: usize, iters: usize) -> Vec<Vec<Call>> {
                 v.extend([c(Op::Allreduce), c(Op::Scan), c(Op::Exscan)]);
                 v.extend([rooted(Op::Gather, root), rooted(Op::Gatherv, root)]);
                 v.extend([rooted(Op::Scatter, root), rooted(Op::Scatterv, root)]);
-                v.extend([
-                    c(Op::Allgather),
-                    c(Op::Allgatherv),
-                    c(Op::Alltoall),
-                    c(Op::Alltoallv),
-                ]);
-                v.extend([
-                    c(Op::Alltoallw),
-                    c(Op::ReduceScatter),
-                    c(Op::ReduceScatterBlock),
-                ]);
-                v.extend([
-                    c(Op::Ibarrier),
-                    rooted(Op::Ibcast, root),
-                    rooted(Op::Ireduce, root),
-                ]);
-                v.extend([
-                    c(Op::Iallreduce),
-                    c(Op::Iallgather),
-                    c(Op::Ialltoall),
-                    c(Op::Waitall),
-                ]);
+                v.extend([c(Op::Allgather), c(Op::Allgatherv), c(Op::Alltoall), c(Op::Alltoallv)]);
+                v.extend([c(Op::Alltoallw), c(Op::ReduceScatter), c(Op::ReduceScatterBlock)]);
+                v.extend([c(Op::Ibarrier), rooted(Op::Ibcast, root), rooted(Op::Ireduce, root)]);
+                v.extend([c(Op::Iallreduce), c(Op::Iallgather), c(Op::Ialltoall), c(Op::Waitall)]);
             }
             v.push(c(Op::Finalize));
             v
@@ -299,12 +253,7 @@ fn model_subcomm(px: usize, py: usize, iters: usize) -> Vec<Vec<Call>> {
         .map(|r| {
             let row = r / py;
             let even = r % 2 == 0;
-            let mut v = vec![
-                c(Op::Init),
-                c(Op::CartCreate),
-                c(Op::CommSplit),
-                c(Op::CommSplit),
-            ];
+            let mut v = vec![c(Op::Init), c(Op::CartCreate), c(Op::CommSplit), c(Op::CommSplit)];
             v.extend([c(Op::CartSub), c(Op::CommDup), c(Op::CommCreate)]);
             for _ in 0..iters {
                 v.push(rooted(Op::Bcast, (row * py) as u32));
@@ -356,11 +305,7 @@ fn model_callrate(n: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
             let p = rk(r ^ 1);
             let mut v = vec![c(Op::Init)];
             for it in 0..iters {
-                v.extend([
-                    p2p(Op::Irecv, p, bytes),
-                    p2p(Op::Isend, p, bytes),
-                    c(Op::Waitall),
-                ]);
+                v.extend([p2p(Op::Irecv, p, bytes), p2p(Op::Isend, p, bytes), c(Op::Waitall)]);
                 if it % 100 == 99 {
                     v.push(c(Op::Allreduce));
                 }
@@ -384,11 +329,7 @@ fn run_ring(lib: Lib) {
 
 fn run_halo(lib: Lib, dims: &[usize], periodic: bool, name: &str) {
     let dir = scratch(&format!("{name}-{}", lib.name()));
-    let spec = dims
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("x");
+    let spec = dims.iter().map(ToString::to_string).collect::<Vec<_>>().join("x");
     trace_program(
         lib,
         dims.iter().product(),
@@ -398,14 +339,17 @@ fn run_halo(lib: Lib, dims: &[usize], periodic: bool, name: &str) {
     );
     let set = open(&dir);
     check_exact(&set, &model_halo(dims, periodic, 6, 4096));
+    // Cart_create records the topology the program declared.
+    for rt in &set.ranks {
+        let e = rt.events.iter().find(|e| e.op == Op::CartCreate).unwrap();
+        let Payload::Comm { cart: Some(cart), .. } = &e.payload else { panic!("no Cartesian info") };
+        assert_eq!(cart.dims, dims.iter().map(|&d| d as u32).collect::<Vec<_>>());
+        assert_eq!(cart.periods, vec![periodic; dims.len()]);
+    }
     // The Cartesian communicator is defined with its members.
     for rt in &set.ranks {
-        let Payload::P2p { comm, .. } = &rt
-            .events
-            .iter()
-            .find(|e| e.op == Op::Isend)
-            .unwrap()
-            .payload
+        let Payload::P2p { comm, .. } =
+            &rt.events.iter().find(|e| e.op == Op::Isend).unwrap().payload
         else {
             unreachable!()
         };
@@ -427,22 +371,12 @@ fn run_collectives(lib: Lib) {
     // Sizes: Alltoall of 64 doubles to each of 4 ranks; Gatherv's root receives 4 × 64 doubles.
     for rt in &set.ranks {
         for e in &rt.events {
-            if let Payload::Collective {
-                send_bytes,
-                recv_bytes,
-                recv_counts,
-                root,
-                ..
-            } = &e.payload
+            if let Payload::Collective { send_bytes, recv_bytes, recv_counts, root, .. } =
+                &e.payload
             {
                 match e.op {
                     Op::Alltoall | Op::Alltoallv | Op::Alltoallw => {
-                        assert_eq!(
-                            (*send_bytes, *recv_bytes),
-                            (4 * 64 * 8, 4 * 64 * 8),
-                            "{}",
-                            e.op
-                        )
+                        assert_eq!((*send_bytes, *recv_bytes), (4 * 64 * 8, 4 * 64 * 8), "{}", e.op)
                     }
                     Op::Gatherv if *root == Some(rt.rank) => {
                         assert_eq!(recv_counts.as_deref(), Some(&[512, 512, 512, 512][..]))
@@ -478,11 +412,7 @@ fn run_subcomm(lib: Lib) {
             &col[..],
             "column communicator of rank {r}"
         );
-        assert_eq!(
-            rt.members(comm_of(Op::Reduce)).unwrap(),
-            &row[..],
-            "Cart_sub row of rank {r}"
-        );
+        assert_eq!(rt.members(comm_of(Op::Reduce)).unwrap(), &row[..], "Cart_sub row of rank {r}");
     }
 }
 
@@ -498,10 +428,7 @@ fn run_anysource(lib: Lib) {
     for (w, rt) in set.ranks.iter().enumerate().skip(1) {
         let mut want = vec![c(Op::Init)];
         for _ in 0..iters {
-            want.extend(std::iter::repeat_n(
-                p2p(Op::Send, rk(0), bytes * w as u64),
-                3,
-            ));
+            want.extend(std::iter::repeat_n(p2p(Op::Send, rk(0), bytes * w as u64), 3));
         }
         want.push(c(Op::Finalize));
         assert_eq!(observed(rt), want, "worker {w}");
@@ -567,47 +494,23 @@ fn run_p2pmodes(lib: Lib) {
             (Op::Irecv, if low { 4 } else { 5 }),
         ];
         for (op, per_iter) in exact.iter().chain(&common) {
-            assert_eq!(
-                k.get(op).copied().unwrap_or(0),
-                per_iter * iters,
-                "rank {r}: {op}"
-            );
+            assert_eq!(k.get(op).copied().unwrap_or(0), per_iter * iters, "rank {r}: {op}");
         }
         // Loops whose trip count depends on timing: at least once per iteration.
-        for op in [
-            Op::Waitsome,
-            Op::Test,
-            Op::Testall,
-            Op::Testany,
-            Op::Testsome,
-        ] {
+        for op in [Op::Waitsome, Op::Test, Op::Testall, Op::Testany, Op::Testsome] {
             assert!(
                 k.get(&op).copied().unwrap_or(0) >= iters,
                 "rank {r}: {op} at least {iters} times"
             );
         }
-        assert_eq!(
-            k.get(&Op::Iprobe).copied().unwrap_or(0) >= iters,
-            !low,
-            "rank {r}: Iprobe"
-        );
+        assert_eq!(k.get(&Op::Iprobe).copied().unwrap_or(0) >= iters, !low, "rank {r}: Iprobe");
         // Every point-to-point call goes to or comes from the partner, with the program's size.
-        for call in got
-            .iter()
-            .filter(|k| matches!(k.op.class(), OpClass::Send | OpClass::Recv))
-        {
+        for call in got.iter().filter(|k| matches!(k.op.class(), OpClass::Send | OpClass::Recv)) {
             assert_eq!(call.peer, Some(rk(partner)), "rank {r}: {call:?}");
             assert_eq!(call.bytes, Some(bytes), "rank {r}: {call:?}");
         }
         for e in &rt.events {
-            if let Payload::SendRecv {
-                dest,
-                source,
-                send_bytes,
-                recv_bytes,
-                ..
-            } = &e.payload
-            {
+            if let Payload::SendRecv { dest, source, send_bytes, recv_bytes, .. } = &e.payload {
                 assert_eq!(
                     (*dest, *source, *send_bytes, *recv_bytes),
                     (rk(partner), rk(partner), bytes, bytes)

@@ -50,14 +50,7 @@ fn child(which: &str, n: usize) {
                     (x % 4) as Sym
                 })
                 .collect();
-            (
-                if which == "greedy-random" {
-                    "greedy"
-                } else {
-                    "exact"
-                },
-                seq,
-            )
+            (if which == "greedy-random" { "greedy" } else { "exact" }, seq)
         }
         _ => unreachable!(),
     };
@@ -67,22 +60,14 @@ fn child(which: &str, n: usize) {
     let reps = if seq.len() > 1_000_000 { 3 } else { 5 };
     for _ in 0..reps {
         let t0 = Instant::now();
-        let nest = if name == "greedy" {
-            greedy(&seq)
-        } else {
-            exact(&seq)
-        };
+        let nest = if name == "greedy" { greedy(&seq) } else { exact(&seq) };
         times.push(t0.elapsed().as_secs_f64());
         assert_eq!(nest.expand().len(), seq.len());
         notation = nest.notation();
     }
     times.sort_by(f64::total_cmp);
     let peak = peak_rss_kib();
-    let shown = if notation.len() > 60 {
-        format!("{}…", &notation[..60])
-    } else {
-        notation
-    };
+    let shown = if notation.len() > 60 { format!("{}…", &notation[..60]) } else { notation };
     println!(
         "| {which} | {} | {:.4} | {:.1} | {:.0} | `{}` |",
         seq.len(),
@@ -96,12 +81,8 @@ fn child(which: &str, n: usize) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let (Some(w), Some(n)) = (
-        args.iter()
-            .position(|a| a == "--child")
-            .map(|i| &args[i + 1]),
-        args.iter()
-            .position(|a| a == "--child")
-            .map(|i| &args[i + 2]),
+        args.iter().position(|a| a == "--child").map(|i| &args[i + 1]),
+        args.iter().position(|a| a == "--child").map(|i| &args[i + 2]),
     ) {
         child(w, n.parse().unwrap());
         return;
@@ -121,15 +102,8 @@ fn main() {
         ("exact", 5_000),
         ("exact-random", 5_000),
     ] {
-        let out = Command::new(&me)
-            .args(["--child", w, &n.to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new(&me).args(["--child", w, &n.to_string()]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         print!("{}", String::from_utf8_lossy(&out.stdout));
     }
 }

@@ -20,11 +20,7 @@ use crate::runs::{runs_naive, Run};
 #[derive(Clone, Copy)]
 enum Step {
     Plain,
-    Loop {
-        start: usize,
-        period: usize,
-        count: usize,
-    },
+    Loop { start: usize, period: usize, count: usize },
 }
 
 #[derive(Clone)]
@@ -36,9 +32,7 @@ struct Solution {
 /// Compresses `seq` exactly (maximum span covered, then shortest program).
 pub fn exact(seq: &[Sym]) -> LoopNest {
     let mut memo = HashMap::new();
-    LoopNest {
-        items: solve(seq, true, &mut memo).nodes,
-    }
+    LoopNest { items: solve(seq, true, &mut memo).nodes }
 }
 
 /// Only runs whose period is primitive: a run of period p that is also a run of a divisor of p
@@ -104,11 +98,7 @@ fn solve(
                 let cand = (best[start].0 + k * p, best[start].1 + 1 + bl);
                 if better(cand, best[t]) {
                     best[t] = cand;
-                    step[t] = Step::Loop {
-                        start,
-                        period: p,
-                        count: k,
-                    };
+                    step[t] = Step::Loop { start, period: p, count: k };
                 }
             }
         }
@@ -119,31 +109,18 @@ fn solve(
     while t > 0 {
         match step[t] {
             Step::Plain => {
-                nodes.push(Node::Sym {
-                    sym: s[t - 1],
-                    stats: None,
-                });
+                nodes.push(Node::Sym { sym: s[t - 1], stats: None });
                 t -= 1;
             }
-            Step::Loop {
-                start,
-                period,
-                count,
-            } => {
+            Step::Loop { start, period, count } => {
                 let body = solve(&s[start..start + period], false, memo).nodes;
-                nodes.push(Node::Loop {
-                    count: count as u64,
-                    body,
-                });
+                nodes.push(Node::Loop { count: count as u64, body });
                 t = start;
             }
         }
     }
     nodes.reverse();
-    let sol = Solution {
-        len: best[n].1,
-        nodes,
-    };
+    let sol = Solution { len: best[n].1, nodes };
     memo.insert((s.to_vec(), coverage_first), sol.clone());
     sol
 }

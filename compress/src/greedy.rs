@@ -56,14 +56,10 @@ impl Defs {
 
     fn node(&self, s: Sym) -> Node {
         match s.checked_sub(self.first).map(|k| &self.bodies[k as usize]) {
-            None => Node::Sym {
-                sym: s,
-                stats: None,
-            },
-            Some((body, count)) => Node::Loop {
-                count: *count,
-                body: body.iter().map(|&b| self.node(b)).collect(),
-            },
+            None => Node::Sym { sym: s, stats: None },
+            Some((body, count)) => {
+                Node::Loop { count: *count, body: body.iter().map(|&b| self.node(b)).collect() }
+            }
         }
     }
 }
@@ -109,19 +105,13 @@ fn round(seq: &[Sym], defs: &mut Defs) -> Option<Vec<Sym>> {
 /// Compresses `seq` into a loop nest, greedily.
 pub fn greedy(seq: &[Sym]) -> LoopNest {
     let first = seq.iter().copied().max().map_or(0, |m| m + 1);
-    let mut defs = Defs {
-        first,
-        bodies: Vec::new(),
-        index: HashMap::new(),
-    };
+    let mut defs = Defs { first, bodies: Vec::new(), index: HashMap::new() };
     let mut cur = seq.to_vec();
     while let Some(next) = round(&cur, &mut defs) {
         cur = next;
     }
     let items = cur.iter().map(|&s| defs.node(s)).collect();
-    LoopNest {
-        items: absorb(items),
-    }
+    LoopNest { items: absorb(items) }
 }
 
 /// Most extra elements a differing first or last iteration may have, for a body of `len`.
@@ -172,19 +162,13 @@ fn guarded_body(seg: &[Node], extra: &[bool], when: When) -> Vec<Node> {
             pending.push(n.clone());
         } else {
             if !pending.is_empty() {
-                body.push(Node::Guard {
-                    when,
-                    body: std::mem::take(&mut pending),
-                });
+                body.push(Node::Guard { when, body: std::mem::take(&mut pending) });
             }
             body.push(n.clone());
         }
     }
     if !pending.is_empty() {
-        body.push(Node::Guard {
-            when,
-            body: pending,
-        });
+        body.push(Node::Guard { when, body: pending });
     }
     body
 }
@@ -210,10 +194,7 @@ fn absorb(items: Vec<Node>) -> Vec<Node> {
     let mut items: Vec<Node> = items
         .into_iter()
         .map(|n| match n {
-            Node::Loop { count, body } => Node::Loop {
-                count,
-                body: absorb(body),
-            },
+            Node::Loop { count, body } => Node::Loop { count, body: absorb(body) },
             other => other,
         })
         .collect();
@@ -233,23 +214,13 @@ fn absorb(items: Vec<Node>) -> Vec<Node> {
         let after = &items[j + 1..];
         if let Some((m, extra)) = match_with_extras(&body_refs, after.len(), |i| &after[i]) {
             let new_body = guarded_body(&items[j + 1..j + 1 + m], &extra, When::Last);
-            items.splice(
-                j..j + 1 + m,
-                [Node::Loop {
-                    count: count + 1,
-                    body: new_body,
-                }],
-            );
+            items.splice(j..j + 1 + m, [Node::Loop { count: count + 1, body: new_body }]);
             continue;
         }
         // A differing first iteration before it. The runs start as early as they can, so the
         // loop may begin part-way into an iteration, with the rest of the last iteration after
         // it: rotate the loop so that the symbols after it move before it, then match.
-        let r = body
-            .iter()
-            .zip(&items[j + 1..])
-            .take_while(|(a, b)| a == b)
-            .count();
+        let r = body.iter().zip(&items[j + 1..]).take_while(|(a, b)| a == b).count();
         if r > 0 && r < body.len() {
             let mut rotated = body[r..].to_vec();
             rotated.extend_from_slice(&body[..r]);
@@ -260,26 +231,14 @@ fn absorb(items: Vec<Node>) -> Vec<Node> {
                 // The new loop replaces the last m elements of that sequence, the old loop
                 // and the r elements after it.
                 let start = j + r - m;
-                items.splice(
-                    start..j + 1 + r,
-                    [Node::Loop {
-                        count: count + 1,
-                        body: new_body,
-                    }],
-                );
+                items.splice(start..j + 1 + r, [Node::Loop { count: count + 1, body: new_body }]);
                 j = start;
                 continue;
             }
         }
         let before = &items[..j];
         if let Some((m, new_body)) = first_iteration(&body, j, |i| &before[i]) {
-            items.splice(
-                j - m..=j,
-                [Node::Loop {
-                    count: count + 1,
-                    body: new_body,
-                }],
-            );
+            items.splice(j - m..=j, [Node::Loop { count: count + 1, body: new_body }]);
             j -= m;
             continue;
         }

@@ -111,10 +111,7 @@ fn seq_len(nodes: &[Node]) -> u64 {
 
 /// Symbols in one iteration of a loop body, without its guarded parts.
 pub(crate) fn regular_len(body: &[Node]) -> u64 {
-    body.iter()
-        .filter(|n| !matches!(n, Node::Guard { .. }))
-        .map(Node::expanded_len)
-        .sum()
+    body.iter().filter(|n| !matches!(n, Node::Guard { .. })).map(Node::expanded_len).sum()
 }
 
 impl Node {
@@ -202,17 +199,9 @@ impl LoopNest {
         NestReport {
             input_len,
             covered,
-            coverage: if input_len == 0 {
-                1.0
-            } else {
-                covered as f64 / input_len as f64
-            },
+            coverage: if input_len == 0 { 1.0 } else { covered as f64 / input_len as f64 },
             compressed_len,
-            ratio: if compressed_len == 0 {
-                1.0
-            } else {
-                input_len as f64 / compressed_len as f64
-            },
+            ratio: if compressed_len == 0 { 1.0 } else { input_len as f64 / compressed_len as f64 },
         }
     }
 

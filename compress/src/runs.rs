@@ -60,11 +60,7 @@ impl Fingerprints {
         pow.push(1);
         for &c in s {
             // Spread symbols over the field so that small ids do not correlate.
-            let v = (u64::from(c)
-                .wrapping_add(1)
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                >> 4)
-                % MOD;
+            let v = (u64::from(c).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 4) % MOD;
             let h = mulmod(*pre.last().expect("non-empty"), BASE) + v;
             pre.push(if h >= MOD { h - MOD } else { h });
             pow.push(mulmod(*pow.last().expect("non-empty"), BASE));
@@ -129,10 +125,7 @@ pub(crate) struct RunSearch<'a> {
 
 impl<'a> RunSearch<'a> {
     pub(crate) fn new(s: &'a [Sym]) -> Self {
-        RunSearch {
-            s,
-            fp: Fingerprints::new(s),
-        }
+        RunSearch { s, fp: Fingerprints::new(s) }
     }
 
     /// The runs whose period lies in `periods`, by increasing period, then position.
@@ -153,11 +146,7 @@ impl<'a> RunSearch<'a> {
                 if f + b >= p {
                     let (start, end) = verified(s, p, i - b, j + f);
                     if end - start >= 2 * p {
-                        out.push(Run {
-                            period: p,
-                            start,
-                            end,
-                        });
+                        out.push(Run { period: p, start, end });
                     }
                     // The next sample that can start another run of period p.
                     let next = end.saturating_sub(p).div_ceil(p) * p;
@@ -207,11 +196,7 @@ pub fn runs_naive(s: &[Sym]) -> Vec<Run> {
             }
             let end = i + p;
             if end - start >= 2 * p {
-                out.push(Run {
-                    period: p,
-                    start,
-                    end,
-                });
+                out.push(Run { period: p, start, end });
             }
         }
     }
@@ -238,14 +223,7 @@ mod tests {
     #[test]
     fn simple_runs() {
         let s = [1, 2, 1, 2, 1, 2, 3];
-        assert_eq!(
-            runs(&s),
-            vec![Run {
-                period: 2,
-                start: 0,
-                end: 6
-            }]
-        );
+        assert_eq!(runs(&s), vec![Run { period: 2, start: 0, end: 6 }]);
         assert!(runs(&[1, 2, 3, 4]).is_empty());
     }
 }

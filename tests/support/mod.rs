@@ -25,10 +25,7 @@ pub fn shared() -> PathBuf {
 
 pub fn mpiskel() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_mpiskel"));
-    c.env(
-        "MPISKEL_CACHE",
-        root().join("target").join("test-tracer-cache"),
-    );
+    c.env("MPISKEL_CACHE", root().join("target").join("test-tracer-cache"));
     c
 }
 
@@ -74,10 +71,7 @@ impl Lib {
 /// Builds the fixture programs for `lib` once per test binary; returns their directory.
 pub fn fixture_bin(lib: Lib) -> PathBuf {
     static BUILT: OnceLock<Mutex<Vec<Lib>>> = OnceLock::new();
-    let out = root()
-        .join("target")
-        .join("fixture-programs")
-        .join(lib.name());
+    let out = root().join("target").join("fixture-programs").join(lib.name());
     let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
     let mut done = built.lock().unwrap_or_else(|e| e.into_inner());
     if !done.contains(&lib) {
@@ -89,11 +83,7 @@ pub fn fixture_bin(lib: Lib) -> PathBuf {
             .arg(format!("OUT={}", out.display()))
             .status()
             .expect("make runs");
-        assert!(
-            st.success(),
-            "building the fixture programs for {} failed",
-            lib.name()
-        );
+        assert!(st.success(), "building the fixture programs for {} failed", lib.name());
         done.push(lib);
     }
     out
@@ -119,10 +109,7 @@ pub fn trace_program(lib: Lib, np: usize, program: &str, args: &[&str], dir: &Pa
 /// Runs a command, killing it after `secs` seconds.
 pub fn run_with_timeout(mut cmd: Command, secs: u64) -> std::process::Output {
     let mut wrapped = Command::new("timeout");
-    wrapped
-        .arg("--kill-after=10")
-        .arg(secs.to_string())
-        .arg(cmd.get_program());
+    wrapped.arg("--kill-after=10").arg(secs.to_string()).arg(cmd.get_program());
     wrapped.args(cmd.get_args());
     for (k, v) in cmd.get_envs() {
         match v {

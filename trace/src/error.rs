@@ -92,10 +92,7 @@ fn fmt_rank(rank: Option<Rank>) -> String {
 
 impl TraceError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        TraceError::Io {
-            path: path.into(),
-            source,
-        }
+        TraceError::Io { path: path.into(), source }
     }
 }
 

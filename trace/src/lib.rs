@@ -32,8 +32,8 @@ pub mod tracer;
 pub use error::{Result, TraceError};
 pub use meta::RunMeta;
 pub use model::{
-    CommId, Completed, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace,
-    RequestId, Work,
+    Cart, CommId, Completed, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo,
+    RankTrace, RequestId, Work,
 };
 pub use native::{NativeReader, NativeWriter};
 pub use resolve::resolve_any_source;

@@ -319,7 +319,19 @@ pub enum Payload {
         color: Option<i32>,
         /// The key given to Comm_split.
         key: Option<i32>,
+        /// For Cart_create and Cart_sub: the Cartesian topology of the communicator created.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cart: Option<Cart>,
     },
+}
+
+/// A Cartesian topology as MPI_Cart_get reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Cart {
+    /// Size of each dimension.
+    pub dims: Vec<u32>,
+    /// Whether each dimension wraps around.
+    pub periods: Vec<bool>,
 }
 
 /// One request completed by a Wait or Test.

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Result, TraceError};
 use crate::model::{
-    CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace, RequestId,
-    Work,
+    Cart, CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace,
+    RequestId, Work,
 };
 
 /// First eight bytes of every native trace file.
@@ -67,35 +67,21 @@ impl<W: Write> NativeWriter<W> {
     /// Writes the header for `rank`.
     pub fn new(inner: W, rank: Rank, info: &RankInfo) -> io::Result<Self> {
         let mut out = io::BufWriter::with_capacity(1 << 20, inner);
-        let flags = if info.has_instructions {
-            FLAG_INSTRUCTIONS
-        } else {
-            0
-        };
+        let flags = if info.has_instructions { FLAG_INSTRUCTIONS } else { 0 };
         let mut h = Vec::with_capacity(64);
         h.extend_from_slice(MAGIC);
         h.extend_from_slice(&VERSION.to_le_bytes());
         h.extend_from_slice(&flags.to_le_bytes());
         h.extend_from_slice(&rank.0.to_le_bytes());
         h.extend_from_slice(&info.n_ranks.to_le_bytes());
-        h.push(if info.clock == "simulated" {
-            CLOCK_SIMULATED
-        } else {
-            CLOCK_MONOTONIC
-        });
+        h.push(if info.clock == "simulated" { CLOCK_SIMULATED } else { CLOCK_MONOTONIC });
         h.extend_from_slice(&0u64.to_le_bytes());
         h.extend_from_slice(&info.start_unix_ns.unwrap_or(0).to_le_bytes());
         h.extend_from_slice(&info.pid.unwrap_or(0).to_le_bytes());
         put_str(&mut h, info.host.as_deref().unwrap_or(""));
         put_str(&mut h, info.mpi_library.as_deref().unwrap_or(""));
         out.write_all(&h)?;
-        Ok(NativeWriter {
-            out,
-            info_flags: flags,
-            last_exit: 0,
-            n_events: 0,
-            scratch: Vec::new(),
-        })
+        Ok(NativeWriter { out, info_flags: flags, last_exit: 0, n_events: 0, scratch: Vec::new() })
     }
 
     /// Defines communicator `id` by its members (world ranks in communicator rank order).
@@ -115,10 +101,7 @@ impl<W: Write> NativeWriter<W> {
     /// event's exit (`enter_ns` must not precede it).
     pub fn event(&mut self, e: &Event) -> io::Result<()> {
         if e.enter_ns < self.last_exit || e.exit_ns < e.enter_ns {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "event times go backwards",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "event times go backwards"));
         }
         let b = &mut self.scratch;
         b.clear();
@@ -149,9 +132,7 @@ impl<W: Write> NativeWriter<W> {
         put_uvar(b, self.n_events);
         b.extend_from_slice(END_MAGIC);
         self.out.write_all(b)?;
-        self.out
-            .into_inner()
-            .map_err(io::IntoInnerError::into_error)
+        self.out.into_inner().map_err(io::IntoInnerError::into_error)
     }
 }
 
@@ -160,9 +141,7 @@ pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}.tmp",
-        path.file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
+        path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
     ));
     let write = || -> io::Result<()> {
         let f = File::create(&tmp)?;
@@ -189,13 +168,7 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
         (OpClass::Lifecycle, Payload::None) => {}
         (
             OpClass::Send | OpClass::Recv | OpClass::Probe,
-            Payload::P2p {
-                peer,
-                tag,
-                bytes,
-                comm,
-                request,
-            },
+            Payload::P2p { peer, tag, bytes, comm, request },
         ) => {
             put_svar(b, encode_peer(*peer));
             put_svar(b, i64::from(*tag));
@@ -205,15 +178,7 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
         }
         (
             OpClass::SendRecv,
-            Payload::SendRecv {
-                dest,
-                send_tag,
-                send_bytes,
-                source,
-                recv_tag,
-                recv_bytes,
-                comm,
-            },
+            Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, recv_bytes, comm },
         ) => {
             put_svar(b, encode_peer(*dest));
             put_svar(b, i64::from(*send_tag));
@@ -265,22 +230,22 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
             }
             put_uvar(b, request.map_or(0, |r| u64::from(r.0)));
         }
-        (
-            OpClass::Comm,
-            Payload::Comm {
-                parent,
-                created,
-                color,
-                key,
-            },
-        ) => {
+        (OpClass::Comm, Payload::Comm { parent, created, color, key, cart }) => {
             put_uvar(b, u64::from(parent.0));
             put_uvar(b, created.map_or(0, |c| u64::from(c.0) + 1));
-            match (color, key) {
-                (Some(c), Some(k)) => {
+            match (color, key, cart) {
+                (Some(c), Some(k), _) => {
                     b.push(1);
                     put_svar(b, i64::from(*c));
                     put_svar(b, i64::from(*k));
+                }
+                (_, _, Some(cart)) if cart.dims.len() == cart.periods.len() => {
+                    b.push(2);
+                    put_uvar(b, cart.dims.len() as u64);
+                    for (d, p) in cart.dims.iter().zip(&cart.periods) {
+                        put_uvar(b, u64::from(*d));
+                        b.push(u8::from(*p));
+                    }
                 }
                 _ => b.push(0),
             }
@@ -321,13 +286,7 @@ struct Source<R> {
 
 impl<R: Read> Source<R> {
     fn new(inner: R) -> Self {
-        Source {
-            inner,
-            buf: vec![0; 1 << 16].into_boxed_slice(),
-            pos: 0,
-            len: 0,
-            base: 0,
-        }
+        Source { inner, buf: vec![0; 1 << 16].into_boxed_slice(), pos: 0, len: 0, base: 0 }
     }
 
     fn offset(&self) -> u64 {
@@ -435,9 +394,7 @@ impl<R: Read> Source<R> {
     fn string(&mut self, what: &str) -> Dec<String> {
         let n = self.uvar()?;
         if n > 4096 {
-            return Err(Stop::Bad(format!(
-                "{what} is {n} bytes long (at most 4096 allowed)"
-            )));
+            return Err(Stop::Bad(format!("{what} is {n} bytes long (at most 4096 allowed)")));
         }
         let mut s = Vec::with_capacity(n as usize);
         for _ in 0..n {
@@ -484,9 +441,7 @@ struct SourceDbg<R>(Source<R>);
 
 impl<R> std::fmt::Debug for SourceDbg<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Source")
-            .field("offset", &(self.0.base + self.0.pos as u64))
-            .finish()
+        f.debug_struct("Source").field("offset", &(self.0.base + self.0.pos as u64)).finish()
     }
 }
 
@@ -517,12 +472,9 @@ impl<R: Read> NativeReader<R> {
                 version: reason[8..].parse().unwrap_or(0),
                 supported: VERSION,
             },
-            Stop::Bad(reason) => TraceError::Corrupt {
-                path: path.clone(),
-                rank: None,
-                offset: src.offset(),
-                reason,
-            },
+            Stop::Bad(reason) => {
+                TraceError::Corrupt { path: path.clone(), rank: None, offset: src.offset(), reason }
+            }
         })?;
         Ok(NativeReader {
             src: SourceDbg(src),
@@ -639,12 +591,9 @@ impl<R: Read> Iterator for NativeReader<R> {
                         events: self.n_events,
                     },
                     Stop::Io(e) => TraceError::io(&self.path, e),
-                    Stop::Bad(reason) => TraceError::Corrupt {
-                        path: self.path.clone(),
-                        rank,
-                        offset: start,
-                        reason,
-                    },
+                    Stop::Bad(reason) => {
+                        TraceError::Corrupt { path: self.path.clone(), rank, offset: start, reason }
+                    }
                 }))
             }
         }
@@ -664,9 +613,7 @@ fn read_header<R: Read>(src: &mut Source<R>) -> Dec<Header> {
     let rank = u32::from_le_bytes(src.bytes()?);
     let n_ranks = u32::from_le_bytes(src.bytes()?);
     if rank >= n_ranks {
-        return Err(Stop::Bad(format!(
-            "rank {rank} is not below the number of ranks {n_ranks}"
-        )));
+        return Err(Stop::Bad(format!("rank {rank} is not below the number of ranks {n_ranks}")));
     }
     let clock = match src.u8()? {
         CLOCK_MONOTONIC => "CLOCK_MONOTONIC",
@@ -734,20 +681,13 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
             let n_given = s.u32var("request count")?;
             let n = s.uvar()?;
             if n > u64::from(n_given) {
-                return Err(Stop::Bad(format!(
-                    "{n} requests completed out of {n_given} given"
-                )));
+                return Err(Stop::Bad(format!("{n} requests completed out of {n_given} given")));
             }
             let mut completed = Vec::with_capacity(n.min(1024) as usize);
             for _ in 0..n {
                 let request = request(s.uvar()?)?;
                 let c = match s.u8()? {
-                    0 => Completed {
-                        request,
-                        source: None,
-                        tag: None,
-                        bytes: None,
-                    },
+                    0 => Completed { request, source: None, tag: None, bytes: None },
                     1 => Completed {
                         request,
                         source: Some(Rank(s.u32var("source rank")?)),
@@ -802,21 +742,33 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
             let parent = CommId(s.u32var("communicator id")?);
             let created = match s.uvar()? {
                 0 => None,
-                c => Some(CommId(u32::try_from(c - 1).map_err(|_| {
-                    Stop::Bad(format!("communicator id {c} too large"))
-                })?)),
+                c => Some(CommId(
+                    u32::try_from(c - 1)
+                        .map_err(|_| Stop::Bad(format!("communicator id {c} too large")))?,
+                )),
             };
-            let (color, key) = match s.u8()? {
-                0 => (None, None),
-                1 => (Some(s.i32var("colour")?), Some(s.i32var("key")?)),
-                b => return Err(Stop::Bad(format!("invalid split marker {b}"))),
+            let (color, key, cart) = match s.u8()? {
+                0 => (None, None, None),
+                1 => (Some(s.i32var("colour")?), Some(s.i32var("key")?), None),
+                2 => {
+                    let n = s.uvar()?;
+                    if n > 64 {
+                        return Err(Stop::Bad(format!("Cartesian topology of {n} dimensions")));
+                    }
+                    let mut cart = Cart { dims: Vec::new(), periods: Vec::new() };
+                    for _ in 0..n {
+                        cart.dims.push(s.u32var("dimension")?);
+                        cart.periods.push(match s.u8()? {
+                            0 => false,
+                            1 => true,
+                            b => return Err(Stop::Bad(format!("invalid periodicity {b}"))),
+                        });
+                    }
+                    (None, None, Some(cart))
+                }
+                b => return Err(Stop::Bad(format!("invalid communicator marker {b}"))),
             };
-            Payload::Comm {
-                parent,
-                created,
-                color,
-                key,
-            }
+            Payload::Comm { parent, created, color, key, cart }
         }
     })
 }
@@ -848,12 +800,5 @@ pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
         }
     }
     crate::resolve::resolve_any_source(&mut events);
-    Ok(RankTrace {
-        rank,
-        info,
-        events,
-        trailing_gap_ns: 0,
-        comms,
-        record_counts,
-    })
+    Ok(RankTrace { rank, info, events, trailing_gap_ns: 0, comms, record_counts })
 }

@@ -16,9 +16,7 @@ pub fn resolve_any_source(events: &mut [Event]) {
     let mut pending: HashMap<RequestId, usize> = HashMap::new();
     for i in 0..events.len() {
         match &events[i].payload {
-            Payload::P2p {
-                request: Some(req), ..
-            } => {
+            Payload::P2p { request: Some(req), .. } => {
                 pending.insert(*req, i);
             }
             Payload::Completion { completed, .. } => {
@@ -39,10 +37,7 @@ pub fn resolve_any_source(events: &mut [Event]) {
 }
 
 fn fill(e: &mut Event, source: Rank, ctag: i32, cbytes: u64) {
-    if let Payload::P2p {
-        peer, tag, bytes, ..
-    } = &mut e.payload
-    {
+    if let Payload::P2p { peer, tag, bytes, .. } = &mut e.payload {
         if *peer != Peer::Null {
             *peer = Peer::Rank(source);
             *tag = ctag;

@@ -79,9 +79,7 @@ impl TraceSet {
             });
         }
         if head[..n].contains(&0) {
-            return Err(not(
-                "binary file that is not an mpiskel trace (bad magic at byte 0)",
-            ));
+            return Err(not("binary file that is not an mpiskel trace (bad magic at byte 0)"));
         }
         open_ti(path, opts)
     }
@@ -94,12 +92,7 @@ impl TraceSet {
 
 fn open_ti(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
     let ranks = ti::read_ti(path, &opts.ti)?;
-    Ok(TraceSet {
-        path: path.to_path_buf(),
-        format: TraceFormat::SimgridTi,
-        ranks,
-        meta: None,
-    })
+    Ok(TraceSet { path: path.to_path_buf(), format: TraceFormat::SimgridTi, ranks, meta: None })
 }
 
 fn open_native_dir(dir: &Path) -> Result<TraceSet> {
@@ -132,15 +125,6 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
         })
         .collect::<Result<Vec<_>>>()?;
     let meta_path = dir.join("meta.json");
-    let meta = if meta_path.is_file() {
-        Some(RunMeta::read(&meta_path)?)
-    } else {
-        None
-    };
-    Ok(TraceSet {
-        path: dir.to_path_buf(),
-        format: TraceFormat::Native,
-        ranks,
-        meta,
-    })
+    let meta = if meta_path.is_file() { Some(RunMeta::read(&meta_path)?) } else { None };
+    Ok(TraceSet { path: dir.to_path_buf(), format: TraceFormat::Native, ranks, meta })
 }

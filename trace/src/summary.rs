@@ -109,18 +109,11 @@ pub fn send_matrix(set: &TraceSet) -> BTreeMap<(Rank, Rank), Traffic> {
 
 /// Every point-to-point send of a rank: (destination, bytes).
 fn sends(rt: &RankTrace) -> impl Iterator<Item = (Peer, u64)> + '_ {
-    rt.events
-        .iter()
-        .filter_map(|e| match (&e.payload, e.op.class()) {
-            (Payload::P2p { peer, bytes, .. }, OpClass::Send) => Some((*peer, *bytes)),
-            (
-                Payload::SendRecv {
-                    dest, send_bytes, ..
-                },
-                _,
-            ) => Some((*dest, *send_bytes)),
-            _ => None,
-        })
+    rt.events.iter().filter_map(|e| match (&e.payload, e.op.class()) {
+        (Payload::P2p { peer, bytes, .. }, OpClass::Send) => Some((*peer, *bytes)),
+        (Payload::SendRecv { dest, send_bytes, .. }, _) => Some((*dest, *send_bytes)),
+        _ => None,
+    })
 }
 
 /// Computes the summary of a trace set.
@@ -141,13 +134,7 @@ pub fn summarize(set: &TraceSet) -> TraceSummary {
                     OpClass::Recv => received += bytes,
                     _ => {}
                 },
-                Payload::SendRecv {
-                    dest,
-                    send_bytes,
-                    source,
-                    recv_bytes,
-                    ..
-                } => {
+                Payload::SendRecv { dest, send_bytes, source, recv_bytes, .. } => {
                     if *dest != Peer::Null {
                         sent += send_bytes;
                     }
@@ -217,11 +204,8 @@ pub fn summarize(set: &TraceSet) -> TraceSummary {
             v.len() as u32
         })
         .collect();
-    let mut top: Vec<(Rank, Rank, Traffic)> = matrix
-        .iter()
-        .filter(|((s, d), _)| s != d)
-        .map(|(&(s, d), &t)| (s, d, t))
-        .collect();
+    let mut top: Vec<(Rank, Rank, Traffic)> =
+        matrix.iter().filter(|((s, d), _)| s != d).map(|(&(s, d), &t)| (s, d, t)).collect();
     top.sort_by(|a, b| b.2.bytes.cmp(&a.2.bytes).then((a.0, a.1).cmp(&(b.0, b.1))));
     top.truncate(10);
 

@@ -35,9 +35,7 @@ pub struct TiOptions {
 
 impl Default for TiOptions {
     fn default() -> Self {
-        TiOptions {
-            flops_per_second: 1e9,
-        }
+        TiOptions { flops_per_second: 1e9 }
     }
 }
 
@@ -51,23 +49,15 @@ pub fn is_action_line(first_line: &str) -> bool {
 /// Reads a time-independent trace from an index file or a single multi-rank action file.
 pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
     let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
-    let first =
-        text.lines()
-            .find(|l| !l.trim().is_empty())
-            .ok_or_else(|| TraceError::NotATrace {
-                path: path.to_path_buf(),
-                reason: "the file is empty".into(),
-            })?;
+    let first = text.lines().find(|l| !l.trim().is_empty()).ok_or_else(|| {
+        TraceError::NotATrace { path: path.to_path_buf(), reason: "the file is empty".into() }
+    })?;
     if is_action_line(first) {
         return read_combined(path, &text, opts);
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    let files: Vec<PathBuf> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|l| dir.join(l))
-        .collect();
+    let files: Vec<PathBuf> =
+        text.lines().map(str::trim).filter(|l| !l.is_empty()).map(|l| dir.join(l)).collect();
     let n_ranks = u32::try_from(files.len()).map_err(|_| TraceError::NotATrace {
         path: path.to_path_buf(),
         reason: "too many ranks".into(),
@@ -141,36 +131,26 @@ impl Parser<'_> {
     }
 
     fn num(&self, args: &[&str], i: usize, what: &str) -> Result<f64> {
-        let s = args
-            .get(i)
-            .ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
+        let s =
+            args.get(i).ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
         match s.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(self.err(format!(
-                "argument {} ({what}) is not a non-negative number: {s:?}",
-                i + 1
-            ))),
+            _ => Err(self
+                .err(format!("argument {} ({what}) is not a non-negative number: {s:?}", i + 1))),
         }
     }
 
     fn int(&self, args: &[&str], i: usize, what: &str) -> Result<i64> {
-        let s = args
-            .get(i)
-            .ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
-        s.parse::<i64>().map_err(|_| {
-            self.err(format!(
-                "argument {} ({what}) is not an integer: {s:?}",
-                i + 1
-            ))
-        })
+        let s =
+            args.get(i).ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
+        s.parse::<i64>()
+            .map_err(|_| self.err(format!("argument {} ({what}) is not an integer: {s:?}", i + 1)))
     }
 
     fn rank_arg(&self, args: &[&str], i: usize, n_ranks: u32, what: &str) -> Result<Rank> {
         let v = self.int(args, i, what)?;
         if v < 0 || v >= i64::from(n_ranks) {
-            return Err(self.err(format!(
-                "{what} {v} is not a rank of this {n_ranks}-rank trace"
-            )));
+            return Err(self.err(format!("{what} {v} is not a rank of this {n_ranks}-rank trace")));
         }
         Ok(Rank(v as u32))
     }
@@ -213,11 +193,7 @@ fn parse_rank<'l>(
     lines: impl Iterator<Item = (u64, &'l str)>,
     opts: &TiOptions,
 ) -> Result<RankTrace> {
-    let mut p = Parser {
-        path,
-        rank,
-        line: 0,
-    };
+    let mut p = Parser { path, rank, line: 0 };
     let mut events: Vec<Event> = Vec::new();
     let mut record_counts: BTreeMap<String, u64> = BTreeMap::new();
     let mut now_s = 0.0f64; // simulated time
@@ -239,12 +215,7 @@ fn parse_rank<'l>(
         }
         match toks[0].parse::<u32>() {
             Ok(r) if r == rank.0 => {}
-            _ => {
-                return Err(p.err(format!(
-                    "line belongs to rank {:?}, not rank {rank}",
-                    toks[0]
-                )))
-            }
+            _ => return Err(p.err(format!("line belongs to rank {:?}, not rank {rank}", toks[0]))),
         }
         let action = toks[1];
         let a = &toks[2..];
@@ -293,18 +264,8 @@ fn parse_rank<'l>(
                     let id = RequestId(next_req);
                     next_req += 1;
                     let is_recv = action.ends_with("recv");
-                    let (src, dst) = if is_recv {
-                        (partner, rank)
-                    } else {
-                        (rank, partner)
-                    };
-                    pending.push(Pending {
-                        id,
-                        src,
-                        dst,
-                        tag,
-                        recv_bytes: is_recv.then_some(b),
-                    });
+                    let (src, dst) = if is_recv { (partner, rank) } else { (rank, partner) };
+                    pending.push(Pending { id, src, dst, tag, recv_bytes: is_recv.then_some(b) });
                     id
                 });
                 let op = match action {
@@ -348,24 +309,12 @@ fn parse_rank<'l>(
                 } else {
                     let idx = idx.ok_or_else(|| p.err("wait matches no pending isend/irecv"))?;
                     let q = pending.remove(idx);
-                    (
-                        Op::Wait,
-                        Payload::Completion {
-                            n_given: 1,
-                            completed: vec![completed(&q)],
-                        },
-                    )
+                    (Op::Wait, Payload::Completion { n_given: 1, completed: vec![completed(&q)] })
                 }
             }
             "waitall" => {
                 let done: Vec<Completed> = pending.drain(..).map(|q| completed(&q)).collect();
-                (
-                    Op::Waitall,
-                    Payload::Completion {
-                        n_given: done.len() as u32,
-                        completed: done,
-                    },
-                )
+                (Op::Waitall, Payload::Completion { n_given: done.len() as u32, completed: done })
             }
             "sendrecv" => {
                 let sc = p.num(a, 0, "send count")?;
@@ -398,10 +347,7 @@ fn parse_rank<'l>(
                 p.num(a, 1, "flops")?;
                 let root = opt_rank(&p, a, 2, n_ranks)?;
                 let b = bytes(c, p.dtype(a, 3)?);
-                (
-                    Op::Reduce,
-                    coll(Some(root), b, if root == rank { b } else { 0 }),
-                )
+                (Op::Reduce, coll(Some(root), b, if root == rank { b } else { 0 }))
             }
             "allreduce" | "scan" | "exscan" => {
                 let c = p.num(a, 0, "count")?;
@@ -418,16 +364,8 @@ fn parse_rank<'l>(
                 let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
                 let (sdt, rdt) = (p.dtype(a, 2)?, p.dtype(a, 3)?);
                 let n = comm_size as f64;
-                let op = if action == "alltoall" {
-                    Op::Alltoall
-                } else {
-                    Op::Allgather
-                };
-                let send = if op == Op::Alltoall {
-                    bytes(sc * n, sdt)
-                } else {
-                    bytes(sc, sdt)
-                };
+                let op = if action == "alltoall" { Op::Alltoall } else { Op::Allgather };
+                let send = if op == Op::Alltoall { bytes(sc * n, sdt) } else { bytes(sc, sdt) };
                 (op, coll(None, send, bytes(rc * n, rdt)))
             }
             "gather" | "scatter" => {
@@ -451,10 +389,7 @@ fn parse_rank<'l>(
                 p.num(a, 1 + n, "receive buffer size")?;
                 let rc = p.counts(a, 2 + n, n, "receive count")?;
                 let (sdt, rdt) = (p.dtype(a, 2 + 2 * n)?, p.dtype(a, 3 + 2 * n)?);
-                (
-                    Op::Alltoallv,
-                    vcoll(None, Some((&sc, sdt)), Some((&rc, rdt))),
-                )
+                (Op::Alltoallv, vcoll(None, Some((&sc, sdt)), Some((&rc, rdt))))
             }
             "gatherv" | "allgatherv" => {
                 let n = comm_size;
@@ -471,14 +406,7 @@ fn parse_rank<'l>(
                 if let Payload::Collective { send_bytes, .. } = &mut payload {
                     *send_bytes = bytes(sc, sdt);
                 }
-                (
-                    if root.is_some() {
-                        Op::Gatherv
-                    } else {
-                        Op::Allgatherv
-                    },
-                    payload,
-                )
+                (if root.is_some() { Op::Gatherv } else { Op::Allgatherv }, payload)
             }
             "scatterv" => {
                 let n = comm_size;
@@ -500,12 +428,7 @@ fn parse_rank<'l>(
                 let total: f64 = rc.iter().sum();
                 let mine = rc.get(rank.0 as usize).copied().unwrap_or(0.0);
                 let mut payload = vcoll(None, None, Some((&rc, dt)));
-                if let Payload::Collective {
-                    send_bytes,
-                    recv_bytes,
-                    ..
-                } = &mut payload
-                {
+                if let Payload::Collective { send_bytes, recv_bytes, .. } = &mut payload {
                     *send_bytes = bytes(total, dt);
                     *recv_bytes = bytes(mine, dt);
                 }
@@ -517,32 +440,18 @@ fn parse_rank<'l>(
         let t = ns(now_s);
         let gap_ns = ns(gap_s);
         let gap_work = (gap_flops > 0.0).then_some(Work::Flops(gap_flops));
-        events.push(Event {
-            op,
-            enter_ns: t,
-            exit_ns: t,
-            gap_ns,
-            gap_work,
-            payload,
-        });
+        events.push(Event { op, enter_ns: t, exit_ns: t, gap_ns, gap_work, payload });
         gap_s = 0.0;
         gap_flops = 0.0;
     }
     Ok(RankTrace {
         rank,
-        info: RankInfo {
-            n_ranks,
-            clock: "simulated".into(),
-            ..RankInfo::default()
-        },
+        info: RankInfo { n_ranks, clock: "simulated".into(), ..RankInfo::default() },
         events,
         trailing_gap_ns: ns(gap_s),
-        comms: [
-            (CommId::WORLD, (0..n_ranks).map(Rank).collect()),
-            (CommId::SELF, vec![rank]),
-        ]
-        .into_iter()
-        .collect(),
+        comms: [(CommId::WORLD, (0..n_ranks).map(Rank).collect()), (CommId::SELF, vec![rank])]
+            .into_iter()
+            .collect(),
         record_counts,
     })
 }

@@ -90,21 +90,16 @@ pub fn cache_dir() -> PathBuf {
 /// Builds the tracer for `mpi` into `dir` (or reuses the one built from the same source) and
 /// returns the shared library's path.
 pub fn build(mpi: Mpi, dir: &Path) -> Result<PathBuf> {
-    let lib = dir.join(format!(
-        "libmpiskel-{}-{:016x}.so",
-        mpi.name(),
-        source_hash()
-    ));
+    let lib = dir.join(format!("libmpiskel-{}-{:016x}.so", mpi.name(), source_hash()));
     if lib.is_file() {
         return Ok(lib);
     }
     std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
     let src_dir = dir.join(format!("src-{:016x}", source_hash()));
     std::fs::create_dir_all(&src_dir).map_err(|e| TraceError::io(&src_dir, e))?;
-    for (name, text) in [
-        ("mpiskel_tracer.c", TRACER_C),
-        ("mpiskel_fortran_ompi.h", TRACER_FORTRAN_OMPI_H),
-    ] {
+    for (name, text) in
+        [("mpiskel_tracer.c", TRACER_C), ("mpiskel_fortran_ompi.h", TRACER_FORTRAN_OMPI_H)]
+    {
         let p = src_dir.join(name);
         std::fs::write(&p, text).map_err(|e| TraceError::io(&p, e))?;
     }
@@ -129,10 +124,7 @@ pub fn build(mpi: Mpi, dir: &Path) -> Result<PathBuf> {
         let _ = std::fs::remove_file(&tmp);
         return Err(TraceError::TracerBuild {
             mpi: mpi.name().into(),
-            reason: format!(
-                "{mpicc} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
+            reason: format!("{mpicc} failed: {}", String::from_utf8_lossy(&out.stderr).trim()),
         });
     }
     std::fs::rename(&tmp, &lib).map_err(|e| TraceError::io(&lib, e))?;
@@ -153,9 +145,7 @@ fn which(prog: &str) -> Option<PathBuf> {
     if prog.contains('/') {
         return Some(PathBuf::from(prog));
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(prog)).find(|p| p.is_file())
 }
 
 /// Which MPI a command line uses: by the launcher's name (following symlinks such as Debian's
@@ -236,10 +226,7 @@ pub fn launch(cmd: &[String], mpi: Mpi, lib: &Path, dir: &Path, instructions: bo
         || MPICH_LAUNCHERS.contains(&name)
         || GENERIC_LAUNCHERS.contains(&name);
     if !is_launcher {
-        return Launch {
-            argv: cmd.to_vec(),
-            env: vars,
-        };
+        return Launch { argv: cmd.to_vec(), env: vars };
     }
     let mut argv = vec![cmd[0].clone()];
     for (k, v) in &vars {
@@ -249,10 +236,7 @@ pub fn launch(cmd: &[String], mpi: Mpi, lib: &Path, dir: &Path, instructions: bo
         }
     }
     argv.extend(cmd[1..].iter().cloned());
-    Launch {
-        argv,
-        env: Vec::new(),
-    }
+    Launch { argv, env: Vec::new() }
 }
 
 #[cfg(test)]
@@ -265,14 +249,8 @@ mod tests {
 
     #[test]
     fn launcher_names_select_the_library() {
-        assert_eq!(
-            detect_mpi(&s(&["mpirun.openmpi", "-np", "2", "x"])),
-            Some(Mpi::OpenMpi)
-        );
-        assert_eq!(
-            detect_mpi(&s(&["/usr/bin/mpiexec.mpich", "-n", "2", "x"])),
-            Some(Mpi::Mpich)
-        );
+        assert_eq!(detect_mpi(&s(&["mpirun.openmpi", "-np", "2", "x"])), Some(Mpi::OpenMpi));
+        assert_eq!(detect_mpi(&s(&["/usr/bin/mpiexec.mpich", "-n", "2", "x"])), Some(Mpi::Mpich));
         assert_eq!(detect_mpi(&s(&["mpiexec.hydra", "x"])), Some(Mpi::Mpich));
     }
 
@@ -280,31 +258,16 @@ mod tests {
     fn openmpi_gets_x_options_and_mpich_genv() {
         let lib = Path::new("/l/t.so");
         let dir = Path::new("/d");
-        let o = launch(
-            &s(&["mpirun.openmpi", "-np", "4", "./a"]),
-            Mpi::OpenMpi,
-            lib,
-            dir,
-            false,
-        );
+        let o = launch(&s(&["mpirun.openmpi", "-np", "4", "./a"]), Mpi::OpenMpi, lib, dir, false);
         assert_eq!(o.argv[1], "-x");
         assert!(o.argv[2].starts_with("LD_PRELOAD=/l/t.so"));
         assert_eq!(&o.argv[5..], &s(&["-np", "4", "./a"])[..]);
         assert!(o.env.is_empty());
-        let m = launch(
-            &s(&["mpirun.mpich", "-n", "2", "./a"]),
-            Mpi::Mpich,
-            lib,
-            dir,
-            true,
-        );
+        let m = launch(&s(&["mpirun.mpich", "-n", "2", "./a"]), Mpi::Mpich, lib, dir, true);
         assert_eq!(&m.argv[1..3], &s(&["-genv", "LD_PRELOAD"])[..]);
         assert!(m.argv.contains(&"MPISKEL_INSTRUCTIONS".to_owned()));
         let direct = launch(&s(&["./a"]), Mpi::Mpich, lib, dir, false);
         assert_eq!(direct.argv, s(&["./a"]));
-        assert_eq!(
-            direct.env[1],
-            ("MPISKEL_TRACE_DIR".to_owned(), "/d".to_owned())
-        );
+        assert_eq!(direct.env[1], ("MPISKEL_TRACE_DIR".to_owned(), "/d".to_owned()));
     }
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 use mpiskel_trace::native::{self, Item, NativeReader, NativeWriter};
 use mpiskel_trace::ti::{read_ti, TiOptions};
 use mpiskel_trace::{
-    CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RequestId, TraceError,
-    Work,
+    Cart, CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RequestId,
+    TraceError, Work,
 };
 use proptest::prelude::*;
 
@@ -26,11 +26,7 @@ fn info(n_ranks: u32, instructions: bool) -> RankInfo {
 }
 
 fn peer() -> impl Strategy<Value = Peer> {
-    prop_oneof![
-        (0u32..64).prop_map(|r| Peer::Rank(Rank(r))),
-        Just(Peer::Any),
-        Just(Peer::Null)
-    ]
+    prop_oneof![(0u32..64).prop_map(|r| Peer::Rank(Rank(r))), Just(Peer::Any), Just(Peer::Null)]
 }
 
 fn opt_req() -> impl Strategy<Value = Option<RequestId>> {
@@ -55,17 +51,9 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
                 })
                 .boxed()
         }
-        OpClass::SendRecv => (
-            peer(),
-            any::<i32>(),
-            any::<u64>(),
-            peer(),
-            any::<i32>(),
-            any::<u64>(),
-            0u32..10,
-        )
-            .prop_map(
-                |(dest, send_tag, send_bytes, source, recv_tag, recv_bytes, comm)| {
+        OpClass::SendRecv => {
+            (peer(), any::<i32>(), any::<u64>(), peer(), any::<i32>(), any::<u64>(), 0u32..10)
+                .prop_map(|(dest, send_tag, send_bytes, source, recv_tag, recv_bytes, comm)| {
                     Payload::SendRecv {
                         dest,
                         send_tag,
@@ -75,14 +63,11 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
                         recv_bytes,
                         comm: CommId(comm),
                     }
-                },
-            )
-            .boxed(),
+                })
+                .boxed()
+        }
         OpClass::Completion => prop::collection::vec(
-            (
-                opt_req(),
-                prop::option::of((0u32..64, any::<i32>(), any::<u64>())),
-            ),
+            (opt_req(), prop::option::of((0u32..64, any::<i32>(), any::<u64>()))),
             0..6,
         )
         .prop_flat_map(|done| {
@@ -111,30 +96,38 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
             counts(),
             opt_req(),
         )
-            .prop_map(
-                |(comm, root, send_bytes, recv_bytes, send_counts, recv_counts, request)| {
-                    Payload::Collective {
-                        comm: CommId(comm),
-                        root: root.map(Rank),
-                        send_bytes,
-                        recv_bytes,
-                        send_counts,
-                        recv_counts,
-                        request,
-                    }
-                },
-            )
+            .prop_map(|(comm, root, send_bytes, recv_bytes, send_counts, recv_counts, request)| {
+                Payload::Collective {
+                    comm: CommId(comm),
+                    root: root.map(Rank),
+                    send_bytes,
+                    recv_bytes,
+                    send_counts,
+                    recv_counts,
+                    request,
+                }
+            })
             .boxed(),
         OpClass::Comm => (
             0u32..10,
             prop::option::of(0u32..100),
             prop::option::of((any::<i32>(), any::<i32>())),
+            prop::option::of(prop::collection::vec((1u32..64, any::<bool>()), 1..4)),
         )
-            .prop_map(|(parent, created, split)| Payload::Comm {
+            .prop_map(|(parent, created, split, cart)| Payload::Comm {
                 parent: CommId(parent),
                 created: created.map(CommId),
                 color: split.map(|s| s.0),
                 key: split.map(|s| s.1),
+                // Split and Cartesian information never come together.
+                cart: if split.is_some() {
+                    None
+                } else {
+                    cart.map(|dp| Cart {
+                        dims: dp.iter().map(|x| x.0).collect(),
+                        periods: dp.iter().map(|x| x.1).collect(),
+                    })
+                },
             })
             .boxed(),
     }
@@ -143,13 +136,7 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
 /// A sequence of events with consistent times: (op, gap, duration, payload, instructions).
 fn events(instructions: bool) -> impl Strategy<Value = Vec<Event>> {
     let one = prop::sample::select(Op::ALL.to_vec()).prop_flat_map(|op| {
-        (
-            Just(op),
-            0u64..1 << 36,
-            0u64..1 << 30,
-            payload(op),
-            prop::option::of(0u64..1 << 40),
-        )
+        (Just(op), 0u64..1 << 36, 0u64..1 << 30, payload(op), prop::option::of(0u64..1 << 40))
     });
     prop::collection::vec(one, 0..40).prop_map(move |raw| {
         let mut last = 0u64;
@@ -158,19 +145,8 @@ fn events(instructions: bool) -> impl Strategy<Value = Vec<Event>> {
                 let enter = last + gap;
                 let exit = enter + dur;
                 last = exit;
-                let gap_work = if instructions {
-                    instr.map(Work::Instructions)
-                } else {
-                    None
-                };
-                Event {
-                    op,
-                    enter_ns: enter,
-                    exit_ns: exit,
-                    gap_ns: gap,
-                    gap_work,
-                    payload,
-                }
+                let gap_work = if instructions { instr.map(Work::Instructions) } else { None };
+                Event { op, enter_ns: enter, exit_ns: exit, gap_ns: gap, gap_work, payload }
             })
             .collect()
     })
@@ -278,12 +254,7 @@ fn every_truncation_is_reported_with_rank_and_offset() {
             },
         })
         .collect();
-    let bytes = write(
-        Rank(3),
-        &info(4, false),
-        &[(CommId(2), vec![Rank(0), Rank(3)])],
-        &evs,
-    );
+    let bytes = write(Rank(3), &info(4, false), &[(CommId(2), vec![Rank(0), Rank(3)])], &evs);
     let header_len = {
         let h = write(Rank(3), &info(4, false), &[], &[]);
         h.len() - 10
@@ -347,9 +318,8 @@ fn truncated_rank_file_in_a_directory() {
         }
         std::fs::write(dir.path().join(native::rank_file_name(Rank(r))), bytes).unwrap();
     }
-    let err = mpiskel_trace::TraceSet::open(dir.path(), &Default::default())
-        .unwrap_err()
-        .to_string();
+    let err =
+        mpiskel_trace::TraceSet::open(dir.path(), &Default::default()).unwrap_err().to_string();
     assert!(
         err.contains("rank-1.mpt")
             && err.contains("rank 1")

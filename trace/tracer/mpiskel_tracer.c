@@ -423,14 +423,35 @@ static void rec_coll(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, stru
 static void rec_comm(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, struct comm *parent,
                      MPI_Comm created, int has_split, int color, int key) {
     struct comm *nc = NULL;
-    if (created != MPI_COMM_NULL) nc = comm_add(created, T.next_comm++, 1);
-    ev_begin(op, t_in, t_out, i_gap, 0);
+    int nd = 0, dims[64], periods[64], coords[64];
+    if (created != MPI_COMM_NULL) {
+        nc = comm_add(created, T.next_comm++, 1);
+        int topo = MPI_UNDEFINED;
+        PMPI_Topo_test(created, &topo);
+        if (topo == MPI_CART) {
+            PMPI_Cartdim_get(created, &nd);
+            if (nd > 64) nd = 0;
+            if (nd > 0) PMPI_Cart_get(created, nd, dims, periods, coords);
+        }
+    }
+    ev_begin(op, t_in, t_out, i_gap, 16 + 12 * (size_t)nd);
     put_uvar(parent->id);
     put_uvar(nc ? (uint64_t)nc->id + 1 : 0);
-    put_u8(has_split ? 1 : 0);
     if (has_split) {
+        put_u8(1);
         put_svar(color);
         put_svar(key);
+    } else if (nd > 0) {
+        /* the Cartesian topology of the communicator created (Cart_create, Cart_sub, a Comm_dup
+         * of a Cartesian communicator) */
+        put_u8(2);
+        put_uvar((uint64_t)nd);
+        for (int i = 0; i < nd; i++) {
+            put_uvar((uint64_t)(dims[i] < 0 ? 0 : dims[i]));
+            put_u8(periods[i] ? 1 : 0);
+        }
+    } else {
+        put_u8(0);
     }
     commit();
 }
