@@ -4,6 +4,7 @@
 
 mod compress;
 mod inspect;
+mod logicalize;
 mod record;
 mod symbols;
 
@@ -26,6 +27,7 @@ struct Cli {
 enum Command {
     Trace(record::TraceArgs),
     Inspect(inspect::InspectArgs),
+    Logicalize(logicalize::LogicalizeArgs),
     Compress(compress::CompressArgs),
     Tracer(record::TracerArgs),
 }
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Trace(a) => record::trace(a),
         Command::Inspect(a) => inspect::inspect(a),
+        Command::Logicalize(a) => logicalize::run(a),
         Command::Compress(a) => compress::compress(a),
         Command::Tracer(a) => record::tracer(a),
     };

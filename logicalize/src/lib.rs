@@ -1,6 +1,37 @@
-//! Logicalization (seed 001 §2): communication matrix → topology identification → logical trace.
+//! Logicalization (seed 001 §2): communication matrix → topology → logical trace.
 //!
-//! Not implemented yet. This crate will take a [`TraceSet`](../mpiskel_trace/struct.TraceSet.html)
-//! and hand out the application's topology, the rank → coordinate map, and a logical trace per
-//! process class in which every peer is a direction of the topology.
+//! - [`CommMatrix`]: messages and bytes per ordered pair of ranks, collectives and
+//!   self-messages apart; [`CommMatrix::significant_graph`] keeps the edges that matter.
+//! - [`catalogue`]: every structured topology for a number of ranks, from its prime
+//!   factorisation.
+//! - [`identify`]: the decision tree (simple tests → spectrum → isomorphism), with each stage's
+//!   survivors and time, giving the rank → coordinate map.
+//! - [`logicalize`]: the logical trace — peers as directions of the topology, ranks grouped
+//!   into process classes, edge classes folded into the interior one.
+//!
+//! ```no_run
+//! use mpiskel_logicalize::logicalize;
+//! use mpiskel_trace::{ReadOptions, TraceSet};
+//! let set = TraceSet::open("lu.trace".as_ref(), &ReadOptions::default()).unwrap();
+//! let logical = logicalize(&set);
+//! println!("{}", logical.topology_name());
+//! ```
 #![deny(missing_docs)]
+
+pub mod catalogue;
+pub mod graph;
+pub mod heatmap;
+pub mod identify;
+pub mod iso;
+mod logical;
+pub mod matrix;
+pub mod spectrum;
+
+pub use catalogue::{Kind, Topology};
+pub use graph::Graph;
+pub use identify::{identify, Identification, Stage, Structure};
+pub use logical::{
+    logicalize, Direction, Exceptions, GapStats, LogicalComm, LogicalOp, LogicalPeer, LogicalTrace,
+    ProcessClass,
+};
+pub use matrix::{CommMatrix, Traffic};

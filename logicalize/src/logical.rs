@@ -1,0 +1,693 @@
+//! The logical trace (seed 001 §2): every rank's calls with peers named by direction in the
+//! identified topology, ranks with the same logical sequence grouped into process classes (as
+//! seed 000 §5.4 groups processes by identical communication sequence), and classes at the edge
+//! of a non-periodic grid folded into the interior class.
+//!
+//! **Folding.** A rank at the edge of a grid either calls with `MPI_PROC_NULL` where an interior
+//! rank calls its neighbour, or skips the call (and its Wait). Its sequence folds into a class
+//! with more calls when aligning the two, position by position, needs nothing but: a `NULL`
+//! peer standing for a direction this rank has no neighbour in, calls to such directions
+//! skipped, and completions of skipped requests skipped or completing fewer requests. The folded
+//! rank then runs the class's program with the missing neighbour as `MPI_PROC_NULL`.
+//!
+//! Tags become *tag classes* (per direction, the order in which the rank first used each tag
+//! with that direction), since
+//! programs often compute tags from their rank; message sizes may differ between the ranks of a
+//! class (uneven decompositions), and each position keeps the smallest and largest size.
+//!
+//! **Compute gaps** are aggregated per position over every rank of the class (folded ranks at
+//! the positions they align with) as the mean, with min, max and count: the mean keeps the
+//! class's total compute time, which is what a skeleton must reproduce; min and max show the
+//! imbalance that the mean hides.
+//!
+//! **Exceptions.** A point-to-point peer that is not a neighbour in the topology is kept as an
+//! explicit exception (its world rank), counted and reported, never dropped.
+//!
+//! # Complexity
+//! O(events) to translate, O(classes² · sequence length) to fold.
+
+use std::collections::{BTreeSet, HashMap};
+
+use mpiskel_trace::{CommId, Op, OpClass, Payload, Peer, RankTrace, RequestId, TraceSet};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::{Kind, Topology};
+use crate::identify::{identify, normalize_declared, Identification, Structure};
+use crate::matrix::CommMatrix;
+
+/// A direction in the topology, e.g. `EAST` (offset `[0, 1]`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Direction {
+    /// Its name.
+    pub name: String,
+    /// The coordinate offset (Cartesian-like topologies), or a rank offset.
+    pub offset: Vec<i64>,
+}
+
+/// The other side of a point-to-point call, logically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogicalPeer {
+    /// A neighbour in the topology.
+    Dir(Direction),
+    /// `MPI_PROC_NULL`.
+    Null,
+    /// `MPI_ANY_SOURCE` never resolved.
+    Any,
+    /// Not a neighbour in the topology: the world rank, kept as an exception.
+    Exception(u32),
+}
+
+/// The communicator of a call, logically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogicalComm {
+    /// `MPI_COMM_WORLD` (or a communicator with the same members).
+    World,
+    /// `MPI_COMM_SELF`.
+    SelfComm,
+    /// The ranks that share this rank's coordinates except along `free` dimensions: a row,
+    /// column or plane of the topology.
+    Slice {
+        /// The dimensions that vary within the communicator.
+        free: Vec<usize>,
+    },
+    /// Some other group of this size.
+    Other {
+        /// Number of members.
+        size: usize,
+    },
+}
+
+/// Statistics of the compute gaps folded into one position.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GapStats {
+    /// Ranks × occurrences contributing.
+    pub n: u64,
+    /// Mean, seconds.
+    pub mean_s: f64,
+    /// Minimum, seconds.
+    pub min_s: f64,
+    /// Maximum, seconds.
+    pub max_s: f64,
+}
+
+/// What identifies a logical call (everything but its timing).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct OpKey {
+    /// The operation.
+    pub op: Op,
+    /// Peer (destination of the send half for Sendrecv).
+    pub peer: Option<LogicalPeer>,
+    /// Source of the receive half of Sendrecv.
+    pub source: Option<LogicalPeer>,
+    /// Always 0 in the key (tags do not distinguish classes; see [`LogicalOp::tag_class`]).
+    pub tag: i32,
+    /// Bytes (sent, for Sendrecv and collectives).
+    pub bytes: u64,
+    /// Bytes received (Sendrecv and collectives).
+    pub recv_bytes: u64,
+    /// Communicator.
+    pub comm: LogicalComm,
+    /// Root of a rooted collective, as coordinates (within a row, column or plane: its
+    /// coordinates along that slice's free dimensions).
+    pub root: Option<Vec<usize>>,
+    /// Requests given to a completion.
+    pub given: u32,
+    /// Requests a completion completed.
+    pub done: u32,
+}
+
+/// One call of a class's logical program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogicalOp {
+    /// What the call is.
+    #[serde(flatten)]
+    pub key: OpKey,
+    /// For completions: positions (in this sequence) of the calls whose requests it completes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completes: Vec<usize>,
+    /// Compute gap before the call, over the class.
+    pub gap: GapStats,
+    /// Smallest and largest size (bytes sent) at this position over the class.
+    pub bytes_range: (u64, u64),
+    /// The representative's tag class (per direction, order of first use; −1 for any tag).
+    pub tag_class: i32,
+}
+
+/// Ranks that run one logical program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessClass {
+    /// Ranks whose logical sequence is exactly this program.
+    pub ranks: Vec<u32>,
+    /// Ranks folded in: they skip calls to neighbours they do not have.
+    pub folded: Vec<u32>,
+    /// The rank whose sequence is the program.
+    pub representative: u32,
+    /// The program.
+    pub ops: Vec<LogicalOp>,
+}
+
+/// Point-to-point calls to peers outside the topology.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Exceptions {
+    /// How many calls.
+    pub calls: u64,
+    /// Which (rank, peer) pairs.
+    pub pairs: Vec<(u32, u32)>,
+}
+
+/// A logical trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogicalTrace {
+    /// Number of ranks.
+    pub n_ranks: usize,
+    /// The communication matrix.
+    pub matrix: CommMatrix,
+    /// Communicating pairs left out as insignificant.
+    pub dropped_pairs: usize,
+    /// The topology found and how.
+    pub identification: Identification,
+    /// Every direction the program uses.
+    pub directions: Vec<Direction>,
+    /// Process classes, largest first.
+    pub classes: Vec<ProcessClass>,
+    /// Calls to peers outside the topology.
+    pub exceptions: Exceptions,
+}
+
+impl LogicalTrace {
+    /// The name of the structure found.
+    pub fn topology_name(&self) -> String {
+        match &self.identification.structure {
+            Structure::Topology { name, .. } => name.clone(),
+            Structure::General => "general graph".into(),
+            Structure::NoPointToPoint => "no point-to-point topology".into(),
+        }
+    }
+
+    /// The topology, if one was found.
+    pub fn topology(&self) -> Option<&Topology> {
+        match &self.identification.structure {
+            Structure::Topology { topology, .. } => Some(topology),
+            _ => None,
+        }
+    }
+}
+
+/// Names of offsets: compass directions in 2-D, LEFT/RIGHT in 1-D, ±x/±y/±z/±w beyond.
+fn direction_name(offset: &[i64]) -> String {
+    let d = offset.len();
+    if d == 1 {
+        return match offset[0] {
+            -1 => "LEFT".into(),
+            1 => "RIGHT".into(),
+            o => format!("{o:+}"),
+        };
+    }
+    if d == 2 && offset.iter().all(|o| o.abs() <= 1) {
+        let ns = match offset[0] {
+            -1 => "NORTH",
+            1 => "SOUTH",
+            _ => "",
+        };
+        let ew = match offset[1] {
+            -1 => "WEST",
+            1 => "EAST",
+            _ => "",
+        };
+        return format!("{ns}{ew}");
+    }
+    let axes = ["x", "y", "z", "w"];
+    offset
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| **o != 0)
+        .map(|(k, o)| {
+            let ax = axes.get(k).map_or_else(|| format!("d{k}"), |a| (*a).to_owned());
+            match o {
+                1 => format!("+{ax}"),
+                -1 => format!("-{ax}"),
+                o => format!("{o:+}{ax}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Translates world ranks into logical peers for one rank.
+struct Namer<'a> {
+    ident: &'a Identification,
+    topo: Option<&'a Topology>,
+}
+
+impl Namer<'_> {
+    fn peer(&self, me: u32, p: Peer) -> LogicalPeer {
+        let other = match p {
+            Peer::Null => return LogicalPeer::Null,
+            Peer::Any => return LogicalPeer::Any,
+            Peer::Rank(r) => r.0,
+        };
+        if other == me {
+            return LogicalPeer::Dir(Direction { name: "SELF".into(), offset: Vec::new() });
+        }
+        let Some(t) = self.topo else {
+            return match self.ident.structure {
+                Structure::General => LogicalPeer::Dir(Direction {
+                    name: format!("{:+}", i64::from(other) - i64::from(me)),
+                    offset: vec![i64::from(other) - i64::from(me)],
+                }),
+                _ => LogicalPeer::Exception(other),
+            };
+        };
+        let (a, b) = (self.ident.node_of_rank[me as usize] as usize, self.ident.node_of_rank[other as usize] as usize);
+        if !t.neighbors(a).contains(&b) {
+            return LogicalPeer::Exception(other);
+        }
+        LogicalPeer::Dir(match t.kind {
+            Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+                let (ca, cb) = (t.coords(a), t.coords(b));
+                let offset: Vec<i64> = (0..ca.len())
+                    .map(|k| {
+                        let n = t.dims[k] as i64;
+                        let mut o = cb[k] as i64 - ca[k] as i64;
+                        if n == 2 {
+                            // Along a dimension of two there is only "the other one".
+                            return o.abs();
+                        }
+                        if t.periods.get(k).copied().unwrap_or(false) {
+                            o = o.rem_euclid(n);
+                            if o > n / 2 {
+                                o -= n;
+                            }
+                        }
+                        o
+                    })
+                    .collect();
+                Direction { name: direction_name(&offset), offset }
+            }
+            Kind::Butterfly => {
+                let c = t.dims[1];
+                if a / c == b / c {
+                    let bit = (a % c) ^ (b % c);
+                    Direction { name: format!("XOR{bit}"), offset: vec![0, bit as i64] }
+                } else {
+                    Direction { name: "TRANSPOSE".into(), offset: vec![1, 1] }
+                }
+            }
+            Kind::Tree => {
+                let k = t.dims[1];
+                if a > 0 && b == (a - 1) / k {
+                    Direction { name: "PARENT".into(), offset: vec![-1] }
+                } else {
+                    let i = b - k * a;
+                    Direction { name: format!("CHILD{i}"), offset: vec![i as i64] }
+                }
+            }
+            Kind::Pairs => Direction { name: "PARTNER".into(), offset: vec![1] },
+            Kind::AllToAll => {
+                let n = t.n() as i64;
+                let o = (b as i64 - a as i64).rem_euclid(n);
+                Direction { name: format!("+{o}"), offset: vec![o] }
+            }
+        })
+    }
+
+    fn comm(&self, rt: &RankTrace, comm: CommId) -> LogicalComm {
+        let me = rt.rank.0;
+        let Some(members) = rt.members(comm) else { return LogicalComm::Other { size: 0 } };
+        if members.len() == self.ident.n {
+            return LogicalComm::World;
+        }
+        if members.len() == 1 && members[0].0 == me {
+            return LogicalComm::SelfComm;
+        }
+        if let Some(t) = self.topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6)) {
+            let mine = &self.ident.coords[me as usize];
+            let d = mine.len();
+            let coords: Vec<&Vec<usize>> =
+                members.iter().filter_map(|m| self.ident.coords.get(m.0 as usize)).collect();
+            let free: Vec<usize> = (0..d).filter(|&k| coords.iter().any(|c| c[k] != mine[k])).collect();
+            let size: usize = free.iter().map(|&k| t.dims[k]).product();
+            if size == members.len() {
+                return LogicalComm::Slice { free };
+            }
+        }
+        LogicalComm::Other { size: members.len() }
+    }
+
+    fn root(&self, r: u32) -> Vec<usize> {
+        self.ident.coords.get(r as usize).cloned().unwrap_or_else(|| vec![r as usize])
+    }
+}
+
+/// One rank's calls, logically: keys, gaps (seconds) and completion links.
+type Translated = (Vec<OpKey>, Vec<f64>, Vec<Vec<usize>>, Vec<i32>);
+
+fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
+    let me = rt.rank.0;
+    let mut keys = Vec::with_capacity(rt.events.len());
+    let mut gaps = Vec::with_capacity(rt.events.len());
+    let mut links = Vec::with_capacity(rt.events.len());
+    let mut tag_classes = Vec::with_capacity(rt.events.len());
+    let mut started: HashMap<RequestId, usize> = HashMap::new();
+    // Tag classes, numbered per peer direction in order of first use.
+    let mut tags: HashMap<Option<LogicalPeer>, HashMap<i32, i32>> = HashMap::new();
+    let mut tag_class = |peer: &Option<LogicalPeer>, t: i32| -> i32 {
+        if t < 0 {
+            return t;
+        }
+        let per = tags.entry(peer.clone()).or_default();
+        let next = per.len() as i32;
+        *per.entry(t).or_insert(next)
+    };
+    for (i, e) in rt.events.iter().enumerate() {
+        let mut k = OpKey {
+            op: e.op,
+            peer: None,
+            source: None,
+            tag: 0,
+            bytes: 0,
+            recv_bytes: 0,
+            comm: LogicalComm::World,
+            root: None,
+            given: 0,
+            done: 0,
+        };
+        let mut completes = Vec::new();
+        match &e.payload {
+            Payload::None => {}
+            Payload::P2p { peer, tag, bytes, comm, request } => {
+                k.peer = Some(namer.peer(me, *peer));
+                k.tag = tag_class(&k.peer, *tag);
+                k.bytes = *bytes;
+                k.comm = namer.comm(rt, *comm);
+                if let Some(r) = request {
+                    started.insert(*r, i);
+                }
+            }
+            Payload::SendRecv { dest, send_tag, send_bytes, source, recv_bytes, comm, .. } => {
+                k.peer = Some(namer.peer(me, *dest));
+                k.source = Some(namer.peer(me, *source));
+                k.tag = tag_class(&k.peer, *send_tag);
+                k.bytes = *send_bytes;
+                k.recv_bytes = *recv_bytes;
+                k.comm = namer.comm(rt, *comm);
+            }
+            Payload::Completion { n_given, completed } => {
+                k.given = *n_given;
+                k.done = completed.len() as u32;
+                completes = completed.iter().filter_map(|c| started.remove(&c.request?)).collect();
+            }
+            Payload::Collective { comm, root, send_bytes, recv_bytes, request, .. } => {
+                k.comm = namer.comm(rt, *comm);
+                // Within a row, column or plane, the root is its position there.
+                k.root = root.map(|r| match &k.comm {
+                    LogicalComm::Slice { free } => {
+                        let c = namer.root(r.0);
+                        free.iter().filter_map(|&d| c.get(d).copied()).collect()
+                    }
+                    _ => namer.root(r.0),
+                });
+                k.bytes = *send_bytes;
+                k.recv_bytes = *recv_bytes;
+                if let Some(r) = request {
+                    started.insert(*r, i);
+                }
+            }
+            Payload::Comm { parent, .. } => k.comm = namer.comm(rt, *parent),
+        }
+        tag_classes.push(std::mem::take(&mut k.tag));
+        keys.push(k);
+        gaps.push(e.gap_ns as f64 * 1e-9);
+        links.push(completes);
+    }
+    (keys, gaps, links, tag_classes)
+}
+
+/// Directions in which rank `r` has no neighbour (edges of non-periodic Cartesian topologies).
+fn missing_directions(ident: &Identification, topo: Option<&Topology>, r: usize) -> BTreeSet<Vec<i64>> {
+    let Some(t) = topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6)) else {
+        return BTreeSet::new();
+    };
+    let node = ident.node_of_rank[r] as usize;
+    t.offsets().into_iter().filter(|o| t.at_offset(node, o).is_none()).collect()
+}
+
+/// Aligns rank sequence `b` (with `missing` directions) to class program `a`: for each position
+/// of `a`, the position of `b` it corresponds to, or `None` where `b` skips it.
+fn align(
+    a: &[OpKey],
+    a_links: &[Vec<usize>],
+    b: &[OpKey],
+    missing: &BTreeSet<Vec<i64>>,
+) -> Option<Vec<Option<usize>>> {
+    let is_missing = |p: &Option<LogicalPeer>| matches!(p, Some(LogicalPeer::Dir(d)) if missing.contains(&d.offset));
+    let mut out = vec![None; a.len()];
+    let mut skipped = vec![false; a.len()];
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() {
+        let x = &a[i];
+        if j < b.len() {
+            let y = &b[j];
+            let same = x == y || {
+                // Sizes may differ (uneven decompositions).
+                let mut x2 = x.clone();
+                x2.bytes = y.bytes;
+                x2.recv_bytes = y.recv_bytes;
+                // A NULL peer where the class has a missing direction.
+                if is_missing(&x.peer) && y.peer == Some(LogicalPeer::Null) {
+                    x2.peer = Some(LogicalPeer::Null);
+                }
+                if is_missing(&x.source) && y.source == Some(LogicalPeer::Null) {
+                    x2.source = Some(LogicalPeer::Null);
+                }
+                // A completion of fewer requests, the others having been skipped.
+                if x2.op.class() == OpClass::Completion {
+                    let gone = a_links[i].iter().filter(|&&p| skipped[p]).count() as u32;
+                    if x2.given.checked_sub(gone) == Some(y.given) && x2.done.checked_sub(gone) == Some(y.done) {
+                        x2.given = y.given;
+                        x2.done = y.done;
+                    }
+                }
+                x2 == *y
+            };
+            if same {
+                out[i] = Some(j);
+                i += 1;
+                j += 1;
+                continue;
+            }
+        }
+        let skip = match x.op.class() {
+            OpClass::Send | OpClass::Recv | OpClass::Probe => is_missing(&x.peer),
+            OpClass::SendRecv => is_missing(&x.peer) && is_missing(&x.source),
+            OpClass::Completion => !a_links[i].is_empty() && a_links[i].iter().all(|&p| skipped[p]),
+            _ => false,
+        };
+        if !skip {
+            return None;
+        }
+        skipped[i] = true;
+        i += 1;
+    }
+    (j == b.len()).then_some(out)
+}
+
+struct GapAcc {
+    n: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+}
+
+impl GapAcc {
+    fn add(&mut self, g: f64) {
+        self.n += 1;
+        self.sum += g;
+        self.min = self.min.min(g);
+        self.max = self.max.max(g);
+    }
+}
+
+/// Without point-to-point messages there is nothing to identify, but a program that declared a
+/// Cartesian communicator over all ranks still has rows and columns: its layout is taken as the
+/// topology, with each rank at the coordinates its Cartesian rank gives.
+fn declared_layout(set: &TraceSet) -> Option<Identification> {
+    let n = set.n_ranks();
+    let rt = set.ranks.first()?;
+    let (created, cart) = rt.events.iter().find_map(|e| match &e.payload {
+        Payload::Comm { created: Some(c), cart: Some(cart), .. } if e.op == Op::CartCreate => Some((*c, cart)),
+        _ => None,
+    })?;
+    let members = rt.members(created)?;
+    let dims: Vec<usize> = cart.dims.iter().map(|&d| d as usize).filter(|&d| d > 1).collect();
+    if members.len() != n || dims.iter().product::<usize>() != n || dims.is_empty() {
+        return None;
+    }
+    let periods: Vec<bool> =
+        cart.dims.iter().zip(&cart.periods).filter(|(d, _)| **d > 1).map(|(&d, &p)| p && d > 2).collect();
+    let topology = Topology { kind: Kind::Cartesian, dims, periods };
+    let mut node_of_rank = vec![0u32; n];
+    for (cart_rank, world) in members.iter().enumerate() {
+        node_of_rank[world.0 as usize] = cart_rank as u32;
+    }
+    let coords = node_of_rank.iter().map(|&v| topology.coords(v as usize)).collect();
+    Some(Identification {
+        n,
+        structure: Structure::Topology {
+            name: topology.name(),
+            topology,
+            alternatives: Vec::new(),
+            rule: "declared by the program (MPI_Cart_create); no point-to-point messages to identify it from".into(),
+        },
+        stages: Vec::new(),
+        node_of_rank,
+        coords,
+        edges: 0,
+    })
+}
+
+/// Builds the logical trace of a trace set.
+pub fn logicalize(set: &TraceSet) -> LogicalTrace {
+    let matrix = CommMatrix::of(set);
+    let (graph, dropped_pairs) = matrix.significant_graph();
+    let declared = set.ranks.first().and_then(|rt| {
+        rt.events.iter().find_map(|e| match &e.payload {
+            Payload::Comm { cart: Some(c), .. } if e.op == Op::CartCreate => normalize_declared(&c.dims, &c.periods),
+            _ => None,
+        })
+    });
+    let mut ident = identify(&graph, declared.as_ref());
+    if ident.structure == Structure::NoPointToPoint {
+        if let Some(d) = declared_layout(set) {
+            ident = d;
+        }
+    }
+    let topo = match &ident.structure {
+        Structure::Topology { topology, .. } => Some(topology),
+        _ => None,
+    };
+    let namer = Namer { ident: &ident, topo };
+    let translated: Vec<Translated> =
+        set.ranks.par_iter().map(|rt| translate(rt, &namer)).collect();
+
+    // Exceptions and directions.
+    let mut exceptions = Exceptions::default();
+    let mut directions: BTreeSet<Direction> = BTreeSet::new();
+    let mut pairs: BTreeSet<(u32, u32)> = BTreeSet::new();
+    for (r, (keys, ..)) in translated.iter().enumerate() {
+        for k in keys {
+            for p in [&k.peer, &k.source].into_iter().flatten() {
+                match p {
+                    LogicalPeer::Dir(d) => {
+                        directions.insert(d.clone());
+                    }
+                    LogicalPeer::Exception(o) => {
+                        exceptions.calls += 1;
+                        pairs.insert((r as u32, *o));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    exceptions.pairs = pairs.into_iter().collect();
+
+    // Classes of identical sequences, largest first (then longest, then lowest rank).
+    let mut groups: HashMap<&[OpKey], Vec<u32>> = HashMap::new();
+    for (r, (keys, ..)) in translated.iter().enumerate() {
+        groups.entry(keys.as_slice()).or_default().push(r as u32);
+    }
+    let mut groups: Vec<Vec<u32>> = groups.into_values().collect();
+    groups.sort_by_key(|g| {
+        (std::cmp::Reverse(translated[g[0] as usize].0.len()), std::cmp::Reverse(g.len()), g[0])
+    });
+
+    // Fold edge classes into the classes before them.
+    let mut classes: Vec<(Vec<u32>, Vec<(u32, Vec<Option<usize>>)>)> = Vec::new();
+    'group: for g in groups {
+        let r = g[0] as usize;
+        let missing = missing_directions(&ident, topo, r);
+        for (members, folded) in &mut classes {
+            let rep = members[0] as usize;
+            let (a, _, a_links, _) = &translated[rep];
+            if align(a, a_links, &translated[r].0, &missing).is_none() {
+                continue;
+            }
+            // Every member must align (their missing directions may differ).
+            let maps: Option<Vec<(u32, Vec<Option<usize>>)>> = g
+                .iter()
+                .map(|&m| {
+                    let mm = missing_directions(&ident, topo, m as usize);
+                    align(a, a_links, &translated[m as usize].0, &mm).map(|map| (m, map))
+                })
+                .collect();
+            if let Some(maps) = maps {
+                folded.extend(maps);
+                continue 'group;
+            }
+        }
+        classes.push((g, Vec::new()));
+    }
+
+    let classes = classes
+        .into_iter()
+        .map(|(ranks, folded)| {
+            let rep = ranks[0] as usize;
+            let (keys, _, links, tag_classes) = &translated[rep];
+            let mut acc: Vec<GapAcc> =
+                (0..keys.len()).map(|_| GapAcc { n: 0, sum: 0.0, min: f64::INFINITY, max: 0.0 }).collect();
+            let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
+            for &r in &ranks {
+                for (i, g) in translated[r as usize].1.iter().enumerate() {
+                    acc[i].add(*g);
+                }
+            }
+            for (r, map) in &folded {
+                let (other, gaps, ..) = &translated[*r as usize];
+                for (i, j) in map.iter().enumerate() {
+                    if let Some(j) = j {
+                        acc[i].add(gaps[*j]);
+                        sizes[i].0 = sizes[i].0.min(other[*j].bytes);
+                        sizes[i].1 = sizes[i].1.max(other[*j].bytes);
+                    }
+                }
+            }
+            let ops = keys
+                .iter()
+                .zip(acc)
+                .zip(links)
+                .zip(sizes)
+                .zip(tag_classes)
+                .map(|((((k, a), l), bytes_range), &tag_class)| LogicalOp {
+                    key: k.clone(),
+                    completes: l.clone(),
+                    bytes_range,
+                    tag_class,
+                    gap: GapStats {
+                        n: a.n,
+                        mean_s: if a.n > 0 { a.sum / a.n as f64 } else { 0.0 },
+                        min_s: if a.n > 0 { a.min } else { 0.0 },
+                        max_s: a.max,
+                    },
+                })
+                .collect();
+            let mut folded_ranks: Vec<u32> = folded.iter().map(|(r, _)| *r).collect();
+            folded_ranks.sort_unstable();
+            ProcessClass { ranks, folded: folded_ranks, representative: rep as u32, ops }
+        })
+        .collect();
+
+    LogicalTrace {
+        n_ranks: set.n_ranks(),
+        matrix,
+        dropped_pairs,
+        identification: ident.clone(),
+        directions: directions.into_iter().collect(),
+        classes,
+        exceptions,
+    }
+}
+
