@@ -15,14 +15,16 @@ use serde::Serialize;
 ///
 /// PATH is a trace directory written by `mpiskel trace`, one native rank file, or a SimGrid
 /// time-independent trace (its index file, a folder holding `trace.txt`, or a single action
-/// file with the lines of all ranks); or a loop nest written by `mpiskel compress -o`, whose
-/// main loop, coverage and program are shown.
+/// file with the lines of all ranks); or a loop nest written by `mpiskel compress -o` (main
+/// loop, coverage, program); or a logical trace written by `mpiskel logicalize -o` (topology,
+/// dimensions, periodicity, each stage's candidates and time, mapping, classes).
 ///
 /// Examples:
 ///   mpiskel inspect ring.trace
 ///   mpiskel inspect --json ring.trace | jq .matrix
 ///   mpiskel inspect --flops 2e9 ../shared/fixtures/npb/lu.S.4/trace.txt
 ///   mpiskel inspect lu.nest.json
+///   mpiskel inspect lu.logical.json
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct InspectArgs {
@@ -46,6 +48,14 @@ struct Report<'a> {
 
 pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
+    if let Some(doc) = read_logical_document(&a.path)? {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!("{}", crate::logicalize::render(&doc));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(doc) = read_nest_document(&a.path)? {
         if a.json {
             println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -67,8 +77,8 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A loop-nest document written by `mpiskel compress -o`, if `path` is one.
-fn read_nest_document(path: &std::path::Path) -> Result<Option<crate::compress::NestDocument>> {
+/// A JSON document of `kind`, if `path` is one (a JSON file of another kind is an error).
+fn read_json_kind(path: &std::path::Path, kind: &str) -> Result<Option<serde_json::Value>> {
     if !path.is_file() {
         return Ok(None);
     }
@@ -81,11 +91,36 @@ fn read_nest_document(path: &std::path::Path) -> Result<Option<crate::compress::
     let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         anyhow::anyhow!("{}: line {} column {}: {e}", path.display(), e.line(), e.column())
     })?;
-    if v["kind"] != crate::compress::KIND {
-        anyhow::bail!("{}: a JSON file, but not an mpiskel loop nest", path.display());
+    let k = v["kind"].as_str().unwrap_or_default();
+    if k != crate::compress::KIND && k != crate::logicalize::KIND {
+        anyhow::bail!(
+            "{}: a JSON file, but not an mpiskel loop nest or logical trace",
+            path.display()
+        );
     }
-    let doc = serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    Ok(Some(doc))
+    Ok((k == kind).then_some(v))
+}
+
+/// A logical trace written by `mpiskel logicalize -o`, if `path` is one.
+fn read_logical_document(
+    path: &std::path::Path,
+) -> Result<Option<crate::logicalize::LogicalDocument>> {
+    match read_json_kind(path, crate::logicalize::KIND)? {
+        None => Ok(None),
+        Some(v) => Ok(Some(
+            serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        )),
+    }
+}
+
+/// A loop-nest document written by `mpiskel compress -o`, if `path` is one.
+fn read_nest_document(path: &std::path::Path) -> Result<Option<crate::compress::NestDocument>> {
+    match read_json_kind(path, crate::compress::KIND)? {
+        None => Ok(None),
+        Some(v) => Ok(Some(
+            serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        )),
+    }
 }
 
 fn human_bytes(b: u64) -> String {

@@ -65,7 +65,8 @@ pub const KIND: &str = "mpiskel-logical-trace";
 pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     let t0 = Instant::now();
-    let set = TraceSet::open(&a.path, &ReadOptions { ti: TiOptions { flops_per_second: a.flops } })?;
+    let set =
+        TraceSet::open(&a.path, &ReadOptions { ti: TiOptions { flops_per_second: a.flops } })?;
     let read_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let logical = logicalize(&set);
@@ -126,7 +127,10 @@ pub fn render(d: &LogicalDocument) -> String {
             }
         }
         Structure::General => {
-            let _ = writeln!(o, "               no catalogue topology matches: explicit neighbour lists");
+            let _ = writeln!(
+                o,
+                "               no catalogue topology matches: explicit neighbour lists"
+            );
         }
         Structure::NoPointToPoint => {
             let _ = writeln!(o, "               the ranks exchange no point-to-point messages");
@@ -164,7 +168,11 @@ pub fn render(d: &LogicalDocument) -> String {
         );
     }
     let dirs: Vec<&str> = l.directions.iter().map(|d| d.name.as_str()).collect();
-    let _ = writeln!(o, "directions     {}", if dirs.is_empty() { "none".into() } else { dirs.join(" ") });
+    let _ = writeln!(
+        o,
+        "directions     {}",
+        if dirs.is_empty() { "none".into() } else { dirs.join(" ") }
+    );
     let _ = writeln!(o, "classes        {}", l.classes.len());
     for (i, c) in l.classes.iter().enumerate() {
         let ranks = |v: &[u32]| {
@@ -172,7 +180,8 @@ pub fn render(d: &LogicalDocument) -> String {
             format!("{}{}", s.join(","), if v.len() > 12 { ",…" } else { "" })
         };
         let p2p = c.ops.iter().filter(|op| op.key.peer.is_some()).count();
-        let subcomms = c.ops.iter().filter(|op| matches!(op.key.comm, LogicalComm::Slice { .. })).count();
+        let subcomms =
+            c.ops.iter().filter(|op| matches!(op.key.comm, LogicalComm::Slice { .. })).count();
         let _ = writeln!(
             o,
             "  class {i}: {} ranks [{}]{}; {} calls ({} point-to-point, {} on rows/columns/planes); first: {}",

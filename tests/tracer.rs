@@ -342,7 +342,9 @@ fn run_halo(lib: Lib, dims: &[usize], periodic: bool, name: &str) {
     // Cart_create records the topology the program declared.
     for rt in &set.ranks {
         let e = rt.events.iter().find(|e| e.op == Op::CartCreate).unwrap();
-        let Payload::Comm { cart: Some(cart), .. } = &e.payload else { panic!("no Cartesian info") };
+        let Payload::Comm { cart: Some(cart), .. } = &e.payload else {
+            panic!("no Cartesian info")
+        };
         assert_eq!(cart.dims, dims.iter().map(|&d| d as u32).collect::<Vec<_>>());
         assert_eq!(cart.periods, vec![periodic; dims.len()]);
     }

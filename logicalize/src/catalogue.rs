@@ -89,13 +89,19 @@ impl Topology {
         };
         match self.kind {
             Kind::Cartesian if self.dims.len() == 1 => {
-                if all { format!("ring of {x}") } else { format!("line of {x}") }
+                if all {
+                    format!("ring of {x}")
+                } else {
+                    format!("line of {x}")
+                }
             }
             Kind::Cartesian if self.dims.len() > 2 && self.dims.iter().all(|&d| d == 2) => {
                 format!("hypercube 2^{}", self.dims.len())
             }
             Kind::Cartesian => format!("{x} {}", wrap()),
-            Kind::Moore => format!("{}-point stencil on {x} {}", 3usize.pow(self.dims.len() as u32), wrap()),
+            Kind::Moore => {
+                format!("{}-point stencil on {x} {}", 3usize.pow(self.dims.len() as u32), wrap())
+            }
             Kind::Bt6 => format!("6-point stencil (BT/SP) on {x} torus"),
             Kind::Butterfly => format!("butterfly rows + transpose on {x}"),
             Kind::Pairs => format!("{} pairs (r, r xor 1)", self.dims[0] / 2),
@@ -157,14 +163,17 @@ impl Topology {
             Kind::Moore => {
                 let mut out = Vec::new();
                 for code in 0..3usize.pow(d as u32) {
-                    let o: Vec<i64> = (0..d).map(|k| (code / 3usize.pow(k as u32) % 3) as i64 - 1).collect();
+                    let o: Vec<i64> =
+                        (0..d).map(|k| (code / 3usize.pow(k as u32) % 3) as i64 - 1).collect();
                     if o.iter().any(|&x| x != 0) {
                         out.push(o);
                     }
                 }
                 out
             }
-            Kind::Bt6 => vec![vec![-1, 0], vec![1, 0], vec![0, -1], vec![0, 1], vec![-1, 1], vec![1, -1]],
+            Kind::Bt6 => {
+                vec![vec![-1, 0], vec![1, 0], vec![0, -1], vec![0, 1], vec![-1, 1], vec![1, -1]]
+            }
             _ => Vec::new(),
         }
     }
@@ -173,9 +182,12 @@ impl Topology {
     pub fn neighbors(&self, v: usize) -> Vec<usize> {
         let n = self.n();
         match self.kind {
-            Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
-                self.offsets().iter().filter_map(|o| self.at_offset(v, o)).filter(|&u| u != v).collect()
-            }
+            Kind::Cartesian | Kind::Moore | Kind::Bt6 => self
+                .offsets()
+                .iter()
+                .filter_map(|o| self.at_offset(v, o))
+                .filter(|&u| u != v)
+                .collect(),
             Kind::Butterfly => {
                 let (r, c) = (v / self.dims[1], v % self.dims[1]);
                 let mut out: Vec<usize> = (0..)
@@ -280,16 +292,28 @@ pub fn catalogue(n: usize) -> Vec<Topology> {
     for d in 1..=4 {
         for dims in factorizations(n, d, n) {
             for periods in periodicities(&dims) {
-                out.push(Topology { kind: Kind::Cartesian, dims: dims.clone(), periods: periods.clone() });
+                out.push(Topology {
+                    kind: Kind::Cartesian,
+                    dims: dims.clone(),
+                    periods: periods.clone(),
+                });
                 if (d == 2 || d == 3) && dims.iter().all(|&x| x >= 3) {
                     out.push(Topology { kind: Kind::Moore, dims: dims.clone(), periods });
                 }
             }
             if d == 2 && dims[0] == dims[1] && dims[0] >= 3 {
-                out.push(Topology { kind: Kind::Bt6, dims: dims.clone(), periods: vec![true, true] });
+                out.push(Topology {
+                    kind: Kind::Bt6,
+                    dims: dims.clone(),
+                    periods: vec![true, true],
+                });
             }
             if d == 2 && dims[0] == dims[1] && dims[0].is_power_of_two() {
-                out.push(Topology { kind: Kind::Butterfly, dims: dims.clone(), periods: vec![false, false] });
+                out.push(Topology {
+                    kind: Kind::Butterfly,
+                    dims: dims.clone(),
+                    periods: vec![false, false],
+                });
             }
         }
     }
@@ -316,7 +340,9 @@ mod tests {
     #[test]
     fn factorisations_of_sixteen() {
         let names: Vec<String> = catalogue(16).iter().map(Topology::name).collect();
-        for want in ["ring of 16", "line of 16", "4×4 torus", "4×4 grid", "8×2 grid", "hypercube 2^4"] {
+        for want in
+            ["ring of 16", "line of 16", "4×4 torus", "4×4 grid", "8×2 grid", "hypercube 2^4"]
+        {
             assert!(names.contains(&want.to_owned()), "{want} missing from {names:?}");
         }
         assert!(names.iter().any(|n| n.starts_with("6-point")));

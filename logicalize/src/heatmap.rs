@@ -31,14 +31,18 @@ pub fn heatmap_svg(m: &CommMatrix, title: &str) -> String {
     );
     let _ = writeln!(o, r#"<title>{}</title>"#, escape(title));
     let _ = writeln!(o, r#"<text x="{left}" y="20">{}</text>"#, escape(title));
-    let _ = writeln!(o, r##"<rect x="{left}" y="{top}" width="{size}" height="{size}" fill="#fff" stroke="#999"/>"##);
+    let _ = writeln!(
+        o,
+        r##"<rect x="{left}" y="{top}" width="{size}" height="{size}" fill="#fff" stroke="#999"/>"##
+    );
     for (i, &b) in grid.iter().enumerate() {
         if b == 0 {
             continue;
         }
         let level = ((b as f64).ln_1p() / max.ln_1p()).clamp(0.0, 1.0);
         // From light yellow (little) to dark red (most).
-        let (r, g, bl) = (255.0 - 100.0 * level, 230.0 * (1.0 - level) + 20.0, 120.0 * (1.0 - level));
+        let (r, g, bl) =
+            (255.0 - 100.0 * level, 230.0 * (1.0 - level) + 20.0, 120.0 * (1.0 - level));
         let (y, x) = (i / cells, i % cells);
         let _ = writeln!(
             o,
@@ -53,8 +57,18 @@ pub fn heatmap_svg(m: &CommMatrix, title: &str) -> String {
             b
         );
     }
-    let _ = writeln!(o, r#"<text x="{left}" y="{}">receiver → (rank{})</text>"#, top + size + 20, if bin > 1 { format!(", {bin} per cell") } else { String::new() });
-    let _ = writeln!(o, r#"<text x="14" y="{}" transform="rotate(-90 14 {})">sender ↓</text>"#, top + size / 2, top + size / 2);
+    let _ = writeln!(
+        o,
+        r#"<text x="{left}" y="{}">receiver → (rank{})</text>"#,
+        top + size + 20,
+        if bin > 1 { format!(", {bin} per cell") } else { String::new() }
+    );
+    let _ = writeln!(
+        o,
+        r#"<text x="14" y="{}" transform="rotate(-90 14 {})">sender ↓</text>"#,
+        top + size / 2,
+        top + size / 2
+    );
     o.push_str("</svg>\n");
     o
 }

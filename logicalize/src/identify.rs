@@ -187,11 +187,13 @@ pub fn identify(observed: &Graph, declared: Option<&Topology>) -> Identification
         return general(Structure::General, stages);
     }
 
-    iso.sort_by(|a, b| a.0.simplicity().cmp(&b.0.simplicity()));
+    iso.sort_by_key(|a| a.0.simplicity());
     let chosen = declared.and_then(|d| iso.iter().position(|(t, _)| t == d));
     let (pick, rule) = match chosen {
         Some(i) => (i, "the Cartesian topology the program declared (MPI_Cart_create)"),
-        None => (0, "the simplest: fewest dimensions, then family, then smallest largest dimension"),
+        None => {
+            (0, "the simplest: fewest dimensions, then family, then smallest largest dimension")
+        }
     };
     let (topology, map) = iso.swap_remove(pick);
     let alternatives = {
@@ -202,7 +204,12 @@ pub fn identify(observed: &Graph, declared: Option<&Topology>) -> Identification
     let coords = map.iter().map(|&v| topology.coords(v as usize)).collect();
     Identification {
         n,
-        structure: Structure::Topology { name: topology.name(), topology, alternatives, rule: rule.into() },
+        structure: Structure::Topology {
+            name: topology.name(),
+            topology,
+            alternatives,
+            rule: rule.into(),
+        },
         stages,
         node_of_rank: map,
         coords,

@@ -5,7 +5,9 @@
 //! breadth-first order, so every node after the first of its component has a matched neighbour
 //! and its candidates are the unmatched neighbours of that neighbour's image; and nodes carry a
 //! label (degree, sum of neighbour degrees) that candidates must share. A candidate is accepted
-//! when its matched neighbours are exactly the images of the node's matched neighbours. Grids,
+//! when its matched neighbours are exactly the images of the node's matched neighbours, and each
+//! of those edges lies on as many triangles as its image (which tells the face, edge and corner
+//! neighbours of a stencil apart). Grids,
 //! tori and stencils are matched with almost no backtracking; hard non-isomorphic pairs (same
 //! degrees, one edge moved) are cut off by a step budget and reported as undecided — they rarely
 //! get here, since the spectrum test rejects them first.
@@ -32,7 +34,9 @@ pub enum IsoResult {
 }
 
 fn labels(g: &Graph) -> Vec<(usize, usize)> {
-    (0..g.n()).map(|v| (g.degree(v), g.neighbors(v).iter().map(|&u| g.degree(u as usize)).sum())).collect()
+    (0..g.n())
+        .map(|v| (g.degree(v), g.neighbors(v).iter().map(|&u| g.degree(u as usize)).sum()))
+        .collect()
 }
 
 /// Breadth-first order of `g`, each component from its node with the rarest label.
@@ -66,6 +70,24 @@ fn bfs_order(g: &Graph, lab: &[(usize, usize)]) -> Vec<usize> {
 
 const NONE: u32 = u32::MAX;
 
+/// Number of common neighbours of `a` and `b` (triangles on the edge a–b).
+fn common(g: &Graph, a: usize, b: usize) -> usize {
+    let (x, y) = (g.neighbors(a), g.neighbors(b));
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < x.len() && j < y.len() {
+        match x[i].cmp(&y[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
 /// Finds an isomorphism from `g` to `h`, within `budget` candidate checks.
 pub fn isomorphism(g: &Graph, h: &Graph, budget: u64) -> IsoResult {
     let n = g.n();
@@ -83,7 +105,7 @@ pub fn isomorphism(g: &Graph, h: &Graph, budget: u64) -> IsoResult {
     let order = bfs_order(g, &lg);
     let mut map = vec![NONE; n]; // g → h
     let mut inv = vec![NONE; n]; // h → g
-    // Per position: the candidate list and the index of the next one to try.
+                                 // Per position: the candidate list and the index of the next one to try.
     let mut cands: Vec<Vec<u32>> = Vec::with_capacity(n);
     let mut next: Vec<usize> = Vec::with_capacity(n);
     let mut steps = 0u64;
@@ -95,7 +117,9 @@ pub fn isomorphism(g: &Graph, h: &Graph, budget: u64) -> IsoResult {
                 .copied()
                 .filter(|&c| inv[c as usize] == NONE && lh[c as usize] == lg[v])
                 .collect(),
-            None => (0..n as u32).filter(|&c| inv[c as usize] == NONE && lh[c as usize] == lg[v]).collect(),
+            None => (0..n as u32)
+                .filter(|&c| inv[c as usize] == NONE && lh[c as usize] == lg[v])
+                .collect(),
         }
     };
     let consistent = |v: usize, c: usize, map: &[u32], inv: &[u32]| -> bool {
@@ -103,7 +127,10 @@ pub fn isomorphism(g: &Graph, h: &Graph, budget: u64) -> IsoResult {
         for &u in g.neighbors(v) {
             let m = map[u as usize];
             if m != NONE {
-                if !h.has_edge(c, m as usize) {
+                // The edge must exist, and lie on as many triangles in both graphs.
+                if !h.has_edge(c, m as usize)
+                    || common(g, v, u as usize) != common(h, c, m as usize)
+                {
                     return false;
                 }
                 mapped += 1;
@@ -166,5 +193,7 @@ pub fn is_isomorphism(g: &Graph, h: &Graph, map: &[u32]) -> bool {
             return false;
         }
     }
-    (0..g.n()).all(|v| g.neighbors(v).iter().all(|&u| h.has_edge(map[v] as usize, map[u as usize] as usize)))
+    (0..g.n()).all(|v| {
+        g.neighbors(v).iter().all(|&u| h.has_edge(map[v] as usize, map[u as usize] as usize))
+    })
 }

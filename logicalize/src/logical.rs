@@ -261,7 +261,10 @@ impl Namer<'_> {
                 _ => LogicalPeer::Exception(other),
             };
         };
-        let (a, b) = (self.ident.node_of_rank[me as usize] as usize, self.ident.node_of_rank[other as usize] as usize);
+        let (a, b) = (
+            self.ident.node_of_rank[me as usize] as usize,
+            self.ident.node_of_rank[other as usize] as usize,
+        );
         if !t.neighbors(a).contains(&b) {
             return LogicalPeer::Exception(other);
         }
@@ -323,12 +326,15 @@ impl Namer<'_> {
         if members.len() == 1 && members[0].0 == me {
             return LogicalComm::SelfComm;
         }
-        if let Some(t) = self.topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6)) {
+        if let Some(t) =
+            self.topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6))
+        {
             let mine = &self.ident.coords[me as usize];
             let d = mine.len();
             let coords: Vec<&Vec<usize>> =
                 members.iter().filter_map(|m| self.ident.coords.get(m.0 as usize)).collect();
-            let free: Vec<usize> = (0..d).filter(|&k| coords.iter().any(|c| c[k] != mine[k])).collect();
+            let free: Vec<usize> =
+                (0..d).filter(|&k| coords.iter().any(|c| c[k] != mine[k])).collect();
             let size: usize = free.iter().map(|&k| t.dims[k]).product();
             if size == members.len() {
                 return LogicalComm::Slice { free };
@@ -427,8 +433,13 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
 }
 
 /// Directions in which rank `r` has no neighbour (edges of non-periodic Cartesian topologies).
-fn missing_directions(ident: &Identification, topo: Option<&Topology>, r: usize) -> BTreeSet<Vec<i64>> {
-    let Some(t) = topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6)) else {
+fn missing_directions(
+    ident: &Identification,
+    topo: Option<&Topology>,
+    r: usize,
+) -> BTreeSet<Vec<i64>> {
+    let Some(t) = topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6))
+    else {
         return BTreeSet::new();
     };
     let node = ident.node_of_rank[r] as usize;
@@ -466,7 +477,9 @@ fn align(
                 // A completion of fewer requests, the others having been skipped.
                 if x2.op.class() == OpClass::Completion {
                     let gone = a_links[i].iter().filter(|&&p| skipped[p]).count() as u32;
-                    if x2.given.checked_sub(gone) == Some(y.given) && x2.done.checked_sub(gone) == Some(y.done) {
+                    if x2.given.checked_sub(gone) == Some(y.given)
+                        && x2.done.checked_sub(gone) == Some(y.done)
+                    {
                         x2.given = y.given;
                         x2.done = y.done;
                     }
@@ -518,7 +531,9 @@ fn declared_layout(set: &TraceSet) -> Option<Identification> {
     let n = set.n_ranks();
     let rt = set.ranks.first()?;
     let (created, cart) = rt.events.iter().find_map(|e| match &e.payload {
-        Payload::Comm { created: Some(c), cart: Some(cart), .. } if e.op == Op::CartCreate => Some((*c, cart)),
+        Payload::Comm { created: Some(c), cart: Some(cart), .. } if e.op == Op::CartCreate => {
+            Some((*c, cart))
+        }
         _ => None,
     })?;
     let members = rt.members(created)?;
@@ -526,8 +541,13 @@ fn declared_layout(set: &TraceSet) -> Option<Identification> {
     if members.len() != n || dims.iter().product::<usize>() != n || dims.is_empty() {
         return None;
     }
-    let periods: Vec<bool> =
-        cart.dims.iter().zip(&cart.periods).filter(|(d, _)| **d > 1).map(|(&d, &p)| p && d > 2).collect();
+    let periods: Vec<bool> = cart
+        .dims
+        .iter()
+        .zip(&cart.periods)
+        .filter(|(d, _)| **d > 1)
+        .map(|(&d, &p)| p && d > 2)
+        .collect();
     let topology = Topology { kind: Kind::Cartesian, dims, periods };
     let mut node_of_rank = vec![0u32; n];
     for (cart_rank, world) in members.iter().enumerate() {
@@ -555,7 +575,9 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
     let (graph, dropped_pairs) = matrix.significant_graph();
     let declared = set.ranks.first().and_then(|rt| {
         rt.events.iter().find_map(|e| match &e.payload {
-            Payload::Comm { cart: Some(c), .. } if e.op == Op::CartCreate => normalize_declared(&c.dims, &c.periods),
+            Payload::Comm { cart: Some(c), .. } if e.op == Op::CartCreate => {
+                normalize_declared(&c.dims, &c.periods)
+            }
             _ => None,
         })
     });
@@ -606,7 +628,9 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
     });
 
     // Fold edge classes into the classes before them.
-    let mut classes: Vec<(Vec<u32>, Vec<(u32, Vec<Option<usize>>)>)> = Vec::new();
+    // (members, folded ranks with their alignment to the representative)
+    type Folded = Vec<(u32, Vec<Option<usize>>)>;
+    let mut classes: Vec<(Vec<u32>, Folded)> = Vec::new();
     'group: for g in groups {
         let r = g[0] as usize;
         let missing = missing_directions(&ident, topo, r);
@@ -637,8 +661,9 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         .map(|(ranks, folded)| {
             let rep = ranks[0] as usize;
             let (keys, _, links, tag_classes) = &translated[rep];
-            let mut acc: Vec<GapAcc> =
-                (0..keys.len()).map(|_| GapAcc { n: 0, sum: 0.0, min: f64::INFINITY, max: 0.0 }).collect();
+            let mut acc: Vec<GapAcc> = (0..keys.len())
+                .map(|_| GapAcc { n: 0, sum: 0.0, min: f64::INFINITY, max: 0.0 })
+                .collect();
             let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
             for &r in &ranks {
                 for (i, g) in translated[r as usize].1.iter().enumerate() {
@@ -690,4 +715,3 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         exceptions,
     }
 }
-

@@ -62,7 +62,9 @@ impl CommMatrix {
                 for e in &rt.events {
                     let send = match (&e.payload, e.op.class()) {
                         (Payload::P2p { peer, bytes, .. }, OpClass::Send) => Some((*peer, *bytes)),
-                        (Payload::SendRecv { dest, send_bytes, .. }, _) => Some((*dest, *send_bytes)),
+                        (Payload::SendRecv { dest, send_bytes, .. }, _) => {
+                            Some((*dest, *send_bytes))
+                        }
                         (Payload::Collective { .. }, _) => {
                             *coll.entry(e.op.name().to_owned()).or_insert(0) += 1;
                             None
@@ -135,7 +137,6 @@ impl CommMatrix {
     pub fn has_point_to_point(&self) -> bool {
         !self.pairs.is_empty()
     }
-
 }
 
 mod pair_list {
@@ -145,11 +146,16 @@ mod pair_list {
 
     use super::Traffic;
 
-    pub fn serialize<S: Serializer>(m: &BTreeMap<(u32, u32), Traffic>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(
+        m: &BTreeMap<(u32, u32), Traffic>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         m.iter().map(|(&(a, b), t)| (a, b, *t)).collect::<Vec<_>>().serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<(u32, u32), Traffic>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<(u32, u32), Traffic>, D::Error> {
         let v: Vec<(u32, u32, Traffic)> = Vec::deserialize(d)?;
         Ok(v.into_iter().map(|(a, b, t)| ((a, b), t)).collect())
     }

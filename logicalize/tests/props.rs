@@ -1,0 +1,116 @@
+//! Properties of identification: under any renumbering of the ranks, the same topology is found
+//! and the returned mapping is a true isomorphism.
+
+use mpiskel_logicalize::catalogue::{Kind, Topology};
+use mpiskel_logicalize::iso::is_isomorphism;
+use mpiskel_logicalize::{identify, Graph, Structure};
+use proptest::prelude::*;
+
+fn shuffled(g: &Graph, seed: u64) -> (Graph, Vec<u32>) {
+    let n = g.n();
+    let mut perm: Vec<u32> = (0..n as u32).collect();
+    let mut x = seed | 1;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        perm.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    (g.relabel(&perm), perm)
+}
+
+/// Identifies `g` renumbered, and checks the answer is `want` (or isomorphic to it, listed as
+/// an alternative) with a mapping that is an isomorphism.
+fn check(want: &Topology, seed: u64) -> Result<(), TestCaseError> {
+    let (g, _) = shuffled(&want.graph(), seed);
+    let id = identify(&g, None);
+    let Structure::Topology { topology, name, alternatives, .. } = &id.structure else {
+        return Err(TestCaseError::fail(format!(
+            "{} not identified: {:?}",
+            want.name(),
+            id.structure
+        )));
+    };
+    prop_assert!(
+        *name == want.name() || alternatives.contains(&want.name()),
+        "{} identified as {name} (alternatives {alternatives:?})",
+        want.name()
+    );
+    prop_assert!(
+        is_isomorphism(&g, &topology.graph(), &id.node_of_rank),
+        "mapping is not an isomorphism"
+    );
+    Ok(())
+}
+
+fn cartesian() -> impl Strategy<Value = Topology> {
+    prop_oneof![
+        (2usize..=32, 2usize..=32).prop_map(|(a, b)| vec![a.max(b), a.min(b)]),
+        (2usize..=10, 2usize..=10, 2usize..=10).prop_map(|(a, b, c)| {
+            let mut v = vec![a, b, c];
+            v.sort_unstable_by(|x, y| y.cmp(x));
+            v
+        }),
+    ]
+    .prop_filter("at most 1024 ranks", |d| d.iter().product::<usize>() <= 1024)
+    .prop_flat_map(|dims| {
+        let d = dims.len();
+        (Just(dims), prop::collection::vec(any::<bool>(), d))
+    })
+    .prop_map(|(dims, p)| {
+        // As the catalogue spells them: size-2 dimensions never periodic, equal dimensions
+        // with non-increasing periodicity.
+        let mut periods: Vec<bool> = dims.iter().zip(&p).map(|(&d, &p)| p && d > 2).collect();
+        for k in 1..dims.len() {
+            if dims[k] == dims[k - 1] && periods[k] && !periods[k - 1] {
+                periods.swap(k, k - 1);
+            }
+        }
+        Topology { kind: Kind::Cartesian, dims, periods }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn grids_and_tori_are_identified_under_renumbering(t in cartesian(), seed in any::<u64>()) {
+        check(&t, seed)?;
+    }
+}
+
+#[test]
+fn stencils_trees_and_butterflies_are_identified_under_renumbering() {
+    let cases = [
+        Topology { kind: Kind::Moore, dims: vec![6, 5], periods: vec![true, false] },
+        Topology { kind: Kind::Moore, dims: vec![4, 4, 3], periods: vec![true, true, true] },
+        Topology { kind: Kind::Bt6, dims: vec![11, 11], periods: vec![true, true] },
+        Topology { kind: Kind::Butterfly, dims: vec![8, 8], periods: vec![false, false] },
+        Topology { kind: Kind::Tree, dims: vec![40, 3], periods: vec![] },
+        Topology { kind: Kind::Cartesian, dims: vec![16, 8], periods: vec![false, false] },
+        Topology {
+            kind: Kind::Cartesian,
+            dims: vec![8, 2, 2, 2],
+            periods: vec![true, false, false, false],
+        },
+    ];
+    for (i, t) in cases.iter().enumerate() {
+        check(t, 0x9E37 + i as u64).unwrap();
+    }
+}
+
+#[test]
+fn an_irregular_graph_is_a_general_graph() {
+    // A ring of 30 with three chords: no catalogue topology.
+    let mut edges: Vec<(u32, u32)> = (0..30).map(|i| (i, (i + 1) % 30)).collect();
+    edges.extend([(0, 7), (3, 19), (11, 25)]);
+    let id = identify(&Graph::from_edges(30, edges), None);
+    assert_eq!(id.structure, Structure::General);
+    assert_eq!(id.stages.len(), 3);
+}
+
+#[test]
+fn no_messages_no_topology() {
+    let id = identify(&Graph::from_edges(8, []), None);
+    assert_eq!(id.structure, Structure::NoPointToPoint);
+}
