@@ -223,6 +223,81 @@ impl Topology {
         )
     }
 
+    /// Sorted degree sequence and edge count, without building the graph: nodes of a
+    /// Cartesian-like topology fall into at most 3^d classes by whether each coordinate is at a
+    /// boundary, and all nodes of a class have the same degree.
+    pub fn degree_sequence(&self) -> (Vec<usize>, usize) {
+        let n = self.n();
+        let mut degs: Vec<usize> = match self.kind {
+            Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+                // Per dimension: (representative coordinate, how many coordinates it stands for).
+                let per_dim: Vec<Vec<(usize, usize)>> = self
+                    .dims
+                    .iter()
+                    .zip(&self.periods)
+                    .map(|(&d, &p)| {
+                        if p || d == 1 {
+                            vec![(0, d)]
+                        } else if d == 2 {
+                            vec![(0, 1), (1, 1)]
+                        } else {
+                            vec![(0, 1), (1, d - 2), (d - 1, 1)]
+                        }
+                    })
+                    .collect();
+                let mut out = Vec::with_capacity(n);
+                let mut idx = vec![0usize; per_dim.len()];
+                loop {
+                    let coords: Vec<usize> =
+                        idx.iter().zip(&per_dim).map(|(&i, c)| c[i].0).collect();
+                    let count: usize = idx.iter().zip(&per_dim).map(|(&i, c)| c[i].1).product();
+                    let mut nb = self.neighbors(self.node(&coords));
+                    nb.sort_unstable();
+                    nb.dedup();
+                    out.extend(std::iter::repeat_n(nb.len(), count));
+                    // Next combination.
+                    let mut k = 0;
+                    while k < idx.len() {
+                        idx[k] += 1;
+                        if idx[k] < per_dim[k].len() {
+                            break;
+                        }
+                        idx[k] = 0;
+                        k += 1;
+                    }
+                    if k == idx.len() {
+                        break;
+                    }
+                }
+                out
+            }
+            Kind::AllToAll => vec![n - 1; n],
+            Kind::Pairs => vec![1; n],
+            Kind::Tree | Kind::Butterfly => (0..n)
+                .map(|v| {
+                    let mut nb = self.neighbors(v);
+                    nb.sort_unstable();
+                    nb.dedup();
+                    nb.len()
+                })
+                .collect(),
+        };
+        degs.sort_unstable();
+        let edges = degs.iter().sum::<usize>() / 2;
+        (degs, edges)
+    }
+
+    /// Whether every node looks the same (tori, periodic stencils, rings, all-to-all, pairs).
+    pub fn vertex_transitive(&self) -> bool {
+        match self.kind {
+            Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+                self.dims.iter().zip(&self.periods).all(|(&d, &p)| p || d <= 2)
+            }
+            Kind::AllToAll | Kind::Pairs => true,
+            Kind::Tree | Kind::Butterfly => false,
+        }
+    }
+
     /// Rank of the family in the tie-breaking order (simpler first).
     pub(crate) fn simplicity(&self) -> (usize, Kind, usize, usize) {
         let periodic = self.periods.iter().filter(|&&p| p).count();

@@ -81,6 +81,70 @@ pub struct Identification {
     pub edges: usize,
 }
 
+/// Breadth-first layer sizes from `root`.
+fn layers(g: &Graph, root: usize) -> Vec<usize> {
+    let mut dist = vec![usize::MAX; g.n()];
+    let mut out = vec![1];
+    dist[root] = 0;
+    let mut frontier = vec![root];
+    while !frontier.is_empty() {
+        let mut next = Vec::new();
+        for &v in &frontier {
+            for &u in g.neighbors(v) {
+                if dist[u as usize] == usize::MAX {
+                    dist[u as usize] = dist[v] + 1;
+                    next.push(u as usize);
+                }
+            }
+        }
+        if !next.is_empty() {
+            out.push(next.len());
+        }
+        frontier = next;
+    }
+    out
+}
+
+fn label(g: &Graph, v: usize) -> (usize, usize) {
+    (g.degree(v), g.neighbors(v).iter().map(|&u| g.degree(u as usize)).sum())
+}
+
+/// The observed node with the rarest (degree, neighbour-degree sum) label, and its layers.
+fn distance_profile_root(g: &Graph) -> (usize, (usize, usize), Vec<usize>) {
+    let mut freq: std::collections::HashMap<(usize, usize), usize> =
+        std::collections::HashMap::new();
+    for v in 0..g.n() {
+        *freq.entry(label(g, v)).or_insert(0) += 1;
+    }
+    let root = (0..g.n()).min_by_key(|&v| (freq[&label(g, v)], label(g, v), v)).unwrap_or(0);
+    (root, label(g, root), layers(g, root))
+}
+
+/// A cheap necessary condition before the matcher: an isomorphism maps the observed root to a
+/// candidate node with the same label and the same breadth-first layer sizes. Checked from one
+/// node of a vertex-transitive candidate, from every node with that label when they are few
+/// (at most 16), and not at all otherwise.
+fn same_distance_profile(
+    g: &Graph,
+    root: &(usize, (usize, usize), Vec<usize>),
+    t: &Topology,
+    h: &Graph,
+) -> bool {
+    let (_, lab, prof) = root;
+    let nodes: Vec<usize> = (0..h.n()).filter(|&v| label(h, v) == *lab).collect();
+    if nodes.is_empty() {
+        return false;
+    }
+    let _ = g;
+    if t.vertex_transitive() {
+        return layers(h, nodes[0]) == *prof;
+    }
+    if nodes.len() > 16 {
+        return true;
+    }
+    nodes.iter().any(|&v| layers(h, v) == *prof)
+}
+
 /// Step budget of the isomorphism test for a graph of `n` nodes and `e` edges.
 fn budget(n: usize, e: usize) -> u64 {
     200 * (n + 2 * e) as u64 + 1_000_000
@@ -129,9 +193,10 @@ pub fn identify(observed: &Graph, declared: Option<&Topology>) -> Identification
     let edges = observed.edges();
     let simple: Vec<(Topology, Graph)> = catalogue(n)
         .into_par_iter()
-        .filter_map(|t| {
+        .filter(|t| t.degree_sequence() == (degrees.clone(), edges))
+        .map(|t| {
             let g = t.graph();
-            (g.edges() == edges && g.degree_sequence() == degrees).then_some((t, g))
+            (t, g)
         })
         .collect();
     let mut stages = vec![Stage {
@@ -161,8 +226,17 @@ pub fn identify(observed: &Graph, declared: Option<&Topology>) -> Identification
     // 3. Isomorphism.
     let t0 = Instant::now();
     let b = budget(n, edges);
-    let results: Vec<(Topology, IsoResult)> =
-        spectral.into_par_iter().map(|(t, g)| (t, isomorphism(observed, &g, b))).collect();
+    let profile = distance_profile_root(observed);
+    let results: Vec<(Topology, IsoResult)> = spectral
+        .into_par_iter()
+        .map(|(t, g)| {
+            if !same_distance_profile(observed, &profile, &t, &g) {
+                return (t, IsoResult::No);
+            }
+            let r = isomorphism(observed, &g, b);
+            (t, r)
+        })
+        .collect();
     let undecided: Vec<String> = results
         .iter()
         .filter(|(_, r)| *r == IsoResult::Undecided)
@@ -181,7 +255,7 @@ pub fn identify(observed: &Graph, declared: Option<&Topology>) -> Identification
         name: "isomorphism".into(),
         candidates: names,
         seconds: t0.elapsed().as_secs_f64(),
-        method: "BFS-ordered matching with labels".into(),
+        method: "distance profile, then BFS-ordered matching with labels".into(),
     });
     if iso.is_empty() {
         return general(Structure::General, stages);
