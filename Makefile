@@ -28,6 +28,8 @@ bench: deps
 	cargo bench --bench trace
 	cargo bench --bench compress_npb
 	cargo bench -p mpiskel-compress --bench loops
+	cargo bench --bench logicalize_npb
+	cargo bench -p mpiskel-logicalize --bench identify
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps

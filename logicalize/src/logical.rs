@@ -368,6 +368,11 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
         let next = per.len() as i32;
         *per.entry(t).or_insert(next)
     };
+    // Each peer is named once per rank.
+    let mut names: HashMap<Peer, LogicalPeer> = HashMap::new();
+    let mut name = |p: Peer| names.entry(p).or_insert_with(|| namer.peer(me, p)).clone();
+    let mut comms: HashMap<CommId, LogicalComm> = HashMap::new();
+    let mut comm_of = |c: CommId| comms.entry(c).or_insert_with(|| namer.comm(rt, c)).clone();
     for (i, e) in rt.events.iter().enumerate() {
         let mut k = OpKey {
             op: e.op,
@@ -385,21 +390,21 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
         match &e.payload {
             Payload::None => {}
             Payload::P2p { peer, tag, bytes, comm, request } => {
-                k.peer = Some(namer.peer(me, *peer));
+                k.peer = Some(name(*peer));
                 k.tag = tag_class(&k.peer, *tag);
                 k.bytes = *bytes;
-                k.comm = namer.comm(rt, *comm);
+                k.comm = comm_of(*comm);
                 if let Some(r) = request {
                     started.insert(*r, i);
                 }
             }
             Payload::SendRecv { dest, send_tag, send_bytes, source, recv_bytes, comm, .. } => {
-                k.peer = Some(namer.peer(me, *dest));
-                k.source = Some(namer.peer(me, *source));
+                k.peer = Some(name(*dest));
+                k.source = Some(name(*source));
                 k.tag = tag_class(&k.peer, *send_tag);
                 k.bytes = *send_bytes;
                 k.recv_bytes = *recv_bytes;
-                k.comm = namer.comm(rt, *comm);
+                k.comm = comm_of(*comm);
             }
             Payload::Completion { n_given, completed } => {
                 k.given = *n_given;
@@ -407,7 +412,7 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
                 completes = completed.iter().filter_map(|c| started.remove(&c.request?)).collect();
             }
             Payload::Collective { comm, root, send_bytes, recv_bytes, request, .. } => {
-                k.comm = namer.comm(rt, *comm);
+                k.comm = comm_of(*comm);
                 // Within a row, column or plane, the root is its position there.
                 k.root = root.map(|r| match &k.comm {
                     LogicalComm::Slice { free } => {
@@ -422,7 +427,7 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
                     started.insert(*r, i);
                 }
             }
-            Payload::Comm { parent, .. } => k.comm = namer.comm(rt, *parent),
+            Payload::Comm { parent, .. } => k.comm = comm_of(*parent),
         }
         tag_classes.push(std::mem::take(&mut k.tag));
         keys.push(k);
@@ -449,9 +454,9 @@ fn missing_directions(
 /// Aligns rank sequence `b` (with `missing` directions) to class program `a`: for each position
 /// of `a`, the position of `b` it corresponds to, or `None` where `b` skips it.
 fn align(
-    a: &[OpKey],
+    (a, a_ids): (&[OpKey], &[u32]),
     a_links: &[Vec<usize>],
-    b: &[OpKey],
+    (b, b_ids): (&[OpKey], &[u32]),
     missing: &BTreeSet<Vec<i64>>,
 ) -> Option<Vec<Option<usize>>> {
     let is_missing = |p: &Option<LogicalPeer>| matches!(p, Some(LogicalPeer::Dir(d)) if missing.contains(&d.offset));
@@ -462,7 +467,7 @@ fn align(
         let x = &a[i];
         if j < b.len() {
             let y = &b[j];
-            let same = x == y || {
+            let same = a_ids[i] == b_ids[j] || {
                 // Sizes may differ (uneven decompositions).
                 let mut x2 = x.clone();
                 x2.bytes = y.bytes;
@@ -617,10 +622,24 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
     }
     exceptions.pairs = pairs.into_iter().collect();
 
+    // Every distinct call gets a number, so that sequences compare as numbers.
+    let mut intern: HashMap<&OpKey, u32> = HashMap::new();
+    let ids: Vec<Vec<u32>> = translated
+        .iter()
+        .map(|(keys, ..)| {
+            keys.iter()
+                .map(|k| {
+                    let next = intern.len() as u32;
+                    *intern.entry(k).or_insert(next)
+                })
+                .collect()
+        })
+        .collect();
+
     // Classes of identical sequences, largest first (then longest, then lowest rank).
-    let mut groups: HashMap<&[OpKey], Vec<u32>> = HashMap::new();
-    for (r, (keys, ..)) in translated.iter().enumerate() {
-        groups.entry(keys.as_slice()).or_default().push(r as u32);
+    let mut groups: HashMap<&[u32], Vec<u32>> = HashMap::new();
+    for (r, seq) in ids.iter().enumerate() {
+        groups.entry(seq.as_slice()).or_default().push(r as u32);
     }
     let mut groups: Vec<Vec<u32>> = groups.into_values().collect();
     groups.sort_by_key(|g| {
@@ -637,7 +656,7 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         for (members, folded) in &mut classes {
             let rep = members[0] as usize;
             let (a, _, a_links, _) = &translated[rep];
-            if align(a, a_links, &translated[r].0, &missing).is_none() {
+            if align((a, &ids[rep]), a_links, (&translated[r].0, &ids[r]), &missing).is_none() {
                 continue;
             }
             // Every member must align (their missing directions may differ).
@@ -645,7 +664,9 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                 .iter()
                 .map(|&m| {
                     let mm = missing_directions(&ident, topo, m as usize);
-                    align(a, a_links, &translated[m as usize].0, &mm).map(|map| (m, map))
+                    let m_ = m as usize;
+                    align((a, &ids[rep]), a_links, (&translated[m_].0, &ids[m_]), &mm)
+                        .map(|map| (m, map))
                 })
                 .collect();
             if let Some(maps) = maps {
