@@ -22,6 +22,7 @@ use serde::Serialize;
 /// Examples:
 ///   mpiskel inspect ring.trace
 ///   mpiskel inspect --json ring.trace | jq .matrix
+///   mpiskel inspect ring.trace --svg ring.matrix.svg
 ///   mpiskel inspect --flops 2e9 ../shared/fixtures/npb/lu.S.4/trace.txt
 ///   mpiskel inspect lu.nest.json
 ///   mpiskel inspect lu.logical.json
@@ -36,6 +37,9 @@ pub struct InspectArgs {
     /// For SimGrid traces: compute speed in flop/s that turns `compute` volumes into time.
     #[arg(long, value_name = "FLOP/S", default_value_t = 1e9)]
     flops: f64,
+    /// Also write the communication matrix as an SVG heatmap to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
@@ -66,6 +70,11 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     }
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     let set = TraceSet::open(&a.path, &opts)?;
+    if let Some(svg) = &a.svg {
+        let m = mpiskel_logicalize::CommMatrix::of(&set);
+        let title = format!("{} — bytes per pair", a.path.display());
+        crate::compress::write_atomic(svg, &mpiskel_logicalize::heatmap::heatmap_svg(&m, &title))?;
+    }
     let summary = summarize(&set);
     let report =
         Report { path: a.path.display().to_string(), meta: set.meta.as_ref(), summary: &summary };

@@ -54,6 +54,10 @@ fn every_fixture_program_is_identified_with_its_topology_and_directions() {
     }
     let c = fixture("collectives");
     assert_eq!(c.identification.structure, Structure::NoPointToPoint, "collectives only");
+    // A program with no regular structure is a general graph, never forced into a grid.
+    let g = fixture("irregular");
+    assert_eq!(g.identification.structure, Structure::General);
+    assert!(g.identification.stages.iter().all(|s| s.candidates.is_empty()));
 }
 
 #[test]
@@ -106,11 +110,21 @@ fn npb_structures_as_the_readme_describes() {
 #[test]
 fn renumbered_fixtures_are_identified_the_same() {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut traces: Vec<std::path::PathBuf> =
-        ["halo2d-periodic-4x4", "halo2d-open-4x4", "wavefront-4x4", "ring", "halo3d-2x2x2"]
-            .iter()
-            .map(|n| root().join("fixtures/traces").join(n))
-            .collect();
+    let mut traces: Vec<std::path::PathBuf> = [
+        "halo2d-periodic-4x4",
+        "halo2d-open-4x4",
+        "wavefront-4x4",
+        "ring",
+        "ring-fortran",
+        "halo3d-2x2x2",
+        "anysource",
+        "p2pmodes",
+        "callrate",
+        "lammps-melt",
+    ]
+    .iter()
+    .map(|n| root().join("fixtures/traces").join(n))
+    .collect();
     traces.extend(
         ["bt.S.16", "cg.S.16", "lu.S.16"]
             .iter()

@@ -534,6 +534,40 @@ fn run_callrate(lib: Lib) {
     check_exact(&open(&dir), &model_callrate(2, 250, 8));
 }
 
+fn run_irregular(lib: Lib) {
+    let (n, iters) = (8usize, 5usize);
+    let dir = scratch(&format!("irregular-{}", lib.name()));
+    trace_program(lib, n, "irregular", &["5"], &dir);
+    let set = open(&dir);
+    let targets = |r: usize| [(r * r + 1) % n, (3 * r + 2) % n];
+    for rt in &set.ranks {
+        check_requests(rt);
+        let r = rt.rank.0 as usize;
+        let calls = observed(rt);
+        let sends: Vec<Call> = targets(r)
+            .into_iter()
+            .filter(|&t| t != r)
+            .flat_map(|t| std::iter::repeat_n(p2p(Op::Isend, rk(t), 8), iters))
+            .collect();
+        assert_eq!(
+            sorted(calls.iter().filter(|k| k.op == Op::Isend).cloned().collect()),
+            sorted(sends),
+            "rank {r}"
+        );
+        // Receives from ANY_SOURCE resolve to exactly the ranks that target this one.
+        let senders: Vec<Call> = (0..n)
+            .flat_map(|s| targets(s).into_iter().filter(move |&t| t == r && t != s).map(move |_| s))
+            .flat_map(|s| std::iter::repeat_n(p2p(Op::Irecv, rk(s), 8), iters))
+            .collect();
+        assert_eq!(
+            sorted(calls.iter().filter(|k| k.op == Op::Irecv).cloned().collect()),
+            sorted(senders),
+            "rank {r}"
+        );
+        assert_eq!(counts(&calls)[&Op::Waitall], iters);
+    }
+}
+
 macro_rules! both_libraries {
     ($($name:ident => $body:expr;)*) => {
         mod openmpi {
@@ -559,4 +593,5 @@ both_libraries! {
     p2p_modes_and_completions => run_p2pmodes;
     fortran_ring => run_fortran_ring;
     call_heavy_exchange => run_callrate;
+    irregular_partners => run_irregular;
 }
