@@ -55,6 +55,21 @@ impl Graph {
         d
     }
 
+    /// The same graph with its nodes renumbered by a pseudo-random permutation drawn from
+    /// `seed` (xorshift, Fisher–Yates), and the permutation (`perm[v]` is `v`'s new number).
+    pub fn shuffled(&self, seed: u64) -> (Graph, Vec<u32>) {
+        let n = self.n();
+        let mut perm: Vec<u32> = (0..n as u32).collect();
+        let mut x = seed | 1;
+        for i in (1..n).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            perm.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        (self.relabel(&perm), perm)
+    }
+
     /// The same graph with node `v` renamed `perm[v]`.
     pub fn relabel(&self, perm: &[u32]) -> Graph {
         let edges = (0..self.n())

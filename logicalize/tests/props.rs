@@ -6,23 +6,10 @@ use mpiskel_logicalize::iso::is_isomorphism;
 use mpiskel_logicalize::{identify, Graph, Structure};
 use proptest::prelude::*;
 
-fn shuffled(g: &Graph, seed: u64) -> (Graph, Vec<u32>) {
-    let n = g.n();
-    let mut perm: Vec<u32> = (0..n as u32).collect();
-    let mut x = seed | 1;
-    for i in (1..n).rev() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        perm.swap(i, (x % (i as u64 + 1)) as usize);
-    }
-    (g.relabel(&perm), perm)
-}
-
 /// Identifies `g` renumbered, and checks the answer is `want` (or isomorphic to it, listed as
 /// an alternative) with a mapping that is an isomorphism.
 fn check(want: &Topology, seed: u64) -> Result<(), TestCaseError> {
-    let (g, _) = shuffled(&want.graph(), seed);
+    let (g, _) = want.graph().shuffled(seed);
     let id = identify(&g, None);
     let Structure::Topology { topology, name, alternatives, .. } = &id.structure else {
         return Err(TestCaseError::fail(format!(
