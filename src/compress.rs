@@ -11,12 +11,13 @@ use mpiskel_compress::{exact, greedy, LoopNest, NestReport, Node};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
 
-use crate::symbols::{symbolize, SymbolInfo};
+use crate::symbols::{symbolize, symbolize_class, SymbolInfo};
 
 /// Find the loop nest of one rank's trace (seed 001 §3).
 ///
-/// The rank's MPI calls become symbols (operation, peer offset, tag, size, communicator, root);
-/// compute gaps travel beside them and are averaged per program position. The greedy pass folds
+/// The trace is logicalized first (`mpiskel logicalize`); the logical program of the process
+/// class of --rank becomes symbols (operation, direction, tag class, size, communicator, root),
+/// and the compute gaps (class means) travel beside them, averaged per program position. The greedy pass folds
 /// the shortest-period tandem repeats first, then the loops around them; `--exact` finds the
 /// nest covering the most calls (then the shortest), for inputs of a few thousand calls.
 ///
@@ -32,9 +33,14 @@ use crate::symbols::{symbolize, SymbolInfo};
 pub struct CompressArgs {
     /// The trace (any format `mpiskel inspect` reads).
     path: PathBuf,
-    /// Which rank's calls to compress.
+    /// Compress the program of the process class this rank belongs to (or, with --physical,
+    /// this rank's own calls).
     #[arg(long, default_value_t = 0)]
     rank: u32,
+    /// Compress one rank's physical calls (peers as rank offsets) instead of its class's
+    /// logical program (peers as directions of the topology).
+    #[arg(long)]
+    physical: bool,
     /// Exact mode instead of the greedy pass (refused above --exact-limit calls).
     #[arg(long)]
     exact: bool,
@@ -61,8 +67,11 @@ pub struct NestDocument {
     pub version: u32,
     /// The trace it came from.
     pub trace: String,
-    /// The rank compressed.
+    /// The rank whose program was compressed.
     pub rank: u32,
+    /// What was compressed: a class's logical program or one rank's physical calls.
+    #[serde(default)]
+    pub input: String,
     /// `greedy` or `exact`.
     pub mode: String,
     /// Seconds the compression took.
@@ -108,7 +117,27 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
             set.n_ranks()
         );
     };
-    let sym = symbolize(rt);
+    let (sym, input) = if a.physical {
+        (symbolize(rt), format!("the physical calls of rank {}", a.rank))
+    } else {
+        let logical = mpiskel_logicalize::logicalize(&set);
+        let (k, class) = logical
+            .classes
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.ranks.contains(&a.rank) || c.folded.contains(&a.rank))
+            .context("every rank belongs to a process class")?;
+        let size = class.ranks.len() + class.folded.len();
+        (
+            symbolize_class(class),
+            format!(
+                "the logical program of process class {k} ({size} ranks, topology {}), which rank {} belongs to",
+                logical.topology_name(),
+                a.rank
+            ),
+        )
+    };
+    let _ = rt;
     if a.exact && sym.symbols.len() > a.exact_limit {
         bail!(
             "--exact on {} calls would take too long (limit {}; raise it with --exact-limit)",
@@ -125,6 +154,7 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
         version: 1,
         trace: a.path.display().to_string(),
         rank: a.rank,
+        input,
         mode: if a.exact { "exact" } else { "greedy" }.into(),
         seconds,
         report: nest.report(),
@@ -166,6 +196,9 @@ pub fn render(d: &NestDocument) -> String {
     let r = &d.report;
     let mut o = String::new();
     let _ = writeln!(o, "loop nest  {} rank {} ({}, {:.3} s)", d.trace, d.rank, d.mode, d.seconds);
+    if !d.input.is_empty() {
+        let _ = writeln!(o, "input      {}", d.input);
+    }
     let _ = writeln!(o, "calls      {} ({} distinct)", r.input_len, d.symbols.len());
     let _ = writeln!(
         o,

@@ -7,13 +7,14 @@
 //! completed. Compute gaps are not symbols: they travel as weights (seconds) beside the symbol
 //! of the call that follows them.
 //!
-//! Until logicalization exists, this describes the physical trace of one rank; a logical trace
-//! will name peers by direction instead of offset.
+//! [`symbolize_class`] does the same for the logical program of a process class, where peers
+//! are directions of the topology and tags are tag classes; [`symbolize`] works on one rank's
+//! physical calls (peers as rank offsets), for `mpiskel compress --physical`.
 
 use std::collections::HashMap;
 
 use mpiskel_compress::Sym;
-use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace};
+use mpiskel_trace::{Event, Op, OpClass, Payload, Peer, Rank, RankTrace};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -136,4 +137,54 @@ fn describe(k: &Key) -> String {
         ),
         _ => format!("{}{peer}", k.op),
     }
+}
+
+/// A process class's logical program as symbols, with the mean compute gap before each call.
+pub fn symbolize_class(class: &mpiskel_logicalize::ProcessClass) -> Symbolized {
+    use mpiskel_logicalize::LogicalPeer;
+    let mut by_key: HashMap<String, Sym> = HashMap::new();
+    let mut legend = Vec::new();
+    let mut symbols = Vec::with_capacity(class.ops.len());
+    let mut gaps_s = Vec::with_capacity(class.ops.len());
+    let name = |p: &Option<LogicalPeer>| match p {
+        Some(LogicalPeer::Dir(d)) => format!(" {}", d.name),
+        Some(LogicalPeer::Null) => " NULL".into(),
+        Some(LogicalPeer::Any) => " ANY".into(),
+        Some(LogicalPeer::Exception(r)) => format!(" rank {r}"),
+        None => String::new(),
+    };
+    for op in &class.ops {
+        let k = &op.key;
+        // The symbol: operation, direction(s), tag class, sizes, communicator, root, counts.
+        let text = match k.op.class() {
+            OpClass::Send | OpClass::Recv | OpClass::Probe => {
+                format!("{}{} tag#{} {} B {:?}", k.op, name(&k.peer), op.tag_class, k.bytes, k.comm)
+            }
+            OpClass::SendRecv => format!(
+                "{}{}{} {}/{} B",
+                k.op,
+                name(&k.peer),
+                name(&k.source),
+                k.bytes,
+                k.recv_bytes
+            ),
+            OpClass::Completion => format!("{} {}/{}", k.op, k.done, k.given),
+            OpClass::Collective => format!(
+                "{} {:?}{} {} B",
+                k.op,
+                k.comm,
+                k.root.as_ref().map_or(String::new(), |r| format!(" root {r:?}")),
+                k.bytes
+            ),
+            _ => format!("{} {:?}", k.op, k.comm),
+        };
+        let next = by_key.len() as Sym;
+        let sym = *by_key.entry(text.clone()).or_insert_with(|| {
+            legend.push(SymbolInfo { sym: next, text });
+            next
+        });
+        symbols.push(sym);
+        gaps_s.push(op.gap.mean_s);
+    }
+    Symbolized { symbols, gaps_s, legend }
 }

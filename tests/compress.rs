@@ -116,3 +116,20 @@ fn compress_errors_are_clear() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--exact-limit"));
 }
+
+#[test]
+fn the_logical_program_is_compressed_unless_physical_is_asked() {
+    let trace = shared().join("fixtures/npb/lu.S.16/trace.txt");
+    let logical = compress_json(&trace, 5, &[]);
+    assert!(logical["input"].as_str().unwrap().contains("logical program of process class"));
+    let legend: Vec<&str> = logical["symbols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["text"].as_str().unwrap())
+        .collect();
+    assert!(legend.iter().any(|t| t.contains("NORTH")), "{legend:?}");
+    let physical = compress_json(&trace, 5, &["--physical"]);
+    assert!(physical["input"].as_str().unwrap().contains("physical calls of rank 5"));
+    assert_eq!(main_loop(&physical).0, main_loop(&logical).0);
+}
