@@ -92,6 +92,11 @@ fn npb_structures_as_the_readme_describes() {
     assert_eq!(bt.topology_name(), "6-point stencil (BT/SP) on 4×4 torus");
     assert_eq!(directions(&bt), set(&["NORTH", "SOUTH", "EAST", "WEST", "NORTHEAST", "SOUTHWEST"]));
     assert_eq!(bt.classes.len(), 1);
+    // Compute gaps keep their work (flops, from the time-independent trace), averaged per
+    // position over the 16 ranks.
+    let with_work = bt.classes[0].ops.iter().filter(|op| op.gap.flops_mean.is_some()).count();
+    assert!(with_work > bt.classes[0].ops.len() / 2, "{with_work}");
+    assert!(bt.classes[0].ops.iter().all(|op| op.gap.n == 16));
     let cg = npb("cg.S.16");
     assert_eq!(cg.topology_name(), "butterfly rows + transpose on 4×4");
     assert_eq!(directions(&cg), set(&["XOR1", "XOR2", "TRANSPOSE", "SELF"]));

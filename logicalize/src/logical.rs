@@ -16,7 +16,8 @@
 //! class (uneven decompositions), and each position keeps the smallest and largest size.
 //!
 //! **Compute gaps** are aggregated per position over every rank of the class (folded ranks at
-//! the positions they align with) as the mean, with min, max and count: the mean keeps the
+//! the positions they align with) as the mean, with min, max and count, and the mean work
+//! (instructions or flops) where the trace recorded it: the mean keeps the
 //! class's total compute time, which is what a skeleton must reproduce; min and max show the
 //! imbalance that the mean hides.
 //!
@@ -28,7 +29,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use mpiskel_trace::{CommId, Op, OpClass, Payload, Peer, RankTrace, RequestId, TraceSet};
+use mpiskel_trace::{CommId, Op, OpClass, Payload, Peer, RankTrace, RequestId, TraceSet, Work};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +92,12 @@ pub struct GapStats {
     pub min_s: f64,
     /// Maximum, seconds.
     pub max_s: f64,
+    /// Mean user-space instructions, where the trace counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions_mean: Option<f64>,
+    /// Mean floating-point operations, where the trace recorded them (SimGrid traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops_mean: Option<f64>,
 }
 
 /// What identifies a logical call (everything but its timing).
@@ -349,7 +356,14 @@ impl Namer<'_> {
 }
 
 /// One rank's calls, logically: keys, gaps (seconds) and completion links.
-type Translated = (Vec<OpKey>, Vec<f64>, Vec<Vec<usize>>, Vec<i32>);
+/// A compute gap: seconds, and the work where the trace recorded it.
+#[derive(Clone, Copy)]
+struct Gap {
+    s: f64,
+    work: Option<Work>,
+}
+
+type Translated = (Vec<OpKey>, Vec<Gap>, Vec<Vec<usize>>, Vec<i32>);
 
 fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
     let me = rt.rank.0;
@@ -431,7 +445,7 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
         }
         tag_classes.push(std::mem::take(&mut k.tag));
         keys.push(k);
-        gaps.push(e.gap_ns as f64 * 1e-9);
+        gaps.push(Gap { s: e.gap_ns as f64 * 1e-9, work: e.gap_work });
         links.push(completes);
     }
     (keys, gaps, links, tag_classes)
@@ -513,19 +527,45 @@ fn align(
     (j == b.len()).then_some(out)
 }
 
+#[derive(Default)]
 struct GapAcc {
     n: u64,
     sum: f64,
     min: f64,
     max: f64,
+    instructions: (u64, f64),
+    flops: (u64, f64),
 }
 
 impl GapAcc {
-    fn add(&mut self, g: f64) {
+    fn add(&mut self, g: Gap) {
+        self.min = if self.n == 0 { g.s } else { self.min.min(g.s) };
+        self.max = self.max.max(g.s);
         self.n += 1;
-        self.sum += g;
-        self.min = self.min.min(g);
-        self.max = self.max.max(g);
+        self.sum += g.s;
+        match g.work {
+            Some(Work::Instructions(i)) => {
+                self.instructions.0 += 1;
+                self.instructions.1 += i as f64;
+            }
+            Some(Work::Flops(f)) => {
+                self.flops.0 += 1;
+                self.flops.1 += f;
+            }
+            None => {}
+        }
+    }
+
+    fn stats(&self) -> GapStats {
+        let mean = |(n, sum): (u64, f64)| (n > 0).then(|| sum / n as f64);
+        GapStats {
+            n: self.n,
+            mean_s: mean((self.n, self.sum)).unwrap_or(0.0),
+            min_s: self.min,
+            max_s: self.max,
+            instructions_mean: mean(self.instructions),
+            flops_mean: mean(self.flops),
+        }
     }
 }
 
@@ -682,9 +722,7 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         .map(|(ranks, folded)| {
             let rep = ranks[0] as usize;
             let (keys, _, links, tag_classes) = &translated[rep];
-            let mut acc: Vec<GapAcc> = (0..keys.len())
-                .map(|_| GapAcc { n: 0, sum: 0.0, min: f64::INFINITY, max: 0.0 })
-                .collect();
+            let mut acc: Vec<GapAcc> = (0..keys.len()).map(|_| GapAcc::default()).collect();
             let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
             for &r in &ranks {
                 for (i, g) in translated[r as usize].1.iter().enumerate() {
@@ -712,12 +750,7 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                     completes: l.clone(),
                     bytes_range,
                     tag_class,
-                    gap: GapStats {
-                        n: a.n,
-                        mean_s: if a.n > 0 { a.sum / a.n as f64 } else { 0.0 },
-                        min_s: if a.n > 0 { a.min } else { 0.0 },
-                        max_s: a.max,
-                    },
+                    gap: a.stats(),
                 })
                 .collect();
             let mut folded_ranks: Vec<u32> = folded.iter().map(|(r, _)| *r).collect();
