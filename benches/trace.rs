@@ -12,6 +12,7 @@ use mpiskel_trace::native::{self, NativeWriter};
 use mpiskel_trace::tracer::{self, Mpi};
 use mpiskel_trace::{
     CommId, Completed, Event, Op, Payload, Peer, Rank, RankInfo, ReadOptions, RequestId, TraceSet,
+    Wildcards,
 };
 
 const REPS: usize = 7;
@@ -152,6 +153,7 @@ fn synthetic(path: &Path, n: u64) {
                     req += 1;
                     req
                 })),
+                wildcards: Wildcards { source: true, tag: false },
             },
             1 => Payload::P2p {
                 peer: Peer::Rank(Rank((i % 64) as u32)),
@@ -162,6 +164,7 @@ fn synthetic(path: &Path, n: u64) {
                     req += 1;
                     req
                 })),
+                wildcards: Wildcards::default(),
             },
             _ => Payload::Completion {
                 n_given: 2,

@@ -453,6 +453,19 @@ fn run_anysource(lib: Lib) {
     );
     assert_eq!(by_op(Op::Probe), each_worker(Op::Probe, iters));
     assert_eq!(counts(&master)[&Op::Waitall], iters);
+    // The wildcard is kept beside the actual source: Recv with tag 1, Irecv and Probe were
+    // posted with MPI_ANY_SOURCE; the Recv after the Probe names its source.
+    for e in &set.ranks[0].events {
+        if let Payload::P2p { wildcards, tag, .. } = &e.payload {
+            let want = match e.op {
+                Op::Recv => *tag == 1,
+                Op::Irecv | Op::Probe => true,
+                _ => false,
+            };
+            assert_eq!(wildcards.source, want, "{} tag {tag}", e.op);
+            assert!(!wildcards.tag);
+        }
+    }
 }
 
 fn run_p2pmodes(lib: Lib) {

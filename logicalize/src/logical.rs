@@ -124,6 +124,9 @@ pub struct OpKey {
     pub given: u32,
     /// Requests a completion completed.
     pub done: u32,
+    /// The receive was posted with `MPI_ANY_SOURCE` (`peer` is where the message came from).
+    #[serde(default)]
+    pub any_source: bool,
 }
 
 /// One call of a class's logical program.
@@ -399,11 +402,13 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
             root: None,
             given: 0,
             done: 0,
+            any_source: false,
         };
         let mut completes = Vec::new();
         match &e.payload {
             Payload::None => {}
-            Payload::P2p { peer, tag, bytes, comm, request } => {
+            Payload::P2p { peer, tag, bytes, comm, request, wildcards } => {
+                k.any_source = wildcards.source;
                 k.peer = Some(name(*peer));
                 k.tag = tag_class(&k.peer, *tag);
                 k.bytes = *bytes;

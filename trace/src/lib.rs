@@ -33,7 +33,7 @@ pub use error::{Result, TraceError};
 pub use meta::RunMeta;
 pub use model::{
     Cart, CommId, Completed, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo,
-    RankTrace, RequestId, Work,
+    RankTrace, RequestId, Wildcards, Work,
 };
 pub use native::{NativeReader, NativeWriter};
 pub use resolve::resolve_any_source;

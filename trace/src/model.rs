@@ -266,6 +266,10 @@ pub enum Payload {
         comm: CommId,
         /// The request of a non-blocking call.
         request: Option<RequestId>,
+        /// Which arguments of a receive or probe were wildcards (`peer` and `tag` are then the
+        /// actual ones, once known).
+        #[serde(default, skip_serializing_if = "Wildcards::is_none")]
+        wildcards: Wildcards,
     },
     /// Sendrecv or Sendrecv_replace.
     SendRecv {
@@ -332,6 +336,22 @@ pub struct Cart {
     pub dims: Vec<u32>,
     /// Whether each dimension wraps around.
     pub periods: Vec<bool>,
+}
+
+/// Wildcards a receive or probe was posted with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Wildcards {
+    /// Posted with `MPI_ANY_SOURCE`.
+    pub source: bool,
+    /// Posted with `MPI_ANY_TAG`.
+    pub tag: bool,
+}
+
+impl Wildcards {
+    /// Neither wildcard.
+    pub fn is_none(&self) -> bool {
+        !self.source && !self.tag
+    }
 }
 
 /// One request completed by a Wait or Test.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Result, TraceError};
 use crate::model::{
     Cart, CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace,
-    RequestId, Work,
+    RequestId, Wildcards, Work,
 };
 
 /// First eight bytes of every native trace file.
@@ -21,7 +21,7 @@ pub const MAGIC: &[u8; 8] = b"MPISKTR\0";
 /// Last eight bytes of a complete native trace file.
 pub const END_MAGIC: &[u8; 8] = b"MPISKEND";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// File name of rank `r` inside a trace directory.
 pub fn rank_file_name(rank: Rank) -> String {
     format!("rank-{}.mpt", rank.0)
@@ -168,13 +168,14 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
         (OpClass::Lifecycle, Payload::None) => {}
         (
             OpClass::Send | OpClass::Recv | OpClass::Probe,
-            Payload::P2p { peer, tag, bytes, comm, request },
+            Payload::P2p { peer, tag, bytes, comm, request, wildcards },
         ) => {
             put_svar(b, encode_peer(*peer));
             put_svar(b, i64::from(*tag));
             put_uvar(b, *bytes);
             put_uvar(b, u64::from(comm.0));
             put_uvar(b, request.map_or(0, |r| u64::from(r.0)));
+            b.push(u8::from(wildcards.source) | (u8::from(wildcards.tag) << 1));
         }
         (
             OpClass::SendRecv,
@@ -667,6 +668,10 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
             bytes: s.uvar()?,
             comm: CommId(s.u32var("communicator id")?),
             request: request(s.uvar()?)?,
+            wildcards: match s.u8()? {
+                w if w < 4 => Wildcards { source: w & 1 != 0, tag: w & 2 != 0 },
+                w => return Err(Stop::Bad(format!("invalid wildcard flags {w}"))),
+            },
         },
         OpClass::SendRecv => Payload::SendRecv {
             dest: decode_peer(s.svar()?)?,

@@ -22,7 +22,8 @@ use rayon::prelude::*;
 
 use crate::error::{Result, TraceError};
 use crate::model::{
-    CommId, Completed, Event, Op, Payload, Peer, Rank, RankInfo, RankTrace, RequestId, Work,
+    CommId, Completed, Event, Op, Payload, Peer, Rank, RankInfo, RankTrace, RequestId, Wildcards,
+    Work,
 };
 
 /// How to turn a time-independent trace into timed events.
@@ -282,6 +283,7 @@ fn parse_rank<'l>(
                         bytes: b,
                         comm: CommId::WORLD,
                         request,
+                        wildcards: Wildcards::default(),
                     },
                 )
             }

@@ -9,7 +9,7 @@ use mpiskel_trace::native::{self, Item, NativeReader, NativeWriter};
 use mpiskel_trace::ti::{read_ti, TiOptions};
 use mpiskel_trace::{
     Cart, CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RequestId,
-    TraceError, Work,
+    TraceError, Wildcards, Work,
 };
 use proptest::prelude::*;
 
@@ -41,13 +41,14 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
     match op.class() {
         OpClass::Lifecycle => Just(Payload::None).boxed(),
         OpClass::Send | OpClass::Recv | OpClass::Probe => {
-            (peer(), any::<i32>(), any::<u64>(), 0u32..10, opt_req())
-                .prop_map(|(peer, tag, bytes, comm, request)| Payload::P2p {
+            (peer(), any::<i32>(), any::<u64>(), 0u32..10, opt_req(), any::<(bool, bool)>())
+                .prop_map(|(peer, tag, bytes, comm, request, (ws, wt))| Payload::P2p {
                     peer,
                     tag,
                     bytes,
                     comm: CommId(comm),
                     request,
+                    wildcards: Wildcards { source: ws, tag: wt },
                 })
                 .boxed()
         }
@@ -240,6 +241,7 @@ fn every_truncation_is_reported_with_rank_and_offset() {
                     bytes: 4096,
                     comm: CommId::WORLD,
                     request: Some(RequestId(i as u32 + 1)),
+                    wildcards: Wildcards::default(),
                 }
             } else {
                 Payload::Completion {

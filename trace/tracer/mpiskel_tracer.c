@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 /* ---- format constants (trace/FORMAT.md) ---------------------------------------------------- */
-#define FORMAT_VERSION 1
+#define FORMAT_VERSION 2
 #define FLAG_INSTRUCTIONS 1
 #define TAG_EVENT 0x01
 #define TAG_COMM 0x02
@@ -355,14 +355,20 @@ static void rec_simple(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap) {
     commit();
 }
 
+/* Wildcard flags of a receive or probe: bit 0 MPI_ANY_SOURCE, bit 1 MPI_ANY_TAG. */
+static unsigned wildcards(int source, int tag) {
+    return (source == MPI_ANY_SOURCE ? 1u : 0u) | (tag == MPI_ANY_TAG ? 2u : 0u);
+}
+
 static void rec_p2p(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int64_t p, int tag,
-                    uint64_t bytes, uint32_t comm, uint32_t req) {
+                    uint64_t bytes, uint32_t comm, uint32_t req, unsigned wild) {
     ev_begin(op, t_in, t_out, i_gap, 0);
     put_svar(p);
     put_svar(tag);
     put_uvar(bytes);
     put_uvar(comm);
     put_uvar(req);
+    put_u8(wild);
     commit();
 }
 
@@ -610,7 +616,7 @@ int MPI_Finalize(void) {
         LEAVE;                                                                                 \
         struct comm *c = comm_get(comm);                                                       \
         rec_p2p(OP, REL(t_in), REL(t_out), i_gap, peer(c, dest), tag, type_bytes(count, dt),   \
-                c->id, 0);                                                                     \
+                c->id, 0, 0);                                                                  \
         return rc;                                                                             \
     }
 BLOCKING_SEND(Send, OP_SEND)
@@ -629,7 +635,7 @@ BLOCKING_SEND(Bsend, OP_BSEND)
         uint32_t id = ++T.next_req;                                                            \
         req_put(*req, id, 0, c);                                                               \
         rec_p2p(OP, REL(t_in), REL(t_out), i_gap, peer(c, dest), tag, type_bytes(count, dt),   \
-                c->id, id);                                                                    \
+                c->id, id, 0);                                                                 \
         return rc;                                                                             \
     }
 NONBLOCKING_SEND(Isend, OP_ISEND)
@@ -648,7 +654,8 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
     int64_t p = source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE);
     /* from MPI_PROC_NULL nothing arrives: keep the size the program posted */
     rec_p2p(OP_RECV, REL(t_in), REL(t_out), i_gap, p, source == MPI_PROC_NULL ? tag : st->MPI_TAG,
-            source == MPI_PROC_NULL ? type_bytes(count, dt) : status_bytes(st), c->id, 0);
+            source == MPI_PROC_NULL ? type_bytes(count, dt) : status_bytes(st), c->id, 0,
+            wildcards(source, tag));
     return rc;
 }
 
@@ -662,7 +669,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
     uint32_t id = ++T.next_req;
     req_put(*req, id, 1, c);
     rec_p2p(OP_IRECV, REL(t_in), REL(t_out), i_gap, peer(c, source), tag, type_bytes(count, dt),
-            c->id, id);
+            c->id, id, wildcards(source, tag));
     return rc;
 }
 
@@ -723,7 +730,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     struct comm *c = comm_get(comm);
     int64_t p = source == MPI_PROC_NULL ? PEER_NULL : peer(c, st->MPI_SOURCE);
     rec_p2p(OP_PROBE, REL(t_in), REL(t_out), i_gap, p, source == MPI_PROC_NULL ? tag : st->MPI_TAG,
-            status_bytes(st), c->id, 0);
+            status_bytes(st), c->id, 0, wildcards(source, tag));
     return rc;
 }
 
@@ -738,7 +745,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
     int found = *flag && source != MPI_PROC_NULL;
     rec_p2p(OP_IPROBE, REL(t_in), REL(t_out), i_gap,
             found ? peer(c, st->MPI_SOURCE) : peer(c, source), found ? st->MPI_TAG : tag,
-            found ? status_bytes(st) : 0, c->id, 0);
+            found ? status_bytes(st) : 0, c->id, 0, wildcards(source, tag));
     return rc;
 }
 
