@@ -10,10 +10,10 @@
 //! skipped, and completions of skipped requests skipped or completing fewer requests. The folded
 //! rank then runs the class's program with the missing neighbour as `MPI_PROC_NULL`.
 //!
-//! Tags become *tag classes* (per direction, the order in which the rank first used each tag
-//! with that direction), since
-//! programs often compute tags from their rank; message sizes may differ between the ranks of a
-//! class (uneven decompositions), and each position keeps the smallest and largest size.
+//! Tags do not separate classes, since programs often compute tags from their rank; each call
+//! keeps the representative's *tag class* (the order in which it first used each tag). Message
+//! sizes may differ between the ranks of a class (uneven decompositions); each position keeps
+//! the smallest and largest size.
 //!
 //! **Compute gaps** are aggregated per position over every rank of the class (folded ranks at
 //! the positions they align with) as the mean, with min, max and count, and the mean work
@@ -44,6 +44,36 @@ pub struct Direction {
     pub name: String,
     /// The coordinate offset (Cartesian-like topologies), or a rank offset.
     pub offset: Vec<i64>,
+}
+
+impl Direction {
+    /// The direction by which the neighbour in this direction names this rank (`EAST` ↔
+    /// `WEST`; `XORk`, `TRANSPOSE`, `PARTNER`, `SELF` and moves along a dimension of two are
+    /// their own opposites). `None` where it depends on the rank (trees: a parent names each
+    /// child differently).
+    pub fn opposite(&self, topo: &Topology) -> Option<Direction> {
+        if self.name == "SELF" {
+            return Some(self.clone());
+        }
+        match topo.kind {
+            Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+                let offset: Vec<i64> = self
+                    .offset
+                    .iter()
+                    .zip(&topo.dims)
+                    .map(|(&o, &d)| if d == 2 { o } else { -o })
+                    .collect();
+                Some(Direction { name: direction_name(&offset), offset })
+            }
+            Kind::Tree => None,
+            Kind::AllToAll => {
+                let n = topo.n() as i64;
+                let o = (n - self.offset.first().copied().unwrap_or(0)).rem_euclid(n);
+                Some(Direction { name: format!("+{o}"), offset: vec![o] })
+            }
+            Kind::Butterfly | Kind::Pairs => Some(self.clone()),
+        }
+    }
 }
 
 /// The other side of a point-to-point call, logically.
@@ -142,7 +172,7 @@ pub struct LogicalOp {
     pub gap: GapStats,
     /// Smallest and largest size (bytes sent) at this position over the class.
     pub bytes_range: (u64, u64),
-    /// The representative's tag class (per direction, order of first use; −1 for any tag).
+    /// The representative's tag class (order of first use; −1 for any tag).
     pub tag_class: i32,
 }
 
@@ -375,17 +405,16 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
     let mut links = Vec::with_capacity(rt.events.len());
     let mut tag_classes = Vec::with_capacity(rt.events.len());
     let mut started: HashMap<RequestId, usize> = HashMap::new();
-    // Tag classes, numbered per peer direction in order of first use.
-    let mut tags: HashMap<Option<LogicalPeer>, HashMap<i32, i32>> = HashMap::new();
-    let mut tag_class = |peer: &Option<LogicalPeer>, t: i32| -> i32 {
+    // Tag classes, numbered in order of first use.
+    let mut tags: HashMap<i32, i32> = HashMap::new();
+    let mut tag_class = |_peer: &Option<LogicalPeer>, t: i32| -> i32 {
         if t < 0 {
             return t;
         }
-        let per = tags.entry(peer.clone()).or_default();
-        let next = per.len() as i32;
-        *per.entry(t).or_insert(next)
+        let next = tags.len() as i32;
+        *tags.entry(t).or_insert(next)
     };
-    // Each peer is named once per rank.
+    // Each peer and communicator is named once per rank.
     let mut names: HashMap<Peer, LogicalPeer> = HashMap::new();
     let mut name = |p: Peer| names.entry(p).or_insert_with(|| namer.peer(me, p)).clone();
     let mut comms: HashMap<CommId, LogicalComm> = HashMap::new();

@@ -1,0 +1,263 @@
+//! Global and local communication (seed 001 §4, Fig. 3).
+//!
+//! In a logical program every rank runs the same calls with peers named by direction, so a send
+//! to EAST is received by the neighbour's receive from WEST. A send or receive is **global** when
+//! the program also contains the opposite call it pairs with, placed so that the pattern cannot
+//! deadlock; otherwise it is **local** (it has no partner in the pattern). The rules, per Fig. 3:
+//! - a non-blocking call is global when the next unmarked opposite call (the opposite kind in
+//!   the opposite direction) comes before the Wait that completes it;
+//! - a blocking call is global when the next unmarked opposite call comes with no other
+//!   blocking send or receive in between.
+//!
+//! Global pairs whose sizes differ are balanced to the median of the two sizes (the seed's
+//! choice), so that both sides move the same bytes. Findings come back as data: the marks, the
+//! balanced sizes, and counts per kind.
+//!
+//! # Complexity
+//! O(n · w) for a program of n calls, where w is the distance to the partner searched (the whole
+//! rest of the program in the worst case).
+
+use mpiskel_logicalize::{LogicalPeer, ProcessClass, Topology};
+use mpiskel_trace::{Op, OpClass};
+use serde::{Deserialize, Serialize};
+
+/// One point-to-point call as matching sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct P2pCall {
+    /// Whether it sends.
+    pub send: bool,
+    /// Whether it is non-blocking.
+    pub nonblocking: bool,
+    /// Direction name, e.g. `EAST`.
+    pub dir: String,
+    /// The opposite direction, e.g. `WEST` (the direction the partner names this rank by).
+    pub opposite: String,
+    /// Tag class.
+    pub tag: i32,
+    /// Bytes.
+    pub bytes: u64,
+    /// For non-blocking calls: the position of the Wait that completes it.
+    pub wait_at: Option<usize>,
+}
+
+/// A call of the program: point-to-point, or anything else (which matching skips).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    /// A send or receive.
+    P2p(P2pCall),
+    /// A completion, collective, or anything else.
+    Other,
+}
+
+/// How a call was marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    /// Paired with the call at this position.
+    Global(usize),
+    /// No partner in the pattern.
+    Local,
+    /// Not a send or receive.
+    NotP2p,
+}
+
+/// The result of matching one program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Matching {
+    /// One mark per call.
+    pub marks: Vec<Mark>,
+    /// Sizes after balancing (unchanged for local calls and non-p2p calls).
+    pub bytes: Vec<u64>,
+    /// Global pairs.
+    pub global_pairs: usize,
+    /// Global pairs whose sizes were balanced.
+    pub balanced: usize,
+    /// Local sends.
+    pub local_sends: usize,
+    /// Local receives.
+    pub local_recvs: usize,
+}
+
+fn is_blocking_p2p(c: &Call) -> bool {
+    matches!(c, Call::P2p(p) if !p.nonblocking)
+}
+
+/// Marks every send and receive of `calls` global or local (seed 001 Fig. 3).
+pub fn match_calls(calls: &[Call]) -> Matching {
+    let n = calls.len();
+    let mut marks: Vec<Option<Mark>> =
+        calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
+    let mut bytes: Vec<u64> = calls
+        .iter()
+        .map(|c| match c {
+            Call::P2p(p) => p.bytes,
+            Call::Other => 0,
+        })
+        .collect();
+    let (mut global_pairs, mut balanced) = (0, 0);
+    for i in 0..n {
+        if marks[i].is_some() {
+            continue;
+        }
+        let Call::P2p(x) = &calls[i] else { continue };
+        // The next unmarked opposite call: the other kind, in the direction by which the
+        // partner names this rank. Tags are not compared (the seed matches by direction and
+        // datatype; programs such as NPB BT compute tags from their rank).
+        let partner = (i + 1..n).find(|&j| {
+            marks[j].is_none()
+                && matches!(&calls[j], Call::P2p(y)
+                    if y.send != x.send && y.dir == x.opposite && x.dir == y.opposite)
+        });
+        let ok = partner.is_some_and(|j| {
+            if x.nonblocking {
+                // It must come before the wait that completes this call.
+                x.wait_at.is_some_and(|w| j < w)
+            } else {
+                // No other blocking send or receive in between.
+                !calls[i + 1..j].iter().any(is_blocking_p2p)
+            }
+        });
+        match (ok, partner) {
+            (true, Some(j)) => {
+                marks[i] = Some(Mark::Global(j));
+                marks[j] = Some(Mark::Global(i));
+                global_pairs += 1;
+                if bytes[i] != bytes[j] {
+                    // The median of two sizes is their mean.
+                    let m = (bytes[i] + bytes[j]) / 2;
+                    bytes[i] = m;
+                    bytes[j] = m;
+                    balanced += 1;
+                }
+            }
+            _ => marks[i] = Some(Mark::Local),
+        }
+    }
+    let marks: Vec<Mark> = marks.into_iter().map(|m| m.unwrap_or(Mark::Local)).collect();
+    let local = |send: bool| {
+        marks
+            .iter()
+            .zip(calls)
+            .filter(|(m, c)| **m == Mark::Local && matches!(c, Call::P2p(p) if p.send == send))
+            .count()
+    };
+    Matching {
+        local_sends: local(true),
+        local_recvs: local(false),
+        marks,
+        bytes,
+        global_pairs,
+        balanced,
+    }
+}
+
+/// The calls of a process class's logical program, for [`match_calls`]. Calls whose partner
+/// direction depends on the rank (trees) or that name no neighbour (`NULL`, exceptions) are
+/// treated as having no partner.
+pub fn calls_of_class(class: &ProcessClass, topo: Option<&Topology>) -> Vec<Call> {
+    // Where each request is completed.
+    let mut wait_at: Vec<Option<usize>> = vec![None; class.ops.len()];
+    for (w, op) in class.ops.iter().enumerate() {
+        for &started in &op.completes {
+            wait_at[started] = Some(w);
+        }
+    }
+    class
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| {
+            let k = &op.key;
+            let send = match k.op.class() {
+                OpClass::Send => true,
+                OpClass::Recv => false,
+                _ => return Call::Other,
+            };
+            let Some(LogicalPeer::Dir(d)) = &k.peer else { return Call::Other };
+            let opposite = topo.and_then(|t| d.opposite(t)).map_or_else(String::new, |o| o.name);
+            let nonblocking = matches!(k.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv);
+            Call::P2p(P2pCall {
+                send,
+                nonblocking,
+                dir: d.name.clone(),
+                opposite,
+                tag: op.tag_class,
+                bytes: k.bytes,
+                wait_at: if nonblocking { wait_at[i] } else { None },
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(send: bool, nb: bool, dir: &str, opp: &str, bytes: u64, wait_at: Option<usize>) -> Call {
+        Call::P2p(P2pCall {
+            send,
+            nonblocking: nb,
+            dir: dir.into(),
+            opposite: opp.into(),
+            tag: 0,
+            bytes,
+            wait_at,
+        })
+    }
+
+    #[test]
+    fn ring_of_blocking_calls_is_global() {
+        // Send RIGHT, Recv LEFT: the partner receives from LEFT what this rank sends RIGHT.
+        let calls =
+            [p(true, false, "RIGHT", "LEFT", 8, None), p(false, false, "LEFT", "RIGHT", 8, None)];
+        let m = match_calls(&calls);
+        assert_eq!(m.marks, vec![Mark::Global(1), Mark::Global(0)]);
+        assert_eq!((m.local_sends, m.local_recvs), (0, 0));
+    }
+
+    #[test]
+    fn halo_exchange_before_its_wait_is_global_and_balanced() {
+        let calls = [
+            p(false, true, "NORTH", "SOUTH", 100, Some(4)),
+            p(false, true, "SOUTH", "NORTH", 100, Some(4)),
+            p(true, true, "SOUTH", "NORTH", 120, Some(4)),
+            p(true, true, "NORTH", "SOUTH", 100, Some(4)),
+            Call::Other,
+        ];
+        let m = match_calls(&calls);
+        assert_eq!(m.global_pairs, 2);
+        assert_eq!(m.balanced, 1);
+        // The receive from NORTH pairs with the send to SOUTH (what the northern neighbour
+        // sends): 100 and 120 bytes balance to 110.
+        assert_eq!(m.marks[0], Mark::Global(2));
+        assert_eq!((m.bytes[0], m.bytes[2], m.bytes[1]), (110, 110, 100));
+    }
+
+    #[test]
+    fn a_send_without_partner_is_local() {
+        // Send to WEST but nobody receives from EAST; a receive completed before its partner.
+        let calls = [
+            p(true, false, "WEST", "EAST", 8, None),
+            p(false, true, "NORTH", "SOUTH", 8, Some(2)),
+            Call::Other,
+            p(true, true, "SOUTH", "NORTH", 8, Some(4)),
+            Call::Other,
+        ];
+        let m = match_calls(&calls);
+        assert_eq!(m.marks[0], Mark::Local);
+        assert_eq!(m.marks[1], Mark::Local, "its partner comes after its wait");
+        assert_eq!((m.local_sends, m.local_recvs), (2, 1));
+    }
+
+    #[test]
+    fn a_blocking_call_in_between_makes_it_local() {
+        let calls = [
+            p(true, false, "EAST", "WEST", 8, None),
+            p(false, false, "NORTH", "SOUTH", 8, None),
+            p(false, false, "WEST", "EAST", 8, None),
+        ];
+        let m = match_calls(&calls);
+        assert_eq!(m.marks[0], Mark::Local);
+    }
+}
