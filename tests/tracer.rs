@@ -116,19 +116,24 @@ fn sorted(mut v: Vec<Call>) -> Vec<Call> {
 
 // ---- models ---------------------------------------------------------------------------------
 
+/// One blocking ring exchange: even ranks send right first, odd ranks receive from the left first.
+fn ring_step(r: usize, right: usize, left: usize, bytes: u64) -> [Call; 2] {
+    let send = p2p(Op::Send, rk(right), bytes);
+    let recv = p2p(Op::Recv, rk(left), bytes);
+    if r % 2 == 0 {
+        [send, recv]
+    } else {
+        [recv, send]
+    }
+}
+
 fn model_ring(n: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
     (0..n)
         .map(|r| {
             let (right, left) = ((r + 1) % n, (r + n - 1) % n);
             let mut v = vec![c(Op::Init)];
             for _ in 0..iters {
-                let send = p2p(Op::Send, rk(right), bytes);
-                let recv = p2p(Op::Recv, rk(left), bytes);
-                if r % 2 == 0 {
-                    v.extend([send, recv]);
-                } else {
-                    v.extend([recv, send]);
-                }
+                v.extend(ring_step(r, right, left, bytes));
             }
             v.push(c(Op::Finalize));
             v
@@ -284,13 +289,7 @@ fn model_ring_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
                 v.push(p2p(Op::Isend, rk(right), bytes));
                 v.push(p2p(Op::Isend, rk(left), bytes));
                 v.push(c(Op::Waitall));
-                let send = p2p(Op::Send, rk(right), bytes);
-                let recv = p2p(Op::Recv, rk(left), bytes);
-                if r % 2 == 0 {
-                    v.extend([send, recv]);
-                } else {
-                    v.extend([recv, send]);
-                }
+                v.extend(ring_step(r, right, left, bytes));
                 v.push(c(Op::Allreduce));
             }
             v.extend([rooted(Op::Bcast, 0), c(Op::Barrier), c(Op::Finalize)]);

@@ -230,19 +230,16 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
                         m.post_recv(rank, *from, *tag, Some(*slot));
                         true
                     }
-                    CheckOp::Send { to, tag } => {
+                    CheckOp::Send { .. } | CheckOp::Recv { .. } => {
+                        // A blocking call is posted once, then waits for its match.
                         if !posted[r] {
                             posted[r] = true;
                             m.matched.remove(&(rank, BLOCKING));
-                            m.post_send(rank, *to, *tag, None);
-                        }
-                        m.is_matched(rank, BLOCKING)
-                    }
-                    CheckOp::Recv { from, tag } => {
-                        if !posted[r] {
-                            posted[r] = true;
-                            m.matched.remove(&(rank, BLOCKING));
-                            m.post_recv(rank, *from, *tag, None);
+                            match op {
+                                CheckOp::Send { to, tag } => m.post_send(rank, *to, *tag, None),
+                                CheckOp::Recv { from, tag } => m.post_recv(rank, *from, *tag, None),
+                                _ => unreachable!("matched above"),
+                            }
                         }
                         m.is_matched(rank, BLOCKING)
                     }
