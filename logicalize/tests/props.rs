@@ -47,12 +47,10 @@ fn cartesian() -> impl Strategy<Value = Topology> {
     .prop_map(|(dims, p)| {
         // As the catalogue spells them: size-2 dimensions never periodic, equal dimensions
         // with non-increasing periodicity.
-        let mut periods: Vec<bool> = dims.iter().zip(&p).map(|(&d, &p)| p && d > 2).collect();
-        for k in 1..dims.len() {
-            if dims[k] == dims[k - 1] && periods[k] && !periods[k - 1] {
-                periods.swap(k, k - 1);
-            }
-        }
+        let mut axes: Vec<(usize, bool)> =
+            dims.iter().zip(&p).map(|(&d, &p)| (d, p && d > 2)).collect();
+        axes.sort_unstable_by(|a, b| b.cmp(a));
+        let (dims, periods) = axes.into_iter().unzip();
         Topology { kind: Kind::Cartesian, dims, periods }
     })
 }
@@ -100,4 +98,12 @@ fn an_irregular_graph_is_a_general_graph() {
 fn no_messages_no_topology() {
     let id = identify(&Graph::from_edges(8, []), None);
     assert_eq!(id.structure, Structure::NoPointToPoint);
+}
+
+/// A shape whose equal dimensions need more than one swap to put the periodic one first.
+#[test]
+fn a_cube_periodic_in_its_last_dimension_is_named_canonically() {
+    let t =
+        Topology { kind: Kind::Cartesian, dims: vec![6, 6, 6], periods: vec![true, false, false] };
+    check(&t, 1189078307211405554).unwrap();
 }
