@@ -17,7 +17,8 @@ use serde::Serialize;
 /// time-independent trace (its index file, a folder holding `trace.txt`, or a single action
 /// file with the lines of all ranks); or a loop nest written by `mpiskel compress -o` (main
 /// loop, coverage, program); or a logical trace written by `mpiskel logicalize -o` (topology,
-/// dimensions, periodicity, each stage's candidates and time, mapping, classes).
+/// dimensions, periodicity, each stage's candidates and time, mapping, classes); or a skeleton
+/// folder written by `mpiskel build` (topology, classes, phases, scaling, matching, check).
 ///
 /// Examples:
 ///   mpiskel inspect ring.trace
@@ -26,6 +27,7 @@ use serde::Serialize;
 ///   mpiskel inspect --flops 2e9 ../shared/fixtures/npb/lu.S.4/trace.txt
 ///   mpiskel inspect lu.nest.json
 ///   mpiskel inspect lu.logical.json
+///   mpiskel inspect bt.skel
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct InspectArgs {
@@ -52,6 +54,14 @@ struct Report<'a> {
 
 pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
+    if let Some(doc) = crate::build::read_skeleton_document(&a.path)? {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!("{}", crate::build::render_document(&doc));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Some(doc) = read_logical_document(&a.path)? {
         if a.json {
             println!("{}", serde_json::to_string_pretty(&doc)?);

@@ -2,10 +2,12 @@
 //!
 //! This binary glues the stage crates together; each subcommand lives in its own module.
 
+mod build;
 mod compress;
 mod inspect;
 mod logicalize;
 mod record;
+mod run;
 mod symbols;
 
 use std::process::ExitCode;
@@ -14,8 +16,10 @@ use clap::{Parser, Subcommand};
 
 /// Turn the execution traces of an MPI application into a performance skeleton.
 ///
-/// Record an application once with `mpiskel trace`, look at what was recorded with
-/// `mpiskel inspect`, find its loop nest with `mpiskel compress`.
+/// Record an application once with `mpiskel trace`, make its skeleton with `mpiskel build`, run
+/// the skeleton anywhere with `mpiskel run` (or its own run.sh) to predict the application's
+/// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
+/// single stages.
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
@@ -29,6 +33,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     Logicalize(logicalize::LogicalizeArgs),
     Compress(compress::CompressArgs),
+    Build(build::BuildArgs),
+    Run(run::RunArgs),
     Tracer(record::TracerArgs),
 }
 
@@ -40,6 +46,8 @@ fn main() -> ExitCode {
         Command::Inspect(a) => inspect::inspect(a),
         Command::Logicalize(a) => logicalize::run(a),
         Command::Compress(a) => compress::compress(a),
+        Command::Build(a) => build::build(a),
+        Command::Run(a) => run::run(a),
         Command::Tracer(a) => record::tracer(a),
     };
     match result {

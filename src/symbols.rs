@@ -14,8 +14,7 @@
 use std::collections::HashMap;
 
 use mpiskel_compress::Sym;
-use mpiskel_trace::{Event, Op, OpClass, Payload, Peer, Rank, RankTrace};
-use serde::Serialize;
+use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
@@ -80,23 +79,9 @@ fn key(e: &Event, me: Rank) -> Key {
     }
 }
 
-/// What one symbol stands for, for people.
-#[derive(Debug, Clone, Serialize)]
-pub struct SymbolInfo {
-    /// The symbol.
-    pub sym: Sym,
-    /// The operation and its shaping arguments, e.g. `Send +1 tag 3 4096 B`.
-    pub text: String,
-}
+pub use mpiskel_emit::symbols::{symbolize_class, SymbolInfo, Symbolized};
 
-/// One rank's events as symbols, with the compute gap (seconds) before each.
-#[derive(Debug)]
-pub struct Symbolized {
-    pub symbols: Vec<Sym>,
-    pub gaps_s: Vec<f64>,
-    pub legend: Vec<SymbolInfo>,
-}
-
+/// One rank's physical calls as symbols (peers as rank offsets), with the compute gap before each.
 pub fn symbolize(rt: &RankTrace) -> Symbolized {
     let mut ids: HashMap<Key, Sym> = HashMap::new();
     let mut legend = Vec::new();
@@ -137,54 +122,4 @@ fn describe(k: &Key) -> String {
         ),
         _ => format!("{}{peer}", k.op),
     }
-}
-
-/// A process class's logical program as symbols, with the mean compute gap before each call.
-pub fn symbolize_class(class: &mpiskel_logicalize::ProcessClass) -> Symbolized {
-    use mpiskel_logicalize::LogicalPeer;
-    let mut by_key: HashMap<String, Sym> = HashMap::new();
-    let mut legend = Vec::new();
-    let mut symbols = Vec::with_capacity(class.ops.len());
-    let mut gaps_s = Vec::with_capacity(class.ops.len());
-    let name = |p: &Option<LogicalPeer>| match p {
-        Some(LogicalPeer::Dir(d)) => format!(" {}", d.name),
-        Some(LogicalPeer::Null) => " NULL".into(),
-        Some(LogicalPeer::Any) => " ANY".into(),
-        Some(LogicalPeer::Exception(r)) => format!(" rank {r}"),
-        None => String::new(),
-    };
-    for op in &class.ops {
-        let k = &op.key;
-        // The symbol: operation, direction(s), tag class, sizes, communicator, root, counts.
-        let text = match k.op.class() {
-            OpClass::Send | OpClass::Recv | OpClass::Probe => {
-                format!("{}{} tag#{} {} B {:?}", k.op, name(&k.peer), op.tag_class, k.bytes, k.comm)
-            }
-            OpClass::SendRecv => format!(
-                "{}{}{} {}/{} B",
-                k.op,
-                name(&k.peer),
-                name(&k.source),
-                k.bytes,
-                k.recv_bytes
-            ),
-            OpClass::Completion => format!("{} {}/{}", k.op, k.done, k.given),
-            OpClass::Collective => format!(
-                "{} {:?}{} {} B",
-                k.op,
-                k.comm,
-                k.root.as_ref().map_or(String::new(), |r| format!(" root {r:?}")),
-                k.bytes
-            ),
-            _ => format!("{} {:?}", k.op, k.comm),
-        };
-        let next = by_key.len() as Sym;
-        let sym = *by_key.entry(text.clone()).or_insert_with(|| {
-            legend.push(SymbolInfo { sym: next, text });
-            next
-        });
-        symbols.push(sym);
-        gaps_s.push(op.gap.mean_s);
-    }
-    Symbolized { symbols, gaps_s, legend }
 }

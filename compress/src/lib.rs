@@ -26,4 +26,4 @@ pub mod runs;
 
 pub use exact::exact;
 pub use greedy::greedy;
-pub use nest::{LoopNest, NestReport, Node, Stats, Sym};
+pub use nest::{leaf_count, LoopNest, NestReport, Node, Stats, Sym, When};

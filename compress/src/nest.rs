@@ -220,23 +220,9 @@ impl LoopNest {
         notation(&self.items)
     }
 
-    /// Attaches weight statistics: `weights[i]` belongs to input position `i`. Every program
-    /// position gets the statistics of the input positions it stands for.
-    ///
-    /// # Panics
-    /// If `weights` is not as long as the expansion.
-    pub fn attach_weights(&mut self, weights: &[f64]) {
-        // Number Sym nodes in pre-order; every iteration of a loop walks its body with the same
-        // numbers, so the expansion yields, per input position, the node it belongs to.
-        fn syms(nodes: &[Node]) -> usize {
-            nodes
-                .iter()
-                .map(|n| match n {
-                    Node::Sym { .. } => 1,
-                    Node::Loop { body, .. } | Node::Guard { body, .. } => syms(body),
-                })
-                .sum()
-        }
+    /// For each input position, the `Sym` node (numbered in pre-order) that stands for it: every
+    /// iteration of a loop walks its body with the same numbers.
+    pub fn leaf_of_position(&self) -> Vec<usize> {
         fn ids(nodes: &[Node], next: &mut usize, out: &mut Vec<usize>, iteration: u64, count: u64) {
             for n in nodes {
                 match n {
@@ -250,18 +236,29 @@ impl LoopNest {
                             *next = start;
                             ids(body, next, out, i, *count);
                         }
-                        *next = start + syms(body);
+                        *next = start + leaf_count(body);
                     }
                     Node::Guard { when, body } => {
                         if when.runs(iteration, count) {
                             ids(body, next, out, iteration, count);
                         } else {
-                            *next += syms(body);
+                            *next += leaf_count(body);
                         }
                     }
                 }
             }
         }
+        let mut out = Vec::new();
+        ids(&self.items, &mut 0, &mut out, 0, 1);
+        out
+    }
+
+    /// Attaches weight statistics: `weights[i]` belongs to input position `i`. Every program
+    /// position gets the statistics of the input positions it stands for.
+    ///
+    /// # Panics
+    /// If `weights` is not as long as the expansion.
+    pub fn attach_weights(&mut self, weights: &[f64]) {
         fn set(nodes: &mut [Node], accs: &[Acc], k: &mut usize) {
             for n in nodes {
                 match n {
@@ -273,9 +270,8 @@ impl LoopNest {
                 }
             }
         }
-        let mut order = Vec::with_capacity(weights.len());
-        let mut n_nodes = 0;
-        ids(&self.items, &mut n_nodes, &mut order, 0, 1);
+        let order = self.leaf_of_position();
+        let n_nodes = leaf_count(&self.items);
         assert_eq!(order.len(), weights.len(), "one weight per input position");
         let mut accs = vec![Acc::default(); n_nodes];
         for (id, w) in order.into_iter().zip(weights) {
@@ -317,4 +313,15 @@ fn notation(nodes: &[Node]) -> String {
         parts.push(plain.to_string());
     }
     parts.join(" + ")
+}
+
+/// Number of `Sym` nodes in `nodes`, loops' bodies counted once.
+pub fn leaf_count(nodes: &[Node]) -> usize {
+    nodes
+        .iter()
+        .map(|n| match n {
+            Node::Sym { .. } => 1,
+            Node::Loop { body, .. } | Node::Guard { body, .. } => leaf_count(body),
+        })
+        .sum()
 }

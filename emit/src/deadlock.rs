@@ -9,8 +9,8 @@
 //! - a collective completes when every member of its communicator has reached it (each member's
 //!   k-th collective on a communicator meets the others' k-th).
 //!
-//! Messages match as in MPI: by source (or any source), destination and tag, and in posting
-//! order between a pair (non-overtaking). The execution runs until every rank has finished or
+//! Messages match as in MPI: by source (or any source), destination and tag (or any tag: a
+//! negative tag), and in posting order between a pair (non-overtaking). The execution runs until every rank has finished or
 //! none can move; in the latter case the result is a [`Deadlock`] naming each blocked rank, the
 //! operation it is in and what that waits for. Findings are data, not errors.
 //!
@@ -168,8 +168,9 @@ impl Matcher {
     fn post_send(&mut self, from: u32, to: u32, tag: i32, slot: Option<Slot>) {
         let me = Posted { rank: from, slot };
         if let Some(q) = self.recvs.get_mut(&to) {
-            if let Some(i) =
-                q.iter().position(|(src, t, _)| *t == tag && src.is_none_or(|s| s == from))
+            if let Some(i) = q
+                .iter()
+                .position(|(src, t, _)| (*t < 0 || *t == tag) && src.is_none_or(|s| s == from))
             {
                 let (_, _, r) = q.remove(i).expect("position is valid");
                 self.done(r);
@@ -183,15 +184,21 @@ impl Matcher {
     fn post_recv(&mut self, to: u32, from: Option<u32>, tag: i32, slot: Option<Slot>) {
         let me = Posted { rank: to, slot };
         let key = match from {
-            Some(s) => {
+            Some(s) if tag >= 0 => {
                 Some((s, to, tag)).filter(|k| self.sends.get(k).is_some_and(|q| !q.is_empty()))
             }
-            // Any source: the oldest matching send is taken from the lowest source (any choice
-            // is a possible execution; the check is for the program, not this order).
-            None => self
+            // Any source or any tag (negative): the oldest matching send is taken from the
+            // lowest source and tag (any choice is a possible execution; the check is for the
+            // program, not this order).
+            _ => self
                 .sends
                 .iter()
-                .filter(|((_, d, t), q)| *d == to && *t == tag && !q.is_empty())
+                .filter(|((s, d, t), q)| {
+                    *d == to
+                        && (tag < 0 || *t == tag)
+                        && from.is_none_or(|f| f == *s)
+                        && !q.is_empty()
+                })
                 .map(|(k, _)| *k)
                 .min(),
         };

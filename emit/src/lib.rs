@@ -1,16 +1,29 @@
-//! Skeleton construction (seed 001 §4): matching, deadlock check, scaling and code generation.
+//! Skeleton construction (seed 001 §4): from a logical trace and the loop nest of each process
+//! class to a program that cannot hang, scaled to a target time, rendered as C.
 //!
-//! Built so far:
-//! - [`matching`]: global and local sends and receives of a class's logical program (seed 001
-//!   Fig. 3), with size balancing;
-//! - [`deadlock::check`]: executes every rank's program under the strictest MPI semantics and
-//!   reports, as data, each rank that would block forever.
+//! - [`symbols`]: a class's logical program as symbols for loop discovery;
+//! - [`program`]: the program IR (classes, phases, statements, calls), built from the logical
+//!   trace and the nests;
+//! - [`matching`]: global and local sends and receives (seed 001 Fig. 3), size balancing;
+//! - [`scale`]: main-loop cut for a target time, and the prediction factors;
+//! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
+//!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;
+//! - [`pipeline`]: all of the above in order;
+//! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`).
 //!
-//! Scaling and the C and Rust back ends are not built yet. This crate never reads trace files.
+//! This crate never reads trace files.
 #![deny(missing_docs)]
 
+pub mod c;
 pub mod deadlock;
+pub mod instantiate;
 pub mod matching;
+pub mod pipeline;
+pub mod program;
+pub mod scale;
+pub mod symbols;
 
 pub use deadlock::{check, Blocked, CheckOp, Deadlock};
 pub use matching::{calls_of_class, match_calls, Call, Mark, Matching, P2pCall};
+pub use program::{build, Skeleton};
+pub use scale::{scale, Scaling};

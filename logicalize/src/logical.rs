@@ -19,7 +19,9 @@
 //! the positions they align with) as the mean, with min, max and count, and the mean work
 //! (instructions or flops) where the trace recorded it: the mean keeps the
 //! class's total compute time, which is what a skeleton must reproduce; min and max show the
-//! imbalance that the mean hides.
+//! imbalance that the mean hides. Each position also keeps every rank's gap (in memory only), so
+//! that a skeleton can reproduce the spread: in a bulk-synchronous step the slowest rank sets
+//! the pace, and a skeleton computing only means would run faster than the application.
 //!
 //! **Exceptions.** A point-to-point peer that is not a neighbour in the topology is kept as an
 //! explicit exception (its world rank), counted and reported, never dropped.
@@ -108,6 +110,10 @@ pub enum LogicalComm {
     Other {
         /// Number of members.
         size: usize,
+        /// When the members' world ranks are evenly spaced: the spacing (1 for consecutive
+        /// ranks, 2 for the even or odd ones of a block, …); 0 otherwise.
+        #[serde(default)]
+        stride: usize,
     },
 }
 
@@ -174,6 +180,10 @@ pub struct LogicalOp {
     pub bytes_range: (u64, u64),
     /// The representative's tag class (order of first use; −1 for any tag).
     pub tag_class: i32,
+    /// The gap of every contributing rank at this position, (rank, seconds), not serialized: the
+    /// distribution a skeleton draws its compute blocks from.
+    #[serde(skip)]
+    pub gap_samples: Vec<(u32, f32)>,
 }
 
 /// Ranks that run one logical program.
@@ -359,7 +369,9 @@ impl Namer<'_> {
 
     fn comm(&self, rt: &RankTrace, comm: CommId) -> LogicalComm {
         let me = rt.rank.0;
-        let Some(members) = rt.members(comm) else { return LogicalComm::Other { size: 0 } };
+        let Some(members) = rt.members(comm) else {
+            return LogicalComm::Other { size: 0, stride: 0 };
+        };
         if members.len() == self.ident.n {
             return LogicalComm::World;
         }
@@ -380,7 +392,14 @@ impl Namer<'_> {
                 return LogicalComm::Slice { free };
             }
         }
-        LogicalComm::Other { size: members.len() }
+        let mut sorted: Vec<u32> = members.iter().map(|m| m.0).collect();
+        sorted.sort_unstable();
+        let stride = match sorted.as_slice() {
+            [a, b, ..] if sorted.windows(2).all(|w| w[1] - w[0] == b - a) => (b - a) as usize,
+            [_] => 1,
+            _ => 0,
+        };
+        LogicalComm::Other { size: members.len(), stride }
     }
 
     fn root(&self, r: u32) -> Vec<usize> {
@@ -569,10 +588,12 @@ struct GapAcc {
     max: f64,
     instructions: (u64, f64),
     flops: (u64, f64),
+    samples: Vec<(u32, f32)>,
 }
 
 impl GapAcc {
-    fn add(&mut self, g: Gap) {
+    fn add(&mut self, rank: u32, g: Gap) {
+        self.samples.push((rank, g.s as f32));
         self.min = if self.n == 0 { g.s } else { self.min.min(g.s) };
         self.max = self.max.max(g.s);
         self.n += 1;
@@ -760,14 +781,14 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
             let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
             for &r in &ranks {
                 for (i, g) in translated[r as usize].1.iter().enumerate() {
-                    acc[i].add(*g);
+                    acc[i].add(r, *g);
                 }
             }
             for (r, map) in &folded {
                 let (other, gaps, ..) = &translated[*r as usize];
                 for (i, j) in map.iter().enumerate() {
                     if let Some(j) = j {
-                        acc[i].add(gaps[*j]);
+                        acc[i].add(*r, gaps[*j]);
                         sizes[i].0 = sizes[i].0.min(other[*j].bytes);
                         sizes[i].1 = sizes[i].1.max(other[*j].bytes);
                     }
@@ -785,6 +806,7 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                     bytes_range,
                     tag_class,
                     gap: a.stats(),
+                    gap_samples: a.samples,
                 })
                 .collect();
             let mut folded_ranks: Vec<u32> = folded.iter().map(|(r, _)| *r).collect();

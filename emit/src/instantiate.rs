@@ -1,0 +1,268 @@
+//! Instantiation: every rank's skeleton program as the deadlock checker sees it — loops at the
+//! counts the skeleton runs, neighbours resolved, request slots tracked.
+//!
+//! The program is checked exactly as it will run (every iteration it makes), which is stronger
+//! than cutting loops to two iterations and affordable because a skeleton is short. Waits keep
+//! only the requests still pending (a request to `MPI_PROC_NULL` or one already completed is
+//! `MPI_REQUEST_NULL`); `MPI_Waitany`/`Waitsome` are taken to complete the lowest pending
+//! request of their set (a possible execution: the real call returns no later); a
+//! `MPI_Sendrecv` is a send and a receive started together and waited for.
+//!
+//! # Complexity
+//! O(ranks × calls each runs).
+
+use std::collections::BTreeSet;
+
+use crate::deadlock::{CheckOp, Slot};
+use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, Stmt};
+use mpiskel_compress::When;
+
+/// Something that makes a program impossible to run as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rank {rank}: request slot {slot} is started again while still pending (phase {phase})")]
+pub struct SlotReuse {
+    /// Rank.
+    pub rank: u32,
+    /// Slot.
+    pub slot: u32,
+    /// Phase.
+    pub phase: String,
+}
+
+/// Coordinates of `rank` in a row-major grid of `dims`.
+pub fn coords(rank: u32, dims: &[usize]) -> Vec<usize> {
+    let mut c = vec![0; dims.len()];
+    let mut rest = rank as usize;
+    for k in (0..dims.len()).rev() {
+        c[k] = rest % dims[k];
+        rest /= dims[k];
+    }
+    c
+}
+
+/// The world rank in direction `d` of `rank`.
+pub fn resolve(skel: &Skeleton, rank: u32, d: usize) -> Option<u32> {
+    match &skel.layout {
+        Layout::Cartesian { dims, periods } => {
+            let mut c = coords(rank, dims);
+            let off = &skel.directions[d].offset;
+            if off.is_empty() {
+                return Some(rank);
+            }
+            for k in 0..dims.len() {
+                let o = off.get(k).copied().unwrap_or(0);
+                let n = dims[k] as i64;
+                let x = c[k] as i64 + o;
+                if !(0..n).contains(&x) && !periods[k] {
+                    return None;
+                }
+                c[k] = x.rem_euclid(n) as usize;
+            }
+            Some(c.iter().zip(dims).fold(0usize, |a, (x, n)| a * n + x) as u32)
+        }
+        Layout::Table { neighbours } => {
+            let v = *neighbours.get(rank as usize)?.get(d)?;
+            (v >= 0).then_some(v as u32)
+        }
+        Layout::None => Some(rank),
+    }
+}
+
+/// The colour of rank `r` among groups of `size` ranks spaced `stride` apart.
+pub fn strided_color(r: u32, size: u32, stride: u32) -> u32 {
+    let (size, stride) = (size.max(1), stride.max(1));
+    (r / (size * stride)) * stride + r % stride
+}
+
+/// The members of communicator `comm` that `rank` belongs to, and an id unique to that group.
+pub fn members(skel: &Skeleton, comm: usize, rank: u32) -> (u32, Vec<u32>) {
+    let n = skel.n_ranks;
+    let id = |first: u32| (comm as u32) * n + first;
+    match &skel.comms[comm] {
+        Comm::World => (0, (0..n).collect()),
+        Comm::SelfComm => (id(rank), vec![rank]),
+        Comm::Slice { free } => {
+            let g = &skel.grid_coords;
+            let mine = &g[rank as usize];
+            let m: Vec<u32> = (0..n)
+                .filter(|&r| {
+                    let c = &g[r as usize];
+                    (0..mine.len()).all(|k| free.contains(&k) || c[k] == mine[k])
+                })
+                .collect();
+            (id(m[0]), m)
+        }
+        Comm::Strided { size, stride } => {
+            let color = |r: u32| strided_color(r, *size as u32, *stride as u32);
+            let c = color(rank);
+            let m: Vec<u32> = (0..n).filter(|&r| color(r) == c).collect();
+            (id(m[0]), m)
+        }
+    }
+}
+
+struct Rank<'a> {
+    skel: &'a Skeleton,
+    rank: u32,
+    pending: BTreeSet<u32>,
+    out: Vec<CheckOp>,
+    phase: &'a str,
+    reused: BTreeSet<u32>,
+}
+
+const SENDRECV_SEND: Slot = Slot::MAX - 2;
+const SENDRECV_RECV: Slot = Slot::MAX - 1;
+
+impl Rank<'_> {
+    fn peer(&self, p: &Peer) -> Option<Option<u32>> {
+        // Some(None): any source; None: MPI_PROC_NULL.
+        match p {
+            Peer::Dir(d) => resolve(self.skel, self.rank, *d).map(Some),
+            Peer::Null => None,
+            Peer::Any => Some(None),
+            Peer::Rank(r) => Some(Some(*r)),
+        }
+    }
+
+    /// Starts a request in `slot`; one still pending there is completed first (as the
+    /// emitted code does for the slots this finds).
+    fn start(&mut self, slot: u32) -> Result<(), SlotReuse> {
+        if !self.pending.insert(slot) {
+            self.reused.insert(slot);
+            self.out.push(CheckOp::Wait { slots: vec![slot] });
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, c: &Call) -> Result<(), SlotReuse> {
+        match c {
+            Call::Send { to, tag, slot, .. } => {
+                let Some(Some(to)) = self.peer(to) else { return Ok(()) };
+                match slot {
+                    Some(s) => {
+                        self.start(*s)?;
+                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: *s });
+                    }
+                    None => self.out.push(CheckOp::Send { to, tag: *tag }),
+                }
+            }
+            Call::Recv { from, tag, slot, .. } => {
+                let Some(from) = self.peer(from) else { return Ok(()) };
+                match slot {
+                    Some(s) => {
+                        self.start(*s)?;
+                        self.out.push(CheckOp::Irecv { from, tag: *tag, slot: *s });
+                    }
+                    None => self.out.push(CheckOp::Recv { from, tag: *tag }),
+                }
+            }
+            Call::SendRecv { to, tag, from, recv_tag, .. } => {
+                let mut slots = Vec::new();
+                if let Some(Some(to)) = self.peer(to) {
+                    self.out.push(CheckOp::Isend { to, tag: *tag, slot: SENDRECV_SEND });
+                    slots.push(SENDRECV_SEND);
+                }
+                if let Some(from) = self.peer(from) {
+                    self.out.push(CheckOp::Irecv { from, tag: *recv_tag, slot: SENDRECV_RECV });
+                    slots.push(SENDRECV_RECV);
+                }
+                if !slots.is_empty() {
+                    self.out.push(CheckOp::Wait { slots });
+                }
+            }
+            Call::Probe { .. } => {}
+            Call::Complete { how, slots, .. } => {
+                let open: Vec<u32> =
+                    slots.iter().copied().filter(|s| self.pending.contains(s)).collect();
+                let done: Vec<u32> = match how {
+                    Completion::All => open,
+                    Completion::Any | Completion::Some => open.into_iter().take(1).collect(),
+                    Completion::Poll => Vec::new(),
+                };
+                for s in &done {
+                    self.pending.remove(s);
+                }
+                if !done.is_empty() {
+                    self.out.push(CheckOp::Wait { slots: done });
+                }
+            }
+            Call::Collective { op, comm, .. } => {
+                if matches!(self.skel.comms[*comm], Comm::SelfComm) {
+                    return Ok(());
+                }
+                let (id, members) = members(self.skel, *comm, self.rank);
+                self.out.push(CheckOp::Collective { comm: id, members, name: op.name().into() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `body`; `iters` holds (iteration, count) of the enclosing loops by depth.
+    fn run(&mut self, body: &[Stmt], iters: &mut Vec<(u64, u64)>) -> Result<(), SlotReuse> {
+        for s in body {
+            match s {
+                Stmt::Compute { .. } => {}
+                Stmt::Call { call } => self.call(call)?,
+                Stmt::Loop { count, body, .. } => {
+                    for i in 0..*count {
+                        iters.push((i, *count));
+                        self.run(body, iters)?;
+                        iters.pop();
+                    }
+                }
+                Stmt::Guard { when, body, .. } => {
+                    let &(i, n) = iters.last().expect("a guard is inside a loop");
+                    let runs = match when {
+                        When::First => i == 0,
+                        When::Last => i + 1 == n,
+                    };
+                    if runs {
+                        self.run(body, iters)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every rank's program as the checker sees it, and the request slots some rank starts again
+/// while a request is still pending there (the emitted code waits for it first).
+#[allow(clippy::type_complexity)]
+pub fn instantiate(skel: &Skeleton) -> Result<(Vec<Vec<CheckOp>>, BTreeSet<u32>), SlotReuse> {
+    let mut reused = BTreeSet::new();
+    (0..skel.n_ranks)
+        .map(|rank| {
+            let class = &skel.classes[skel.class_of_rank[rank as usize] as usize];
+            let mut r = Rank {
+                skel,
+                rank,
+                pending: BTreeSet::new(),
+                out: Vec::new(),
+                phase: "",
+                reused: BTreeSet::new(),
+            };
+            for p in &class.phases {
+                r.phase = &p.name;
+                let mut iters = Vec::new();
+                if p.is_loop {
+                    for i in 0..p.run {
+                        iters.push((i, p.run));
+                        r.run(&p.body, &mut iters)?;
+                        iters.pop();
+                    }
+                } else {
+                    r.run(&p.body, &mut iters)?;
+                }
+            }
+            // The runtime completes whatever is still pending before it reports.
+            let rest: Vec<u32> = r.pending.iter().copied().collect();
+            if !rest.is_empty() {
+                r.out.push(CheckOp::Wait { slots: rest });
+            }
+            reused.extend(r.reused);
+            Ok(r.out)
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|p| (p, reused))
+}

@@ -1,0 +1,1236 @@
+//! The skeleton program: one SPMD program for every rank, built from the logical trace and the
+//! loop nest of each process class. Both back ends render this IR; the deadlock check executes
+//! it (see [`crate::instantiate`]); scaling sets its iteration counts (see [`crate::scale`]).
+//!
+//! Choices made while building it (seed 001 §4 leaves them open):
+//! - **Ranks.** Rank `r` of the skeleton plays rank `r` of the application, so a skeleton keeps
+//!   the application's placement on hosts. Neighbours come from `MPI_Cart_create`/
+//!   `MPI_Cart_shift` when the application's ranks lie row-major in a Cartesian-like topology,
+//!   and from explicit neighbour tables otherwise.
+//! - **Tags.** A message travelling in direction D carries the tag of D, so every direction is
+//!   its own channel, and within a channel MPI's non-overtaking order pairs the k-th send with
+//!   the k-th receive. A receive from direction S expects the tag of the direction its partner
+//!   sends in, opposite(S). Wildcard receives keep `MPI_ANY_SOURCE` with `MPI_ANY_TAG`.
+//! - **Receive counts** are the largest size their channel carries, so that a pairing other
+//!   than the application's (tags are per direction, not per message) cannot truncate.
+//! - **Calls the skeleton does not make**: `MPI_Init`/`Finalize` (made by the runtime),
+//!   communicator constructors (made once in the set-up). Their gaps stay as computation.
+//!   Blocking probes become `MPI_Iprobe` (the receive that follows blocks anyway); a receive
+//!   right after a probe of `MPI_ANY_SOURCE` receives from any source, as it did in effect. `Rsend`,
+//!   `Bsend` become `MPI_Send`, `Irsend` becomes `MPI_Isend`. A test that completed nothing
+//!   becomes a progress poll (`MPI_Iprobe`); one that completed requests becomes the matching
+//!   wait. Non-blocking collectives run blocking where they were started, and their
+//!   completion has nothing left to wait for. Vector collectives run as their regular form
+//!   with this rank's size per member.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use mpiskel_compress::{LoopNest, Node, When};
+use mpiskel_logicalize::{
+    Direction, Kind, LogicalComm, LogicalPeer, LogicalTrace, ProcessClass, Structure, Topology,
+};
+use mpiskel_trace::{Op, OpClass};
+use serde::{Deserialize, Serialize};
+
+/// How ranks find their neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Layout {
+    /// `MPI_Cart_create` with these dimensions and periods (ranks row-major).
+    Cartesian {
+        /// Dimensions.
+        dims: Vec<usize>,
+        /// Periodicity (dimensions of two are periodic: "the other one" both ways).
+        periods: Vec<bool>,
+    },
+    /// Explicit tables: `neighbours[rank][direction]`, `-1` for none.
+    Table {
+        /// Per rank, per direction.
+        neighbours: Vec<Vec<i64>>,
+    },
+    /// No point-to-point communication between distinct ranks.
+    None,
+}
+
+/// A direction of the skeleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dir {
+    /// Name in the logical trace, e.g. `NORTHEAST`, `+x-y`, `XOR2`.
+    pub name: String,
+    /// C identifier, e.g. `NORTHEAST`, `PLUS_X_MINUS_Y`.
+    pub ident: String,
+    /// Coordinate offset (Cartesian-like) or rank offset.
+    pub offset: Vec<i64>,
+    /// Tag of messages travelling this way.
+    pub tag: i32,
+    /// Tag a receive from this direction expects (that of the opposite direction).
+    pub recv_tag: i32,
+}
+
+/// A communicator of the skeleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Comm {
+    /// `MPI_COMM_WORLD`.
+    World,
+    /// `MPI_COMM_SELF`.
+    SelfComm,
+    /// A row, column or plane of the topology: the ranks that differ only along `free`.
+    Slice {
+        /// Dimensions that vary within it.
+        free: Vec<usize>,
+    },
+    /// Groups of `size` ranks spaced `stride` apart: rank r is in the group of colour
+    /// `(r / (size·stride))·stride + r mod stride` (stride 1: consecutive blocks). Groups the
+    /// trace saw unevenly spaced are approximated by consecutive blocks.
+    Strided {
+        /// Members per group.
+        size: usize,
+        /// Spacing of their ranks.
+        stride: usize,
+    },
+}
+
+/// The other side of a point-to-point call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Peer {
+    /// A direction (index into [`Skeleton::directions`]).
+    Dir(usize),
+    /// `MPI_PROC_NULL`.
+    Null,
+    /// `MPI_ANY_SOURCE`.
+    Any,
+    /// A fixed world rank (an exception of the logical trace).
+    Rank(u32),
+}
+
+/// How a completion call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// Every request (`MPI_Wait` / `MPI_Waitall`).
+    All,
+    /// One of them (`MPI_Waitany`).
+    Any,
+    /// Those ready, at least one (`MPI_Waitsome`).
+    Some,
+    /// Nothing completed in the trace: a progress poll.
+    Poll,
+}
+
+/// One MPI call of the skeleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "call")]
+pub enum Call {
+    /// Blocking or non-blocking send.
+    Send {
+        /// `MPI_Send`, `MPI_Ssend`, `MPI_Isend` or `MPI_Issend`.
+        op: Op,
+        /// Destination.
+        to: Peer,
+        /// Tag.
+        tag: i32,
+        /// Bytes.
+        bytes: u64,
+        /// Request slot of a non-blocking send.
+        slot: Option<u32>,
+    },
+    /// Blocking or non-blocking receive.
+    Recv {
+        /// `MPI_Recv` or `MPI_Irecv`.
+        op: Op,
+        /// Source.
+        from: Peer,
+        /// Tag (`-1`: `MPI_ANY_TAG`).
+        tag: i32,
+        /// Bytes recorded.
+        bytes: u64,
+        /// Count posted (the largest size the channel carries).
+        count: u64,
+        /// Offset in the receive buffer.
+        offset: u64,
+        /// Request slot of a non-blocking receive.
+        slot: Option<u32>,
+    },
+    /// `MPI_Sendrecv`.
+    SendRecv {
+        /// Destination.
+        to: Peer,
+        /// Send tag.
+        tag: i32,
+        /// Bytes sent.
+        bytes: u64,
+        /// Source.
+        from: Peer,
+        /// Receive tag.
+        recv_tag: i32,
+        /// Count posted for the receive.
+        count: u64,
+    },
+    /// `MPI_Iprobe`.
+    Probe {
+        /// Source.
+        from: Peer,
+        /// Tag.
+        tag: i32,
+    },
+    /// A wait (or a test that completed requests).
+    Complete {
+        /// How.
+        how: Completion,
+        /// Request slots.
+        slots: Vec<u32>,
+        /// The call of the trace, e.g. `Testall`.
+        traced: Op,
+    },
+    /// A collective.
+    Collective {
+        /// The blocking operation run.
+        op: Op,
+        /// The traced operation (`Gatherv`, `Iallreduce`, …).
+        traced: Op,
+        /// Communicator (index into [`Skeleton::comms`]).
+        comm: usize,
+        /// Root, as a rank of `comm`.
+        root: Option<u32>,
+        /// Bytes per member (or of the whole buffer for broadcasts and reductions).
+        bytes: u64,
+    },
+}
+
+/// A statement of a class program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "stmt")]
+pub enum Stmt {
+    /// Busy computation for this many seconds (of the machine the trace was recorded on).
+    Compute {
+        /// Seconds (the mean).
+        seconds: f64,
+        /// Where the recorded gaps spread: the distribution (index into
+        /// [`Skeleton::distributions`]) each execution draws its duration from.
+        dist: Option<usize>,
+    },
+    /// An MPI call.
+    Call {
+        /// The call.
+        call: Call,
+    },
+    /// A loop.
+    Loop {
+        /// Nesting depth (1 for loops directly inside a phase's loop); names the loop variable.
+        depth: usize,
+        /// Iterations.
+        count: u64,
+        /// Body.
+        body: Vec<Stmt>,
+        /// The loop in seed 001's notation.
+        note: String,
+    },
+    /// Runs only in the first or last iteration of the enclosing loop.
+    Guard {
+        /// Which iteration.
+        when: When,
+        /// Depth of the enclosing loop (0: the phase's loop).
+        depth: usize,
+        /// Iterations of the enclosing loop (0 for the phase's loop, whose count is cut).
+        count: u64,
+        /// Body.
+        body: Vec<Stmt>,
+    },
+}
+
+/// A top-level part of a class program: a loop of the trace, or the straight-line calls between
+/// loops. Each is timed separately; its prediction is its time × `full / run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Name, e.g. `main_loop`, `loop_2`, `setup`.
+    pub name: String,
+    /// Iterations of the application (1 for straight-line code).
+    pub full: u64,
+    /// Iterations the skeleton runs.
+    pub run: u64,
+    /// Whether this phase is a loop (so `run` may be cut).
+    pub is_loop: bool,
+    /// One iteration's statements (straight-line code: all of it).
+    pub body: Vec<Stmt>,
+    /// Where it came from: the positions of the class's calls it covers.
+    pub origin: String,
+    /// Recorded computation per iteration, seconds.
+    pub compute_s: f64,
+    /// Calls per iteration.
+    pub calls: u64,
+}
+
+/// One process class: ranks running the same program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassProgram {
+    /// Ranks (folded ones included).
+    pub ranks: Vec<u32>,
+    /// Phases in order.
+    pub phases: Vec<Phase>,
+    /// The loop nest in seed 001's notation.
+    pub notation: String,
+}
+
+/// How the sends and receives of the program were treated (seed 001 Fig. 3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MatchingReport {
+    /// Global pairs over all classes.
+    pub global_pairs: usize,
+    /// Global pairs whose sizes were balanced to their median.
+    pub balanced: usize,
+    /// Local sends and receives: no partner in their class's pattern.
+    pub local_sends: usize,
+    /// Local receives.
+    pub local_recvs: usize,
+    /// What was done with local calls.
+    pub local_policy: String,
+    /// Local calls dropped (their time kept as computation).
+    pub dropped: usize,
+}
+
+/// The skeleton program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skeleton {
+    /// Number of ranks.
+    pub n_ranks: u32,
+    /// Name of the topology found.
+    pub topology: String,
+    /// How neighbours are found.
+    pub layout: Layout,
+    /// Directions used.
+    pub directions: Vec<Dir>,
+    /// Communicators used (index 0 is `MPI_COMM_WORLD`).
+    pub comms: Vec<Comm>,
+    /// Class programs.
+    pub classes: Vec<ClassProgram>,
+    /// Class of each rank.
+    pub class_of_rank: Vec<u32>,
+    /// Coordinates of each rank in the topology's grid (empty without one).
+    pub grid_coords: Vec<Vec<usize>>,
+    /// Request slots.
+    pub n_slots: u32,
+    #[serde(default)]
+    /// Slots that a request is started in while an earlier one there may still be pending (a
+    /// Waitany completed its neighbour instead): the code waits for it before starting anew.
+    pub reused_slots: Vec<u32>,
+    /// Send buffer bytes.
+    pub send_bytes: u64,
+    /// Receive buffer bytes.
+    pub recv_bytes: u64,
+    /// Matching.
+    pub matching: MatchingReport,
+    /// Distributions of compute blocks whose recorded durations spread.
+    #[serde(default)]
+    pub distributions: Vec<Dist>,
+    /// Each rank's systematic compute weight: its recorded gaps over its class's mean (every
+    /// compute block of the rank is multiplied by it).
+    #[serde(default)]
+    pub rank_weight: Vec<f64>,
+}
+
+/// Quantiles kept per compute distribution.
+pub const QUANTILES: usize = 12;
+
+/// The probabilities of the kept quantiles: dense in the tails, where the slowest rank of a
+/// step comes from, up to 99.9 % so that a lone outlier (an interrupt in one of thousands of
+/// gaps) does not spread over the top percent of the draws (measured on NPB under SMPI: with the
+/// maximum right after 99 %, predictions ran 10–15 % high). The runtime interpolates linearly
+/// between them.
+pub const QUANTILE_PROBABILITIES: [f64; QUANTILES] =
+    [0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0];
+
+/// How the recorded durations of one compute block spread across the ranks that run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dist {
+    /// [`QUANTILES`] quantiles at [`QUANTILE_PROBABILITIES`], seconds, with the recorded mean.
+    pub q: Vec<f64>,
+}
+
+/// The distribution of one compute block, from the samples of each program position it stands
+/// for (one per rank of the class: rank, seconds), given each rank's systematic weight.
+///
+/// Only the spread *across ranks at the same position* that the ranks' weights do not explain
+/// is kept: each sample becomes the block's mean plus its deviation from its position's mean
+/// times its rank's weight. That is the spread that makes the slowest rank of a synchronised
+/// step slower than the average one. Two other kinds of spread are left out of the draws:
+/// - between positions (one iteration slower than another for every rank, or a loop's
+///   iterations doing different work): it hits all ranks alike, and drawn independently per
+///   rank it invents waiting the application never did (measured: +30 % on NPB LU's wavefront);
+/// - between ranks, systematically (one rank always computes more): the rank's weight
+///   reproduces it; drawn at random it would make a different rank the slowest at every step.
+///
+/// `None` where drawing would not differ from the mean: fewer than 8 deviations, gaps under a
+/// microsecond, or a spread under 2 % of the mean.
+pub fn distribution(groups: &[&[(u32, f32)]], weight: &dyn Fn(u32) -> f64) -> Option<Dist> {
+    let (mut n, mut sum) = (0usize, 0.0f64);
+    for g in groups {
+        n += g.len();
+        sum += g.iter().map(|&(_, x)| f64::from(x)).sum::<f64>();
+    }
+    if n == 0 {
+        return None;
+    }
+    let mean = sum / n as f64;
+    let mut v: Vec<f64> = Vec::new();
+    for g in groups.iter().filter(|g| g.len() >= 2) {
+        let m = g.iter().map(|&(_, x)| f64::from(x)).sum::<f64>() / g.len() as f64;
+        v.extend(g.iter().map(|&(r, x)| (mean + f64::from(x) - weight(r) * m).max(0.0)));
+    }
+    if v.len() < 8 || mean < 1e-6 {
+        return None;
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    let last = v.len() - 1;
+    let q: Vec<f64> = QUANTILE_PROBABILITIES
+        .iter()
+        .map(|&p| {
+            let x = p * last as f64;
+            let (lo, f) = (x.floor() as usize, x - x.floor());
+            v[lo] * (1.0 - f) + v[(lo + 1).min(last)] * f
+        })
+        .collect();
+    if q[QUANTILES - 1] - q[0] < 0.02 * mean {
+        return None;
+    }
+    // Mean of the piecewise-linear distribution: each segment's midpoint, weighted by its mass.
+    let qmean: f64 = q
+        .windows(2)
+        .zip(QUANTILE_PROBABILITIES.windows(2))
+        .map(|(w, p)| (w[0] + w[1]) / 2.0 * (p[1] - p[0]))
+        .sum();
+    if qmean <= 0.0 {
+        return None;
+    }
+    Some(Dist { q: q.iter().map(|x| x * mean / qmean).collect() })
+}
+
+/// An error building the program.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The number of nests does not match the number of classes.
+    #[error("{nests} loop nests given for {classes} process classes")]
+    NestCount {
+        /// Nests.
+        nests: usize,
+        /// Classes.
+        classes: usize,
+    },
+    /// A nest does not expand to its class program.
+    #[error("the loop nest of class {class} expands to {got} calls, its program has {want}")]
+    NestLength {
+        /// Class.
+        class: usize,
+        /// Expanded length.
+        got: usize,
+        /// Program length.
+        want: usize,
+    },
+}
+
+/// C identifier of a direction name.
+pub fn ident_of(name: &str) -> String {
+    let mut s = String::new();
+    for c in name.chars() {
+        match c {
+            '+' => s.push_str("_PLUS_"),
+            '-' => s.push_str("_MINUS_"),
+            c if c.is_ascii_alphanumeric() => s.push(c.to_ascii_uppercase()),
+            _ => s.push('_'),
+        }
+    }
+    let s = s.trim_matches('_').replace("__", "_");
+    if s.starts_with(|c: char| c.is_ascii_digit()) || s.is_empty() {
+        format!("D{s}")
+    } else {
+        s
+    }
+}
+
+/// The channel a direction's messages travel on: a tree's children share one (a parent names
+/// each child differently, a child names its parent one way).
+fn channel(name: &str) -> String {
+    if name.starts_with("CHILD") {
+        "CHILD".into()
+    } else {
+        name.into()
+    }
+}
+
+/// The world rank in direction `d` of `rank`, if any.
+pub fn neighbour(lt: &LogicalTrace, rank: u32, d: &Direction) -> Option<u32> {
+    let n = lt.n_ranks as i64;
+    if d.name == "SELF" {
+        return Some(rank);
+    }
+    let Some(t) = lt.topology() else {
+        // General graph: directions are rank offsets.
+        let o = d.offset.first().copied()?;
+        let r = i64::from(rank) + o;
+        return (0..n).contains(&r).then_some(r as u32);
+    };
+    let ident = &lt.identification;
+    let node = ident.node_of_rank.get(rank as usize).copied()? as usize;
+    let target = node_in_direction(t, node, d)?;
+    let rank_of_node = rank_of_node(lt);
+    rank_of_node.get(target).copied()
+}
+
+fn rank_of_node(lt: &LogicalTrace) -> Vec<u32> {
+    let mut out = vec![0; lt.identification.node_of_rank.len()];
+    for (r, &v) in lt.identification.node_of_rank.iter().enumerate() {
+        out[v as usize] = r as u32;
+    }
+    out
+}
+
+fn node_in_direction(t: &Topology, v: usize, d: &Direction) -> Option<usize> {
+    let n = t.n();
+    match t.kind {
+        Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+            let mut c = t.coords(v);
+            for (k, &o) in d.offset.iter().enumerate() {
+                let size = *t.dims.get(k)? as i64;
+                if size == 2 && o != 0 {
+                    c[k] = 1 - c[k];
+                    continue;
+                }
+                let x = c[k] as i64 + o;
+                if !(0..size).contains(&x) && !t.periods.get(k).copied().unwrap_or(false) {
+                    return None;
+                }
+                c[k] = x.rem_euclid(size) as usize;
+            }
+            Some(t.node(&c))
+        }
+        Kind::Butterfly => {
+            let cols = t.dims[1];
+            let (r, c) = (v / cols, v % cols);
+            if d.name == "TRANSPOSE" {
+                Some(c * cols + r)
+            } else {
+                let bit = *d.offset.get(1)? as usize;
+                Some(r * cols + (c ^ bit))
+            }
+        }
+        Kind::Tree => {
+            let k = t.dims[1];
+            if d.name == "PARENT" {
+                (v > 0).then(|| (v - 1) / k)
+            } else {
+                let i = *d.offset.first()? as usize;
+                Some(k * v + i).filter(|&u| u < n)
+            }
+        }
+        Kind::Pairs => Some(v ^ 1).filter(|&u| u < n),
+        Kind::AllToAll => Some((v + *d.offset.first()? as usize) % n),
+    }
+}
+
+/// Whether the application's ranks lie row-major in a Cartesian-like topology whose
+/// directions `MPI_Cart_shift` and coordinate arithmetic reach.
+fn cartesian_layout(lt: &LogicalTrace) -> Option<Layout> {
+    let t = lt.topology()?;
+    if !matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6) {
+        return None;
+    }
+    let identity = lt.identification.node_of_rank.iter().enumerate().all(|(r, &v)| r == v as usize);
+    identity.then(|| Layout::Cartesian {
+        dims: t.dims.clone(),
+        periods: t
+            .dims
+            .iter()
+            .zip(&t.periods)
+            .map(|(&d, &p)| p || d == 2)
+            .chain(std::iter::repeat(false))
+            .take(t.dims.len())
+            .collect(),
+    })
+}
+
+/// Numbers every `Sym` node of a nest in pre-order (the numbering
+/// [`LoopNest::leaf_of_position`] uses).
+fn leaves(nodes: &[Node], out: &mut Vec<Node>) {
+    for n in nodes {
+        match n {
+            Node::Sym { .. } => out.push(n.clone()),
+            Node::Loop { body, .. } | Node::Guard { body, .. } => leaves(body, out),
+        }
+    }
+}
+
+/// Per leaf of one class's nest: the program positions it stands for.
+struct LeafMap {
+    positions: Vec<Vec<usize>>,
+    leaf_of: Vec<usize>,
+}
+
+fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
+    let leaf_of = nest.leaf_of_position();
+    let mut positions = vec![Vec::new(); n_leaves];
+    for (p, &l) in leaf_of.iter().enumerate() {
+        positions[l].push(p);
+    }
+    LeafMap { positions, leaf_of }
+}
+
+/// Builds the skeleton program from a logical trace and one loop nest per class (compressed
+/// from [`crate::symbols::symbolize_class`], with its gap weights attached).
+pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildError> {
+    if nests.len() != lt.classes.len() {
+        return Err(BuildError::NestCount { nests: nests.len(), classes: lt.classes.len() });
+    }
+    let n = lt.n_ranks as u32;
+    let topo = lt.topology();
+    let layout = match &lt.identification.structure {
+        Structure::NoPointToPoint => Layout::None,
+        _ => cartesian_layout(lt).unwrap_or_else(|| Layout::Table {
+            neighbours: (0..n)
+                .map(|r| {
+                    lt.directions
+                        .iter()
+                        .map(|d| neighbour(lt, r, d).map_or(-1, i64::from))
+                        .collect()
+                })
+                .collect(),
+        }),
+    };
+    // Tags: one per channel, in order of direction.
+    let mut channels: BTreeMap<String, i32> = BTreeMap::new();
+    for d in &lt.directions {
+        let next = channels.len() as i32 + 1;
+        channels.entry(channel(&d.name)).or_insert(next);
+    }
+    let directions: Vec<Dir> = lt
+        .directions
+        .iter()
+        .map(|d| {
+            let opposite = match topo {
+                Some(t) => d.opposite(t).map(|o| o.name),
+                None => Some(format!("{:+}", -d.offset.first().copied().unwrap_or(0))),
+            };
+            let recv_tag = match opposite {
+                Some(o) => channels.get(&channel(&o)).copied().unwrap_or(0),
+                // The parent of a tree: children send it on the PARENT channel.
+                None => channels.get("PARENT").copied().unwrap_or(0),
+            };
+            let recv_tag = if d.name.starts_with("CHILD") {
+                channels.get("PARENT").copied().unwrap_or(recv_tag)
+            } else if d.name == "PARENT" {
+                channels.get("CHILD").copied().unwrap_or(recv_tag)
+            } else {
+                recv_tag
+            };
+            Dir {
+                name: d.name.clone(),
+                ident: ident_of(&d.name),
+                offset: d.offset.clone(),
+                tag: channels[&channel(&d.name)],
+                recv_tag,
+            }
+        })
+        .collect();
+    let dir_index: HashMap<&str, usize> =
+        lt.directions.iter().enumerate().map(|(i, d)| (d.name.as_str(), i)).collect();
+    let peer = |p: &Option<LogicalPeer>| match p {
+        Some(LogicalPeer::Dir(d)) => {
+            dir_index.get(d.name.as_str()).map_or(Peer::Null, |&i| Peer::Dir(i))
+        }
+        Some(LogicalPeer::Null) | None => Peer::Null,
+        Some(LogicalPeer::Any) => Peer::Any,
+        Some(LogicalPeer::Exception(r)) => Peer::Rank(*r),
+    };
+
+    let mut comms = vec![Comm::World];
+    let mut comm_index = |c: &LogicalComm| -> usize {
+        let want = match c {
+            LogicalComm::World => Comm::World,
+            LogicalComm::SelfComm => Comm::SelfComm,
+            LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
+            LogicalComm::Other { size, stride } => {
+                Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
+            }
+        };
+        comms.iter().position(|x| *x == want).unwrap_or_else(|| {
+            comms.push(want);
+            comms.len() - 1
+        })
+    };
+
+    let mut class_of_rank = vec![0u32; n as usize];
+    let mut next_slot = 0u32;
+    let mut programs = Vec::with_capacity(lt.classes.len());
+    // First pass: per class, per leaf, the call it makes (slots assigned per class, shared
+    // numbering across classes since every rank runs only one class).
+    let mut matching = MatchingReport {
+        local_policy: "kept: the whole program is checked for deadlock before it is emitted".into(),
+        ..MatchingReport::default()
+    };
+    let mut max_slots = 0u32;
+    let mut distributions: Vec<Dist> = Vec::new();
+    let mut rank_weight = vec![1.0f64; n as usize];
+    for (ci, (class, nest)) in lt.classes.iter().zip(nests).enumerate() {
+        for &r in class.ranks.iter().chain(&class.folded) {
+            if let Some(x) = class_of_rank.get_mut(r as usize) {
+                *x = ci as u32;
+            }
+        }
+        let m = crate::matching::match_calls(&crate::matching::calls_of_class(class, topo));
+        matching.global_pairs += m.global_pairs;
+        matching.balanced += m.balanced;
+        matching.local_sends += m.local_sends;
+        matching.local_recvs += m.local_recvs;
+
+        let mut leaf_nodes = Vec::new();
+        leaves(&nest.items, &mut leaf_nodes);
+        let lm = leaf_map(nest, leaf_nodes.len());
+        if lm.leaf_of.len() != class.ops.len() {
+            return Err(BuildError::NestLength {
+                class: ci,
+                got: lm.leaf_of.len(),
+                want: class.ops.len(),
+            });
+        }
+        // Request slots: each non-blocking start leaf gets one; the leaves one completion
+        // finishes get consecutive slots, in order of the completions.
+        next_slot = 0;
+        let mut slot_of_leaf: HashMap<usize, u32> = HashMap::new();
+        let mut completes_leaves: HashMap<usize, BTreeSet<usize>> = HashMap::new();
+        for (leaf, ps) in lm.positions.iter().enumerate() {
+            let op = ps.first().map(|&p| &class.ops[p]);
+            if op.is_some_and(|o| o.key.op.class() == OpClass::Completion) {
+                let set: BTreeSet<usize> = ps
+                    .iter()
+                    .flat_map(|&p| class.ops[p].completes.iter().map(|&q| lm.leaf_of[q]))
+                    .collect();
+                for &l in &set {
+                    if !slot_of_leaf.contains_key(&l) && starts_request(class, &lm, l) {
+                        slot_of_leaf.insert(l, next_slot);
+                        next_slot += 1;
+                    }
+                }
+                completes_leaves.insert(leaf, set);
+            }
+        }
+        for leaf in 0..lm.positions.len() {
+            if starts_request(class, &lm, leaf) && !slot_of_leaf.contains_key(&leaf) {
+                slot_of_leaf.insert(leaf, next_slot);
+                next_slot += 1;
+            }
+        }
+        max_slots = max_slots.max(next_slot);
+        let calls: Vec<Option<Call>> = (0..lm.positions.len())
+            .map(|leaf| {
+                let p = lm.positions[leaf][0];
+                let op = &class.ops[p];
+                // Sizes after balancing: the first occurrence's (balancing is per position
+                // and positions of one leaf share a key).
+                let bytes = match m.bytes.get(p) {
+                    Some(&b) if b > 0 => b,
+                    _ => op.key.bytes,
+                };
+                let completes: Vec<u32> = completes_leaves
+                    .get(&leaf)
+                    .map(|s| s.iter().filter_map(|l| slot_of_leaf.get(l).copied()).collect())
+                    .unwrap_or_default();
+                // A receive right after a probe of any source takes whatever the probe found:
+                // it is a receive from any source too.
+                let probed_any = p > 0 && {
+                    let prev = &class.ops[p - 1].key;
+                    prev.op.class() == OpClass::Probe && prev.any_source && prev.peer == op.key.peer
+                };
+                call_of(
+                    op,
+                    probed_any,
+                    bytes,
+                    slot_of_leaf.get(&leaf).copied(),
+                    completes,
+                    &peer,
+                    &directions,
+                    &mut comm_index,
+                    lt,
+                )
+            })
+            .collect();
+        // Each rank's systematic weight: its gaps over the class mean at the positions it has.
+        let (mut own, mut avg) = (HashMap::<u32, f64>::new(), HashMap::<u32, f64>::new());
+        for op in &class.ops {
+            for &(r, x) in &op.gap_samples {
+                *own.entry(r).or_default() += f64::from(x);
+                *avg.entry(r).or_default() += op.gap.mean_s;
+            }
+        }
+        for (r, o) in &own {
+            let a = avg[r];
+            if a > 0.0 {
+                if let Some(w) = rank_weight.get_mut(*r as usize) {
+                    *w = o / a;
+                }
+            }
+        }
+        let gaps: Vec<(f64, Option<usize>)> = leaf_nodes
+            .iter()
+            .enumerate()
+            .map(|(leaf, l)| {
+                let mean = match l {
+                    Node::Sym { stats: Some(s), .. } => s.mean,
+                    _ => 0.0,
+                };
+                let groups: Vec<&[(u32, f32)]> = lm.positions[leaf]
+                    .iter()
+                    .map(|&p| class.ops[p].gap_samples.as_slice())
+                    .collect();
+                let dist = distribution(&groups, &|r| rank_weight[r as usize]).map(|d| {
+                    distributions.push(d);
+                    distributions.len() - 1
+                });
+                (mean, dist)
+            })
+            .collect();
+        programs.push((class, nest, calls, gaps, lm));
+    }
+    let _ = next_slot;
+
+    // Receive counts: the largest size each channel carries.
+    let mut channel_max: HashMap<i32, u64> = HashMap::new();
+    let mut any_max = 0u64;
+    for (_, _, calls, _, _) in &programs {
+        for c in calls.iter().flatten() {
+            match c {
+                Call::Send { tag, bytes, .. } | Call::SendRecv { tag, bytes, .. } => {
+                    let e = channel_max.entry(*tag).or_insert(0);
+                    *e = (*e).max(*bytes);
+                    any_max = any_max.max(*bytes);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut classes = Vec::with_capacity(programs.len());
+    let (mut send_bytes, mut recv_bytes) = (0u64, 0u64);
+    for (class, nest, mut calls, gaps, _) in programs {
+        // Receive buffer: a region per non-blocking receive slot, one shared region for the
+        // rest (blocking receives and collectives).
+        let mut region: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut shared = 0u64;
+        for c in calls.iter_mut().flatten() {
+            match c {
+                Call::Recv { tag, bytes, count, slot, .. } => {
+                    let ch =
+                        if *tag < 0 { any_max } else { channel_max.get(tag).copied().unwrap_or(0) };
+                    *count = (*bytes).max(ch);
+                    match slot {
+                        Some(s) => {
+                            let e = region.entry(*s).or_insert(0);
+                            *e = (*e).max(*count);
+                        }
+                        None => shared = shared.max(*count),
+                    }
+                }
+                Call::SendRecv { recv_tag, count, .. } => {
+                    let ch = if *recv_tag < 0 {
+                        any_max
+                    } else {
+                        channel_max.get(recv_tag).copied().unwrap_or(0)
+                    };
+                    *count = (*count).max(ch);
+                    shared = shared.max(*count);
+                }
+                Call::Collective { op, bytes, comm, .. } => {
+                    let members = comm_size(&comms[*comm], lt);
+                    shared = shared.max(collective_recv_bytes(*op, *bytes, members));
+                    send_bytes = send_bytes.max(collective_send_bytes(*op, *bytes, members));
+                }
+                Call::Send { bytes, .. } => send_bytes = send_bytes.max(*bytes),
+                _ => {}
+            }
+            if let Call::SendRecv { bytes, .. } = c {
+                send_bytes = send_bytes.max(*bytes);
+            }
+        }
+        let mut offsets: HashMap<u32, u64> = HashMap::new();
+        let mut at = round8(shared);
+        for (s, b) in &region {
+            offsets.insert(*s, at);
+            at += round8(*b);
+        }
+        recv_bytes = recv_bytes.max(at);
+        for c in calls.iter_mut().flatten() {
+            if let Call::Recv { slot: Some(s), offset, .. } = c {
+                *offset = offsets[s];
+            }
+        }
+        let phases = phases_of(&nest.items, &calls, &gaps, class);
+        classes.push(ClassProgram {
+            ranks: {
+                let mut r: Vec<u32> = class.ranks.iter().chain(&class.folded).copied().collect();
+                r.sort_unstable();
+                r
+            },
+            phases,
+            notation: nest.notation(),
+        });
+    }
+    Ok(Skeleton {
+        n_ranks: n,
+        topology: lt.topology_name(),
+        layout,
+        directions,
+        comms,
+        classes,
+        class_of_rank,
+        grid_coords: match topo {
+            Some(t) if matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6) => {
+                lt.identification.coords.clone()
+            }
+            _ => Vec::new(),
+        },
+        n_slots: max_slots,
+        reused_slots: Vec::new(),
+        send_bytes: send_bytes.max(8),
+        recv_bytes: recv_bytes.max(8),
+        matching,
+        distributions,
+        rank_weight,
+    })
+}
+
+fn round8(b: u64) -> u64 {
+    b.div_ceil(8) * 8
+}
+
+fn starts_request(class: &ProcessClass, lm: &LeafMap, leaf: usize) -> bool {
+    lm.positions[leaf].first().is_some_and(|&p| {
+        matches!(class.ops[p].key.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv)
+    })
+}
+
+/// Members of a communicator of the skeleton, as seen by any of them.
+pub fn comm_size(c: &Comm, lt: &LogicalTrace) -> u64 {
+    match c {
+        Comm::World => lt.n_ranks as u64,
+        Comm::SelfComm => 1,
+        Comm::Slice { free } => lt
+            .topology()
+            .map_or(1, |t| free.iter().filter_map(|&k| t.dims.get(k)).product::<usize>() as u64),
+        Comm::Strided { size, .. } => *size as u64,
+    }
+}
+
+/// Bytes a collective writes into the receive buffer.
+pub fn collective_recv_bytes(op: Op, bytes: u64, members: u64) -> u64 {
+    match op {
+        Op::Gather | Op::Allgather | Op::Alltoall => bytes * members,
+        Op::ReduceScatterBlock => bytes,
+        Op::Barrier => 0,
+        _ => bytes,
+    }
+}
+
+/// Bytes a collective reads from the send buffer.
+pub fn collective_send_bytes(op: Op, bytes: u64, members: u64) -> u64 {
+    match op {
+        Op::Scatter | Op::Alltoall => bytes * members,
+        Op::ReduceScatterBlock => bytes * members,
+        Op::Barrier => 0,
+        _ => bytes,
+    }
+}
+
+/// The blocking, regular collective a traced collective runs as, and its size per member.
+fn collective_form(op: Op, bytes: u64, recv: u64, members: u64) -> (Op, u64) {
+    let m = members.max(1);
+    let per = |total: u64| total.div_ceil(m);
+    match op {
+        Op::Barrier | Op::Ibarrier => (Op::Barrier, 0),
+        Op::Bcast | Op::Ibcast => (Op::Bcast, bytes.max(recv)),
+        Op::Reduce | Op::Ireduce => (Op::Reduce, bytes),
+        Op::Allreduce | Op::Iallreduce => (Op::Allreduce, bytes),
+        Op::Scan | Op::Iscan => (Op::Scan, bytes),
+        Op::Exscan | Op::Iexscan => (Op::Exscan, bytes),
+        Op::Gather | Op::Igather | Op::Gatherv | Op::Igatherv => (Op::Gather, bytes),
+        Op::Allgather | Op::Iallgather | Op::Allgatherv | Op::Iallgatherv => (Op::Allgather, bytes),
+        Op::Scatter | Op::Iscatter | Op::Scatterv | Op::Iscatterv => (Op::Scatter, recv),
+        Op::Alltoall
+        | Op::Ialltoall
+        | Op::Alltoallv
+        | Op::Ialltoallv
+        | Op::Alltoallw
+        | Op::Ialltoallw => (Op::Alltoall, per(bytes.max(recv))),
+        Op::ReduceScatter
+        | Op::IreduceScatter
+        | Op::ReduceScatterBlock
+        | Op::IreduceScatterBlock => (Op::ReduceScatterBlock, recv.max(per(bytes))),
+        other => (other, bytes),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn call_of(
+    op: &mpiskel_logicalize::LogicalOp,
+    probed_any: bool,
+    bytes: u64,
+    slot: Option<u32>,
+    completes: Vec<u32>,
+    peer: &dyn Fn(&Option<LogicalPeer>) -> Peer,
+    dirs: &[Dir],
+    comm_index: &mut dyn FnMut(&LogicalComm) -> usize,
+    lt: &LogicalTrace,
+) -> Option<Call> {
+    let k = &op.key;
+    let send_tag = |p: &Peer| match p {
+        Peer::Dir(i) => dirs[*i].tag,
+        _ => 0,
+    };
+    let recv_tag = |p: &Peer, any_tag: bool| match p {
+        _ if any_tag => -1,
+        Peer::Dir(i) => dirs[*i].recv_tag,
+        Peer::Any => -1,
+        _ => 0,
+    };
+    Some(match k.op.class() {
+        OpClass::Lifecycle | OpClass::Comm => return None,
+        OpClass::Send => {
+            let to = peer(&k.peer);
+            let run = match k.op {
+                Op::Send | Op::Rsend | Op::Bsend => Op::Send,
+                Op::Ssend => Op::Ssend,
+                Op::Issend => Op::Issend,
+                _ => Op::Isend,
+            };
+            Call::Send { op: run, tag: send_tag(&to), to, bytes, slot }
+        }
+        OpClass::Recv => {
+            let from = if k.any_source || probed_any { Peer::Any } else { peer(&k.peer) };
+            let tag = recv_tag(&from, op.tag_class < 0);
+            Call::Recv { op: k.op, from, tag, bytes, count: bytes, offset: 0, slot }
+        }
+        OpClass::SendRecv => {
+            let to = peer(&k.peer);
+            let from = peer(&k.source);
+            Call::SendRecv {
+                tag: send_tag(&to),
+                recv_tag: recv_tag(&from, false),
+                to,
+                bytes,
+                from,
+                count: k.recv_bytes,
+            }
+        }
+        OpClass::Probe => {
+            let from = if k.any_source { Peer::Any } else { peer(&k.peer) };
+            Call::Probe { tag: recv_tag(&from, op.tag_class < 0), from }
+        }
+        OpClass::Completion => {
+            let how = if k.done == 0 || completes.is_empty() {
+                Completion::Poll
+            } else {
+                match k.op {
+                    Op::Waitany | Op::Testany => Completion::Any,
+                    Op::Waitsome | Op::Testsome => Completion::Some,
+                    _ => Completion::All,
+                }
+            };
+            Call::Complete { how, slots: completes, traced: k.op }
+        }
+        OpClass::Collective => {
+            let comm = comm_index(&k.comm);
+            let c = match &k.comm {
+                LogicalComm::World => Comm::World,
+                LogicalComm::SelfComm => Comm::SelfComm,
+                LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
+                LogicalComm::Other { size, stride } => {
+                    Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
+                }
+            };
+            let members = comm_size(&c, lt);
+            let (run, per) = collective_form(k.op, bytes, k.recv_bytes, members);
+            let rooted = matches!(run, Op::Bcast | Op::Reduce | Op::Gather | Op::Scatter);
+            let root = if rooted { Some(root_rank(k.root.as_deref(), &c, lt)) } else { None };
+            Call::Collective { op: run, traced: k.op, comm, root, bytes: per }
+        }
+    })
+}
+
+/// The rank, within its communicator, of a root given as coordinates.
+fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> u32 {
+    let Some(coords) = root else { return 0 };
+    match (c, lt.topology()) {
+        (Comm::Slice { free }, Some(t)) => {
+            // Row-major among the free dimensions (the numbering of MPI_Cart_sub).
+            let dims: Vec<usize> = free.iter().filter_map(|&k| t.dims.get(k).copied()).collect();
+            coords.iter().zip(&dims).fold(0usize, |acc, (x, n)| acc * n + x) as u32
+        }
+        (Comm::World, Some(t)) if coords.len() == t.dims.len() || t.dims.is_empty() => {
+            let node = if matches!(t.kind, Kind::Tree | Kind::AllToAll | Kind::Pairs) {
+                coords.first().copied().unwrap_or(0)
+            } else {
+                t.node(coords)
+            };
+            rank_of_node(lt).get(node).copied().unwrap_or(0)
+        }
+        _ => coords.first().copied().unwrap_or(0) as u32,
+    }
+}
+
+/// Splits a class's nest into phases: each top-level loop is one, straight-line runs between
+/// them are one each.
+fn phases_of(
+    items: &[Node],
+    calls: &[Option<Call>],
+    gaps: &[(f64, Option<usize>)],
+    class: &ProcessClass,
+) -> Vec<Phase> {
+    let main = items
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| matches!(n, Node::Loop { .. }))
+        .max_by_key(|(_, n)| n.expanded_len())
+        .map(|(i, _)| i);
+    let mut phases = Vec::new();
+    let mut leaf = 0usize;
+    let mut pos = 0u64;
+    let mut straight: Vec<Stmt> = Vec::new();
+    let mut straight_from = 0u64;
+    let mut n_loops = 0;
+    let total = class.ops.len() as u64;
+    let flush = |straight: &mut Vec<Stmt>, from: u64, to: u64, phases: &mut Vec<Phase>| {
+        if straight.is_empty() {
+            return;
+        }
+        let body = std::mem::take(straight);
+        let name = if phases.is_empty() {
+            "setup".to_owned()
+        } else if to == total {
+            "finish".to_owned()
+        } else {
+            format!("step_{}", phases.len())
+        };
+        phases.push(Phase {
+            name,
+            full: 1,
+            run: 1,
+            is_loop: false,
+            compute_s: compute_of(&body),
+            calls: calls_in(&body),
+            body,
+            origin: format!("calls {}–{} of the class program", from + 1, to),
+        });
+    };
+    for (i, node) in items.iter().enumerate() {
+        match node {
+            Node::Loop { count, body } => {
+                flush(&mut straight, straight_from, pos, &mut phases);
+                let span = node.expanded_len();
+                let mut stmts = Vec::new();
+                lower(body, 1, 0, calls, gaps, &mut leaf, &mut stmts);
+                n_loops += 1;
+                let name = if Some(i) == main {
+                    "main_loop".to_owned()
+                } else {
+                    format!("loop_{n_loops}")
+                };
+                phases.push(Phase {
+                    name,
+                    full: *count,
+                    run: *count,
+                    is_loop: true,
+                    compute_s: compute_of(&stmts),
+                    calls: calls_in(&stmts),
+                    body: stmts,
+                    origin: format!(
+                        "calls {}–{} of the class program: ({})^{count}",
+                        pos + 1,
+                        pos + span,
+                        mpiskel_compress::LoopNest { items: body.clone() }.notation()
+                    ),
+                });
+                pos += span;
+                straight_from = pos;
+            }
+            other => {
+                lower(std::slice::from_ref(other), 0, 0, calls, gaps, &mut leaf, &mut straight);
+                pos += other.expanded_len();
+            }
+        }
+    }
+    flush(&mut straight, straight_from, pos, &mut phases);
+    phases
+}
+
+/// Lowers nest nodes into statements; `depth` is the loop depth of the statements made and
+/// `enclosing` the count of the loop around them.
+fn lower(
+    nodes: &[Node],
+    depth: usize,
+    enclosing: u64,
+    calls: &[Option<Call>],
+    gaps: &[(f64, Option<usize>)],
+    leaf: &mut usize,
+    out: &mut Vec<Stmt>,
+) {
+    for n in nodes {
+        match n {
+            Node::Sym { .. } => {
+                let (g, dist) = gaps[*leaf];
+                if g > 0.0 {
+                    // Merge with a preceding plain compute block (dropped calls leave two in a
+                    // row).
+                    match out.last_mut() {
+                        Some(Stmt::Compute { seconds, dist: None }) if dist.is_none() => {
+                            *seconds += g;
+                        }
+                        _ => out.push(Stmt::Compute { seconds: g, dist }),
+                    }
+                }
+                if let Some(c) = &calls[*leaf] {
+                    out.push(Stmt::Call { call: c.clone() });
+                }
+                *leaf += 1;
+            }
+            Node::Loop { count, body } => {
+                let mut b = Vec::new();
+                lower(body, depth + 1, *count, calls, gaps, leaf, &mut b);
+                let note = format!("({})^{count}", LoopNest { items: body.clone() }.notation());
+                out.push(Stmt::Loop { depth, count: *count, body: b, note });
+            }
+            Node::Guard { when, body } => {
+                let mut b = Vec::new();
+                lower(body, depth, enclosing, calls, gaps, leaf, &mut b);
+                if !b.is_empty() {
+                    out.push(Stmt::Guard {
+                        when: *when,
+                        depth: depth.saturating_sub(1),
+                        count: enclosing,
+                        body: b,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Recorded compute seconds of one pass over `body` (loops at their counts; guards once).
+pub fn compute_of(body: &[Stmt]) -> f64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { seconds, .. } => *seconds,
+            Stmt::Call { .. } => 0.0,
+            Stmt::Loop { count, body, .. } => *count as f64 * compute_of(body),
+            Stmt::Guard { body, .. } => compute_of(body),
+        })
+        .sum()
+}
+
+/// MPI calls in one pass over `body`.
+pub fn calls_in(body: &[Stmt]) -> u64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { .. } => 0,
+            Stmt::Call { .. } => 1,
+            Stmt::Loop { count, body, .. } => count * calls_in(body),
+            Stmt::Guard { body, .. } => calls_in(body),
+        })
+        .sum()
+}

@@ -1,0 +1,85 @@
+//! A process class's logical program as the symbols loop discovery works on.
+//!
+//! Each call becomes a symbol determined by its operation and the arguments that shape its
+//! communication: direction(s), tag class, size, communicator, root, and for completions how
+//! many requests were given and completed. Compute gaps are not symbols: they travel as weights
+//! (the class's mean, seconds) beside the symbol of the call that follows them.
+//!
+//! # Complexity
+//! O(n) hash look-ups for a program of n calls.
+
+use std::collections::HashMap;
+
+use mpiskel_compress::Sym;
+use mpiskel_logicalize::{LogicalPeer, ProcessClass};
+use mpiskel_trace::OpClass;
+use serde::Serialize;
+
+/// What one symbol stands for, for people.
+#[derive(Debug, Clone, Serialize)]
+pub struct SymbolInfo {
+    /// The symbol.
+    pub sym: Sym,
+    /// The operation and its shaping arguments, e.g. `Isend EAST tag#0 4096 B World`.
+    pub text: String,
+}
+
+/// A sequence of symbols with the compute gap (seconds) before each, and their legend.
+#[derive(Debug)]
+pub struct Symbolized {
+    /// One symbol per call.
+    pub symbols: Vec<Sym>,
+    /// Compute gap before each call, seconds.
+    pub gaps_s: Vec<f64>,
+    /// What each symbol stands for.
+    pub legend: Vec<SymbolInfo>,
+}
+
+/// A process class's logical program as symbols, with the mean compute gap before each call.
+pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
+    let mut by_key: HashMap<String, Sym> = HashMap::new();
+    let mut legend = Vec::new();
+    let mut symbols = Vec::with_capacity(class.ops.len());
+    let mut gaps_s = Vec::with_capacity(class.ops.len());
+    let name = |p: &Option<LogicalPeer>| match p {
+        Some(LogicalPeer::Dir(d)) => format!(" {}", d.name),
+        Some(LogicalPeer::Null) => " NULL".into(),
+        Some(LogicalPeer::Any) => " ANY".into(),
+        Some(LogicalPeer::Exception(r)) => format!(" rank {r}"),
+        None => String::new(),
+    };
+    for op in &class.ops {
+        let k = &op.key;
+        // The symbol: operation, direction(s), tag class, sizes, communicator, root, counts.
+        let text = match k.op.class() {
+            OpClass::Send | OpClass::Recv | OpClass::Probe => {
+                format!("{}{} tag#{} {} B {:?}", k.op, name(&k.peer), op.tag_class, k.bytes, k.comm)
+            }
+            OpClass::SendRecv => format!(
+                "{}{}{} {}/{} B",
+                k.op,
+                name(&k.peer),
+                name(&k.source),
+                k.bytes,
+                k.recv_bytes
+            ),
+            OpClass::Completion => format!("{} {}/{}", k.op, k.done, k.given),
+            OpClass::Collective => format!(
+                "{} {:?}{} {} B",
+                k.op,
+                k.comm,
+                k.root.as_ref().map_or(String::new(), |r| format!(" root {r:?}")),
+                k.bytes
+            ),
+            _ => format!("{} {:?}", k.op, k.comm),
+        };
+        let next = by_key.len() as Sym;
+        let sym = *by_key.entry(text.clone()).or_insert_with(|| {
+            legend.push(SymbolInfo { sym: next, text });
+            next
+        });
+        symbols.push(sym);
+        gaps_s.push(op.gap.mean_s);
+    }
+    Symbolized { symbols, gaps_s, legend }
+}

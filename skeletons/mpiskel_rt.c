@@ -1,0 +1,276 @@
+/*
+ * mpiskel runtime: compute kernel, timers and report. See mpiskel_rt.h.
+ */
+#include "mpiskel_rt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef MPISKEL_SMPI
+#include <smpi/smpi.h>
+#endif
+
+static double sk_rate = 1e9; /* kernel iterations per second on this machine (unused under SMPI) */
+static double sk_weight = 1.0; /* this rank's compute weight */
+#ifndef MPISKEL_SMPI
+static volatile double sk_sink;
+#endif
+static sk_phase *sk_phases;
+static int sk_nphases;
+static double sk_t0, sk_begun;
+static long sk_iterations = -1;
+static const char *sk_report_file;
+static unsigned long long sk_state = 0x9E3779B97F4A7C15ULL;
+
+/* xorshift64*: a uniform draw in [0, 1). */
+static double sk_uniform(void) {
+    sk_state ^= sk_state >> 12;
+    sk_state ^= sk_state << 25;
+    sk_state ^= sk_state >> 27;
+    return (double)((sk_state * 0x2545F4914F6CDD1DULL) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#ifndef MPISKEL_SMPI
+/* The kernel: a dependent chain of multiply-adds, which no compiler can shorten. */
+static void sk_spin(long n) {
+    double x = sk_sink;
+    for (long i = 0; i < n; i++) {
+        x = x * 0.999999999 + 1e-9;
+    }
+    sk_sink = x;
+}
+
+static void sk_calibrate(void) {
+    long n = 1L << 14;
+    double t = 0.0;
+    /* Grow the batch to at least 4 ms, then keep the best of five. */
+    for (;;) {
+        double a = MPI_Wtime();
+        sk_spin(n);
+        t = MPI_Wtime() - a;
+        if (t >= 0.004 || n > (1L << 40)) {
+            break;
+        }
+        n *= 2;
+    }
+    for (int k = 0; k < 5; k++) {
+        double a = MPI_Wtime();
+        sk_spin(n);
+        double b = MPI_Wtime() - a;
+        if (b < t) {
+            t = b;
+        }
+    }
+    if (t > 0.0) {
+        sk_rate = (double)n / t;
+    }
+}
+#endif
+
+void sk_init(int *argc, char ***argv) {
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp((*argv)[i], "--iterations") == 0 && i + 1 < *argc) {
+            sk_iterations = atol((*argv)[++i]);
+        } else if (strcmp((*argv)[i], "--report") == 0 && i + 1 < *argc) {
+            sk_report_file = (*argv)[++i];
+        }
+    }
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    sk_state ^= (unsigned long long)(rank + 1) * 0xD1B54A32D192ED03ULL;
+    for (int i = 0; i < 8; i++) {
+        sk_uniform();
+    }
+#ifndef MPISKEL_SMPI
+    sk_calibrate();
+#endif
+}
+
+long sk_main_run(long built_in, long full, long lead_full) {
+    if (sk_iterations < 1) {
+        return built_in;
+    }
+    /* Every class drops the same number of iterations, so that they stay matched. */
+    long keep = sk_iterations < lead_full ? sk_iterations : lead_full;
+    long run = full - (lead_full - keep);
+    return run < 1 ? 1 : run;
+}
+
+void sk_rank_weight(const double *weights) {
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    sk_weight = weights[rank];
+}
+
+void sk_compute(double seconds) {
+    seconds *= sk_weight;
+    if (seconds <= 0.0) {
+        return;
+    }
+#ifdef MPISKEL_SMPI
+    smpi_execute_flops(seconds * MPISKEL_REF_FLOPS);
+#else
+    sk_spin((long)(seconds * sk_rate + 0.5));
+#endif
+}
+
+static const double (*sk_dists)[SK_QUANTILES];
+static int sk_ndists;
+
+void sk_distributions(const double (*dists)[SK_QUANTILES], int n) {
+    sk_dists = dists;
+    sk_ndists = n;
+}
+
+void sk_compute_drawn(int i) {
+    static const double p[SK_QUANTILES] = {0.0, 0.01, 0.05, 0.1, 0.25, 0.5,
+                                           0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
+    if (!sk_dists || i < 0 || i >= sk_ndists) {
+        return;
+    }
+    const double *q = sk_dists[i];
+    double u = sk_uniform();
+    int k = 0;
+    while (k < SK_QUANTILES - 2 && u >= p[k + 1]) {
+        k++;
+    }
+    double f = (u - p[k]) / (p[k + 1] - p[k]);
+    sk_compute(q[k] * (1.0 - f) + q[k + 1] * f);
+}
+
+void sk_start(sk_phase *phases, int n) {
+    sk_phases = phases;
+    sk_nphases = n;
+    MPI_Barrier(MPI_COMM_WORLD);
+    sk_t0 = MPI_Wtime();
+}
+
+void sk_phase_begin(int i) {
+    (void)i;
+    sk_begun = MPI_Wtime();
+}
+
+void sk_phase_end(int i) {
+    sk_phases[i].seconds += MPI_Wtime() - sk_begun;
+}
+
+void sk_report(const char *name, double factor, double recorded_app_s) {
+    double total = MPI_Wtime() - sk_t0;
+    double by_phase = 0.0;
+    for (int i = 0; i < sk_nphases; i++) {
+        const sk_phase *p = &sk_phases[i];
+        by_phase += p->run > 0 ? p->seconds * (double)p->full / (double)p->run : 0.0;
+    }
+    double mine[2] = {total, by_phase}, most[2];
+    MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank != 0) {
+        return;
+    }
+    double ratio = most[0] * factor;
+    printf("mpiskel %s: skeleton %.6g s on %d ranks; predicted application time %.6g s "
+           "(by phase), %.6g s (x%.4g); recorded %.6g s\n",
+           name, most[0], size, most[1], ratio, factor, recorded_app_s);
+    char json[8192];
+    int at = snprintf(json, sizeof json,
+                      "{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"%s\",\"ranks\":%d,"
+                      "\"skeleton_s\":%.9g,\"predicted_s\":%.9g,\"predicted_ratio_s\":%.9g,"
+                      "\"factor\":%.9g,\"recorded_app_s\":%.9g,\"smpi\":%s,"
+                      "\"compute_rate\":%.6g,\"phases\":[",
+                      name, size, most[0], most[1], ratio, factor, recorded_app_s,
+#ifdef MPISKEL_SMPI
+                      "true",
+#else
+                      "false",
+#endif
+                      sk_rate);
+    for (int i = 0; i < sk_nphases && at < (int)sizeof json - 200; i++) {
+        const sk_phase *p = &sk_phases[i];
+        at += snprintf(json + at, sizeof json - (size_t)at,
+                       "%s{\"name\":\"%s\",\"full\":%ld,\"run\":%ld,\"seconds\":%.9g,"
+                       "\"predicted_s\":%.9g}",
+                       i ? "," : "", p->name, p->full, p->run, p->seconds,
+                       p->run > 0 ? p->seconds * (double)p->full / (double)p->run : 0.0);
+    }
+    snprintf(json + at, sizeof json - (size_t)at, "]}");
+    printf("MPISKEL_REPORT %s\n", json);
+    fflush(stdout);
+    if (sk_report_file) {
+        FILE *f = fopen(sk_report_file, "w");
+        if (f) {
+            fprintf(f, "%s\n", json);
+            fclose(f);
+        } else {
+            fprintf(stderr, "mpiskel: cannot write the report to %s\n", sk_report_file);
+        }
+    }
+}
+
+MPI_Status *sk_statuses(int n) {
+    static MPI_Status *st;
+    static int have;
+    if (n > have) {
+        MPI_Status *grown = realloc(st, sizeof(MPI_Status) * (size_t)n);
+        if (!grown) {
+            fprintf(stderr, "mpiskel: out of memory for %d statuses\n", n);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        st = grown;
+        have = n;
+    }
+    return st;
+}
+
+void sk_waitall(MPI_Request *req, int n, const int *slots) {
+    for (int i = 0; i < n; i++) {
+        MPI_Wait(&req[slots[i]], MPI_STATUS_IGNORE);
+    }
+}
+
+void sk_waitany(MPI_Request *req, int n) {
+    int index;
+    MPI_Waitany(n, req, &index, MPI_STATUS_IGNORE);
+}
+
+void sk_waitsome(MPI_Request *req, int n) {
+    int done;
+    int *index = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!index) {
+        sk_waitany(req, n);
+        return;
+    }
+    MPI_Waitsome(n, req, &done, index, sk_statuses(n));
+    free(index);
+}
+
+void sk_iprobe(int source, int tag, MPI_Comm comm) {
+    int flag;
+    MPI_Iprobe(source, tag, comm, &flag, MPI_STATUS_IGNORE);
+}
+
+void sk_poll(MPI_Comm comm) {
+    sk_iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm);
+}
+
+int sk_cart_neighbour(MPI_Comm cart, int ndims, const int *offset) {
+    int dims[8], periods[8], coords[8], rank;
+    if (ndims > 8) {
+        return MPI_PROC_NULL;
+    }
+    MPI_Cart_get(cart, ndims, dims, periods, coords);
+    for (int k = 0; k < ndims; k++) {
+        int x = coords[k] + offset[k];
+        if (x < 0 || x >= dims[k]) {
+            if (!periods[k]) {
+                return MPI_PROC_NULL;
+            }
+            x = ((x % dims[k]) + dims[k]) % dims[k];
+        }
+        coords[k] = x;
+    }
+    MPI_Cart_rank(cart, coords, &rank);
+    return rank;
+}

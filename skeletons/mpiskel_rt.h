@@ -1,0 +1,71 @@
+/*
+ * mpiskel runtime: what every skeleton shares.
+ *
+ *   sk_init      parse options, calibrate the compute kernel (well under a second)
+ *   sk_compute   busy computation for a number of seconds of the recording machine
+ *   sk_phase_*   time the phases of the program
+ *   sk_report    one human line and one JSON record: skeleton time, per-phase times and
+ *                the predicted application time
+ *
+ * Build with -DMPISKEL_SMPI under SimGrid (smpicc): compute blocks then run as simulated work,
+ * sk_compute(s) = smpi_execute_flops(s * MPISKEL_REF_FLOPS), so runs are deterministic.
+ */
+#ifndef MPISKEL_RT_H
+#define MPISKEL_RT_H
+
+#include <mpi.h>
+
+#ifndef MPISKEL_REF_FLOPS
+/* Flop rate of the recording machine, for SimGrid runs (traces from SMPI: 1 Gflop/s). */
+#define MPISKEL_REF_FLOPS 1e9
+#endif
+
+/* One timed part of the program: a loop of the trace or the calls between loops. */
+typedef struct {
+    const char *name;
+    long full;      /* iterations in the application */
+    long run;       /* iterations this skeleton runs */
+    double seconds; /* measured */
+} sk_phase;
+
+/* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there). */
+void sk_init(int *argc, char ***argv);
+/* The main loop's iterations: the value built in, or as many fewer as --iterations asks of the
+ * class with lead_full iterations. */
+long sk_main_run(long built_in, long full, long lead_full);
+
+void sk_compute(double seconds);
+/* Scales every compute block of this rank by weights[rank]. */
+void sk_rank_weight(const double *weights);
+
+/* Quantiles per compute distribution: minimum, 1 %, 5 %, 10 %, 25 %, median, 75 %, 90 %,
+ * 95 %, 99 %, 99.9 %, maximum. */
+#define SK_QUANTILES 12
+/* Registers the program's distributions of compute durations (quantiles, seconds). */
+void sk_distributions(const double (*dists)[SK_QUANTILES], int n);
+/* Busy computation for a duration drawn from distribution i (inverse CDF, linear between
+ * quantiles; the generator is seeded by the rank, so runs repeat). */
+void sk_compute_drawn(int i);
+
+/* Timing of phases; sk_start synchronises all ranks and starts the clock. */
+void sk_start(sk_phase *phases, int n);
+void sk_phase_begin(int i);
+void sk_phase_end(int i);
+
+/* Gathers the times, prints the report on rank 0. factor: application time / skeleton time
+ * expected on the recording machine (the single-ratio prediction). */
+void sk_report(const char *name, double factor, double recorded_app_s);
+
+/* A status array of at least n entries (MPI_STATUSES_IGNORE trips GCC's -Wstringop-overflow
+ * with MPICH's headers). */
+MPI_Status *sk_statuses(int n);
+
+/* Helpers that keep the generated code short. */
+void sk_waitall(MPI_Request *req, int n, const int *slots);
+void sk_waitany(MPI_Request *req, int n);
+void sk_waitsome(MPI_Request *req, int n);
+void sk_iprobe(int source, int tag, MPI_Comm comm);
+void sk_poll(MPI_Comm comm);
+int sk_cart_neighbour(MPI_Comm cart, int ndims, const int *offset);
+
+#endif

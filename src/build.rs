@@ -1,0 +1,428 @@
+//! `mpiskel build`: trace → logical trace → loop nests → checked, scaled program → skeleton
+//! folder.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use mpiskel_emit::c::{render, Meta};
+use mpiskel_emit::pipeline::{make, CheckSummary, PipelineError};
+use mpiskel_emit::program::MatchingReport;
+use mpiskel_emit::scale::default_target;
+use mpiskel_emit::{Scaling, Skeleton};
+use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
+use serde::{Deserialize, Serialize};
+
+/// Build the performance skeleton of a traced application.
+///
+/// Runs the whole pipeline: reads the trace, finds the topology and the process classes
+/// (`mpiskel logicalize`), the loop nest of every class (`mpiskel compress`), builds one SPMD
+/// program, cuts its main loop so that it runs about --target-time, executes every rank's
+/// program abstractly to prove it cannot deadlock, and writes the skeleton folder:
+///
+///   skeleton.c, mpiskel_rt.c, mpiskel_rt.h   the program and its runtime
+///   Makefile                                  make (MPICC=...), make smpi (SimGrid)
+///   run.sh, job.slurm                         run with mpirun or under Slurm
+///   README.md                                 for whoever runs it elsewhere
+///   skeleton.json                             provenance: trace, topology, loop nests,
+///                                             matching, scaling, the program itself
+///
+/// The folder is written under a temporary name and renamed when complete; an existing DIR is
+/// only replaced with --force.
+///
+/// Examples:
+///   mpiskel build halo.trace -o halo.skel
+///   mpiskel build ../shared/fixtures/npb/bt.W.16/trace.txt -o bt.skel --target-time 0.05
+///   mpiskel build app.trace -o app.skel --force && mpiskel run app.skel
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct BuildArgs {
+    /// The trace (a directory written by `mpiskel trace`, or a SimGrid time-independent trace).
+    trace: PathBuf,
+    /// The skeleton folder to write.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Seconds the skeleton should run on the recording machine [default: the shorter of 60 s
+    /// and a tenth of the application's time].
+    #[arg(long, value_name = "SECONDS")]
+    target_time: Option<f64>,
+    /// Language of the skeleton.
+    #[arg(long, value_enum, default_value_t = Lang::C)]
+    lang: Lang,
+    /// Replace DIR if it exists.
+    #[arg(long)]
+    force: bool,
+    /// The application's run time, seconds, if known better than the trace tells (the trace
+    /// gives the span from MPI_Init to MPI_Finalize of the slowest rank).
+    #[arg(long, value_name = "SECONDS")]
+    app_time: Option<f64>,
+    /// Skeleton name (default: the trace's folder name).
+    #[arg(long)]
+    name: Option<String>,
+    /// For SimGrid traces: compute speed in flop/s.
+    #[arg(long, value_name = "FLOP/S", default_value_t = 1e9)]
+    flops: f64,
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// Languages of the skeleton.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Lang {
+    /// C, built with mpicc.
+    C,
+}
+
+/// One class as `skeleton.json` records it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ClassDoc {
+    /// Ranks.
+    pub ranks: Vec<u32>,
+    /// Loop nest in seed notation.
+    pub notation: String,
+    /// Calls in the class's logical program.
+    pub calls: usize,
+    /// Phases: name, iterations, run.
+    pub phases: Vec<PhaseDoc>,
+}
+
+/// One phase as `skeleton.json` records it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PhaseDoc {
+    /// Name.
+    pub name: String,
+    /// Iterations in the application.
+    pub full: u64,
+    /// Iterations run.
+    pub run: u64,
+    /// Where it came from.
+    pub origin: String,
+    /// Compute per iteration, seconds.
+    pub compute_s: f64,
+    /// Calls per iteration.
+    pub calls: u64,
+}
+
+/// `skeleton.json`: the provenance of a skeleton folder.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SkeletonDocument {
+    /// Always `"mpiskel-skeleton"`.
+    pub kind: String,
+    /// Layout version (1).
+    pub version: u32,
+    /// Skeleton name.
+    pub name: String,
+    /// The trace it came from.
+    pub trace: String,
+    /// Language.
+    pub lang: String,
+    /// mpiskel version that made it.
+    pub mpiskel_version: String,
+    /// Ranks.
+    pub n_ranks: u32,
+    /// Topology found.
+    pub topology: String,
+    /// Other names of the same topology, and the rule that chose.
+    pub topology_alternatives: Vec<String>,
+    /// Point-to-point calls to peers outside the topology.
+    pub exception_calls: u64,
+    /// Classes.
+    pub classes: Vec<ClassDoc>,
+    /// Matching of sends and receives.
+    pub matching: MatchingReport,
+    /// Scaling and prediction factors.
+    pub scaling: Scaling,
+    /// The deadlock check.
+    pub check: CheckSummary,
+    /// Seconds per stage of the build.
+    pub stage_seconds: Vec<(String, f64)>,
+    /// The program (what both back ends render).
+    pub program: Skeleton,
+}
+
+pub const KIND: &str = "mpiskel-skeleton";
+
+/// Recorded application time: the slowest rank's span from the end of its first call
+/// (`MPI_Init`) to the start of `MPI_Finalize` (or the end of its last call).
+pub fn app_time_of(set: &TraceSet) -> f64 {
+    set.ranks
+        .iter()
+        .filter_map(|r| Some((r.events.first()?, r.events.last()?)))
+        .map(|(a, b)| {
+            let end = if b.op == mpiskel_trace::Op::Finalize { b.enter_ns } else { b.exit_ns };
+            end.saturating_sub(a.exit_ns) as f64 * 1e-9
+        })
+        .fold(0.0, f64::max)
+}
+
+fn progress(quiet: bool, t: &Instant, what: &str) {
+    if !quiet {
+        eprintln!("[{:7.2} s] {what}", t.elapsed().as_secs_f64());
+    }
+}
+
+pub fn build(a: BuildArgs) -> Result<ExitCode> {
+    anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
+    if let Some(t) = a.target_time {
+        anyhow::ensure!(t > 0.0 && t.is_finite(), "--target-time must be a positive number");
+    }
+    if let Some(t) = a.app_time {
+        anyhow::ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
+    }
+    if a.output.exists() && !a.force {
+        bail!("{} exists; use --force to replace it", a.output.display());
+    }
+    let _ = a.lang;
+    let t0 = Instant::now();
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
+    progress(a.quiet, &t0, &format!("reading {}", a.trace.display()));
+    let set = TraceSet::open(&a.trace, &opts)?;
+    progress(a.quiet, &t0, &format!("{} ranks read; finding the topology", set.n_ranks()));
+    let lt = mpiskel_logicalize::logicalize(&set);
+    progress(
+        a.quiet,
+        &t0,
+        &format!("topology: {}; {} process classes", lt.topology_name(), lt.classes.len()),
+    );
+    let (app_time, source) = match a.app_time {
+        Some(t) => (t, "given with --app-time".to_owned()),
+        None => (
+            app_time_of(&set),
+            "span of the slowest rank from MPI_Init to MPI_Finalize in the trace".to_owned(),
+        ),
+    };
+    let target = a.target_time.unwrap_or_else(|| default_target(app_time));
+    let built = match make(&lt, app_time, &source, target) {
+        Ok(b) => b,
+        Err(PipelineError::Deadlock(d)) => {
+            eprint!("{d}");
+            bail!("refusing to emit {}: the program can deadlock", a.output.display());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    progress(
+        a.quiet,
+        &t0,
+        &format!(
+            "program checked: {} operations over {} ranks run to completion",
+            built.check.operations, built.check.ranks
+        ),
+    );
+    let name = a.name.clone().unwrap_or_else(|| default_name(&a.trace));
+    anyhow::ensure!(
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
+        "skeleton name {name:?}: use letters, digits, '.', '_' and '-' (--name)"
+    );
+    let meta = Meta {
+        name: name.clone(),
+        trace: a.trace.display().to_string(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let files = render(&built.skeleton, &built.scaling, &meta)?;
+    let alternatives = match &lt.identification.structure {
+        mpiskel_logicalize::Structure::Topology { alternatives, .. } => alternatives.clone(),
+        _ => Vec::new(),
+    };
+    let doc = SkeletonDocument {
+        kind: KIND.into(),
+        version: 1,
+        name: name.clone(),
+        trace: a.trace.display().to_string(),
+        lang: "c".into(),
+        mpiskel_version: meta.version.clone(),
+        n_ranks: built.skeleton.n_ranks,
+        topology: built.skeleton.topology.clone(),
+        topology_alternatives: alternatives,
+        exception_calls: lt.exceptions.calls,
+        classes: built
+            .skeleton
+            .classes
+            .iter()
+            .zip(&lt.classes)
+            .map(|(c, lc)| ClassDoc {
+                ranks: c.ranks.clone(),
+                notation: c.notation.clone(),
+                calls: lc.ops.len(),
+                phases: c
+                    .phases
+                    .iter()
+                    .map(|p| PhaseDoc {
+                        name: p.name.clone(),
+                        full: p.full,
+                        run: p.run,
+                        origin: p.origin.clone(),
+                        compute_s: p.compute_s,
+                        calls: p.calls,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        matching: built.skeleton.matching.clone(),
+        scaling: built.scaling.clone(),
+        check: built.check.clone(),
+        stage_seconds: built.stage_seconds.clone(),
+        program: built.skeleton.clone(),
+    };
+    write_folder(&a.output, &files, &serde_json::to_string_pretty(&doc)?, a.force)?;
+    progress(a.quiet, &t0, &format!("wrote {}", a.output.display()));
+    let s = &built.scaling;
+    println!(
+        "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; recorded {:.4} s, skeleton ≈ {:.4} s (×{:.3})",
+        a.output.display(),
+        built.skeleton.n_ranks,
+        built.skeleton.topology,
+        built.skeleton.classes.len(),
+        s.main_run,
+        s.main_full,
+        s.app_time_s,
+        s.skeleton_estimate_s,
+        s.factor
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn default_name(trace: &Path) -> String {
+    let p = if trace.is_file() { trace.parent().unwrap_or(trace) } else { trace };
+    let stem = p
+        .canonicalize()
+        .ok()
+        .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "skeleton".into());
+    let s: String = stem
+        .trim_end_matches(".trace")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .collect();
+    if s.is_empty() {
+        "skeleton".into()
+    } else {
+        s
+    }
+}
+
+/// Writes the folder under a temporary name beside `dir`, then renames it into place.
+fn write_folder(dir: &Path, files: &[mpiskel_emit::c::File], doc: &str, force: bool) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    let base =
+        dir.file_name().map_or_else(|| "skeleton".into(), |f| f.to_string_lossy().into_owned());
+    let tmp = parent.join(format!(".{base}.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+    std::fs::create_dir(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let write = || -> Result<()> {
+        for f in files {
+            let path = tmp.join(&f.path);
+            let mut out = std::fs::File::create(&path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            out.write_all(f.contents.as_bytes())?;
+            if f.executable {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
+        std::fs::write(tmp.join("skeleton.json"), doc)
+            .with_context(|| format!("writing {}", tmp.join("skeleton.json").display()))?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        std::fs::remove_dir_all(&tmp).ok();
+        return Err(e);
+    }
+    if dir.exists() {
+        if !force {
+            std::fs::remove_dir_all(&tmp).ok();
+            bail!("{} exists; use --force to replace it", dir.display());
+        }
+        let old = parent.join(format!(".{base}.old-{}", std::process::id()));
+        std::fs::rename(dir, &old).with_context(|| format!("moving {} aside", dir.display()))?;
+        std::fs::rename(&tmp, dir).with_context(|| format!("renaming to {}", dir.display()))?;
+        std::fs::remove_dir_all(&old).ok();
+    } else {
+        std::fs::rename(&tmp, dir).with_context(|| format!("renaming to {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Reads `DIR/skeleton.json`, if DIR is a skeleton folder.
+pub fn read_skeleton_document(dir: &Path) -> Result<Option<SkeletonDocument>> {
+    let path = dir.join("skeleton.json");
+    if !dir.is_dir() || !path.is_file() {
+        return Ok(None);
+    }
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let doc: SkeletonDocument = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a skeleton description", path.display()))?;
+    anyhow::ensure!(doc.kind == KIND, "{}: kind is {:?}, not {KIND:?}", path.display(), doc.kind);
+    Ok(Some(doc))
+}
+
+/// `mpiskel inspect DIR` for a skeleton folder.
+pub fn render_document(doc: &SkeletonDocument) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "skeleton {} ({}), made by mpiskel {}",
+        doc.name, doc.lang, doc.mpiskel_version
+    );
+    let _ = writeln!(s, "trace:     {}", doc.trace);
+    let _ = writeln!(s, "ranks:     {}", doc.n_ranks);
+    let _ = writeln!(s, "topology:  {}", doc.topology);
+    if !doc.topology_alternatives.is_empty() {
+        let _ = writeln!(
+            s,
+            "           (also isomorphic to: {})",
+            doc.topology_alternatives.join(", ")
+        );
+    }
+    if doc.exception_calls > 0 {
+        let _ =
+            writeln!(s, "exceptions: {} calls to peers outside the topology", doc.exception_calls);
+    }
+    let sc = &doc.scaling;
+    let _ = writeln!(
+        s,
+        "scaling:   main loop {} of {} iterations ({:.1} % of the time); recorded {:.6} s ({}); target {:.6} s; expected skeleton {:.6} s; factor {:.4}",
+        sc.main_run,
+        sc.main_full,
+        sc.main_share * 100.0,
+        sc.app_time_s,
+        sc.app_time_source,
+        sc.target_s,
+        sc.skeleton_estimate_s,
+        sc.factor
+    );
+    let m = &doc.matching;
+    let _ = writeln!(
+        s,
+        "matching:  {} global pairs ({} balanced), {} local sends, {} local receives; local calls {}",
+        m.global_pairs, m.balanced, m.local_sends, m.local_recvs, m.local_policy
+    );
+    let _ = writeln!(
+        s,
+        "check:     {} operations over {} ranks run to completion in {:.3} s",
+        doc.check.operations, doc.check.ranks, doc.check.seconds
+    );
+    for (i, c) in doc.classes.iter().enumerate() {
+        let _ =
+            writeln!(s, "class {i}: {} ranks, {} calls: {}", c.ranks.len(), c.calls, c.notation);
+        for p in &c.phases {
+            let _ = writeln!(
+                s,
+                "  {:<10} {:>6} of {:>6} iterations, {:>6} calls and {:.4e} s compute each — {}",
+                p.name, p.run, p.full, p.calls, p.compute_s, p.origin
+            );
+        }
+    }
+    s
+}

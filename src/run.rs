@@ -1,0 +1,289 @@
+//! `mpiskel run`: compile a skeleton folder, run it, print measured and predicted times.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::{Deserialize, Serialize};
+
+use crate::build::read_skeleton_document;
+
+/// Compile a skeleton folder, run it and print its prediction.
+///
+/// Compiles with the MPI's compiler wrapper (mpicc.openmpi, mpicc.mpich, or SimGrid's smpicc
+/// with compute blocks as simulated work), runs it on the recorded number of ranks with a
+/// timeout, and prints the skeleton's measured time beside the predicted application time (by
+/// phase, and skeleton time × the recorded factor). Under --mpi smpi the run is simulated on
+/// --platform (default: a cluster like the one NPB fixtures were recorded on: 1 Gflop/s hosts,
+/// 10 Gb/s 1 µs links, one rank per host).
+///
+/// Examples:
+///   mpiskel run halo.skel
+///   mpiskel run halo.skel --mpi mpich --timeout 120
+///   mpiskel run bt.skel --mpi smpi --platform ../shared/fixtures/npb/platforms/bw5MBps.xml \
+///       --hostfile ../shared/fixtures/npb/platforms/hostfile_1perhost.txt
+///   mpiskel run bt.skel --json -- --iterations 40
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct RunArgs {
+    /// The skeleton folder (written by `mpiskel build`).
+    dir: PathBuf,
+    /// Number of ranks (must be what the skeleton was made for; default: that).
+    #[arg(short = 'n', long = "np", value_name = "N")]
+    np: Option<u32>,
+    /// Which MPI to build and run with.
+    #[arg(long, value_enum, default_value_t = Mpi::Openmpi)]
+    mpi: Mpi,
+    /// SimGrid platform file (--mpi smpi).
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// SimGrid host file (--mpi smpi; default: the platform's hosts in order).
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// Extra SimGrid options, e.g. --smpi-cfg smpi/coll-selector:mpich (repeatable).
+    #[arg(long = "smpi-cfg", value_name = "KEY:VALUE")]
+    smpi_cfg: Vec<String>,
+    /// Seconds before the run is killed.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// Print the skeleton's JSON report instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// Arguments for the skeleton itself (e.g. --iterations 40).
+    #[arg(last = true)]
+    skeleton_args: Vec<String>,
+}
+
+/// MPI implementations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mpi {
+    /// OpenMPI (mpicc.openmpi, mpirun.openmpi).
+    Openmpi,
+    /// MPICH (mpicc.mpich, mpirun.mpich).
+    Mpich,
+    /// SimGrid SMPI (smpicc, smpirun): a simulated platform.
+    Smpi,
+}
+
+impl Mpi {
+    fn name(self) -> &'static str {
+        match self {
+            Mpi::Openmpi => "openmpi",
+            Mpi::Mpich => "mpich",
+            Mpi::Smpi => "smpi",
+        }
+    }
+}
+
+/// The skeleton's report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Skeleton name.
+    pub skeleton: String,
+    /// Ranks.
+    pub ranks: u32,
+    /// Measured skeleton time (slowest rank), seconds.
+    pub skeleton_s: f64,
+    /// Predicted application time by phase, seconds.
+    pub predicted_s: f64,
+    /// Predicted application time, skeleton time × factor.
+    pub predicted_ratio_s: f64,
+    /// The factor.
+    pub factor: f64,
+    /// The application time recorded in the trace.
+    pub recorded_app_s: f64,
+    /// Whether the run was under SimGrid.
+    pub smpi: bool,
+    /// Kernel iterations per second measured at start-up.
+    pub compute_rate: f64,
+    /// Phases of rank 0.
+    pub phases: Vec<PhaseReport>,
+}
+
+/// One phase of the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// Name.
+    pub name: String,
+    /// Application iterations.
+    pub full: u64,
+    /// Iterations run.
+    pub run: u64,
+    /// Measured seconds.
+    pub seconds: f64,
+    /// Predicted seconds.
+    pub predicted_s: f64,
+}
+
+const DEFAULT_PLATFORM: &str = r#"<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <!-- Written by mpiskel run: NRANKS single-core 1 Gflop/s hosts, private 10 Gb/s 1 us links
+       into a non-blocking crossbar. -->
+  <cluster id="skel" prefix="node-" suffix=".skel" radical="0-LAST"
+           speed="1Gf" core="1" bw="10Gbps" lat="1us" sharing_policy="SPLITDUPLEX"
+           loopback_bw="100Gbps" loopback_lat="0.1us"/>
+</platform>
+"#;
+
+/// Compiles the skeleton in `dir` for `mpi`; returns the binary.
+pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
+    let bin = format!("skeleton-{}", mpi.name());
+    let (cc, extra): (&str, &[&str]) = match mpi {
+        Mpi::Openmpi => ("mpicc.openmpi", &[]),
+        Mpi::Mpich => ("mpicc.mpich", &[]),
+        Mpi::Smpi => ("smpicc", &["-DMPISKEL_SMPI"]),
+    };
+    let out = Command::new(cc)
+        .current_dir(dir)
+        .args(["-O2", "-Wall", "-Wextra", "-o", &bin, "skeleton.c", "mpiskel_rt.c"])
+        .args(extra)
+        .arg("-lm")
+        .output()
+        .with_context(|| format!("running {cc} (is {} installed?)", mpi.name()))?;
+    if !out.status.success() {
+        bail!(
+            "{cc} failed on {}:\n{}",
+            dir.join("skeleton.c").display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(dir.join(bin))
+}
+
+/// Runs `cmd`, killing it after `timeout`; returns (stdout, stderr) of a successful run.
+fn run_with_timeout(mut cmd: Command, timeout: Duration, what: &str) -> Result<(String, String)> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {what}"))?;
+    let mut so = child.stdout.take().context("stdout")?;
+    let mut se = child.stderr.take().context("stderr")?;
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        so.read_to_string(&mut s).ok();
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        se.read_to_string(&mut s).ok();
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if start.elapsed() > timeout {
+            child.kill().ok();
+            child.wait().ok();
+            bail!("{what} did not finish within {} s; killed", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (out, err) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
+    if !status.success() {
+        bail!("{what} failed ({status}):\n{err}{out}");
+    }
+    Ok((out, err))
+}
+
+/// Compiles and runs a skeleton folder; returns its report and the launcher's output.
+pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
+    let doc = read_skeleton_document(&a.dir)?.with_context(|| {
+        format!("{}: not a skeleton folder (no skeleton.json)", a.dir.display())
+    })?;
+    let np = a.np.unwrap_or(doc.n_ranks);
+    if np != doc.n_ranks {
+        bail!("{}: the skeleton was made for {} ranks, not {np}", a.dir.display(), doc.n_ranks);
+    }
+    let bin = compile(&a.dir, a.mpi)?;
+    let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut cmd;
+    match a.mpi {
+        Mpi::Openmpi => {
+            cmd = Command::new("mpirun.openmpi");
+            cmd.args(["--oversubscribe", "--allow-run-as-root"]);
+            cmd.args(["-np", &np.to_string()]);
+        }
+        Mpi::Mpich => {
+            cmd = Command::new("mpirun.mpich");
+            cmd.args(["-np", &np.to_string()]);
+        }
+        Mpi::Smpi => {
+            let platform = match &a.platform {
+                Some(p) => p.canonicalize().with_context(|| format!("{}", p.display()))?,
+                None => {
+                    let p = a.dir.join("smpi-platform.xml");
+                    let text = DEFAULT_PLATFORM
+                        .replace("NRANKS", &np.to_string())
+                        .replace("LAST", &(np.max(1) - 1).to_string());
+                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+                    p.canonicalize()?
+                }
+            };
+            cmd = Command::new("smpirun");
+            cmd.args(["-np", &np.to_string(), "-platform"]).arg(&platform);
+            if let Some(h) = &a.hostfile {
+                cmd.arg("-hostfile")
+                    .arg(h.canonicalize().with_context(|| format!("{}", h.display()))?);
+            } else if a.platform.is_none() {
+                let h = a.dir.join("smpi-hostfile.txt");
+                let hosts: String = (0..np).map(|i| format!("node-{i}.skel\n")).collect();
+                std::fs::write(&h, hosts)?;
+                cmd.arg("-hostfile").arg(h.canonicalize()?);
+            }
+            cmd.args([
+                "--cfg=smpi/host-speed:1Gf",
+                "--cfg=smpi/simulate-computation:no",
+                "--cfg=smpi/display-timing:yes",
+            ]);
+            for c in &a.smpi_cfg {
+                cmd.arg(format!("--cfg={c}"));
+            }
+        }
+    }
+    let report_path = a.dir.join(format!("report-{}.json", a.mpi.name()));
+    std::fs::remove_file(&report_path).ok();
+    cmd.current_dir(&a.dir).arg(format!("./{bin_name}"));
+    cmd.arg("--report").arg(report_path.file_name().unwrap_or_default());
+    cmd.args(&a.skeleton_args);
+    let (out, err) = run_with_timeout(cmd, Duration::from_secs(a.timeout), "the skeleton")?;
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("MPISKEL_REPORT "))
+        .with_context(|| format!("the skeleton printed no report:\n{out}{err}"))?;
+    let report: RunReport = serde_json::from_str(line).context("reading the skeleton's report")?;
+    Ok((report, out + &err))
+}
+
+pub fn run(a: RunArgs) -> Result<ExitCode> {
+    let (r, _) = run_skeleton(&a)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} on {} ({} ranks): skeleton ran {:.6} s",
+        r.skeleton,
+        a.mpi.name(),
+        r.ranks,
+        r.skeleton_s
+    );
+    println!(
+        "  predicted application time: {:.6} s by phase, {:.6} s by ratio (×{:.4})",
+        r.predicted_s, r.predicted_ratio_s, r.factor
+    );
+    println!("  recorded application time:  {:.6} s (where the trace was made)", r.recorded_app_s);
+    for p in &r.phases {
+        println!(
+            "  {:<12} {:>6}/{:<6} iterations  {:.6} s → {:.6} s",
+            p.name, p.run, p.full, p.seconds, p.predicted_s
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

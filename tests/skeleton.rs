@@ -1,0 +1,242 @@
+//! The skeletons of every fixture: built by `mpiskel build` (which runs the deadlock check),
+//! snapshotted, compiled with `-Wall -Wextra -Werror` by mpicc.openmpi, mpicc.mpich and smpicc,
+//! and run to completion under mpirun (both libraries) and smpirun, each with a timeout.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::{mpi_lock, mpiskel, root, run_with_timeout, scratch, shared};
+
+/// Builds the skeleton of `trace` into scratch folder `name`.
+fn build(name: &str, trace: &Path) -> PathBuf {
+    let dir = scratch(&format!("skeleton-{name}")).join("skel");
+    let out = mpiskel()
+        .args(["build", "-q", "--name", name])
+        .arg(trace)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building the skeleton of {}:\n{}{}",
+        trace.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+/// The emitted C with the trace's location (which depends on where the fixtures are) elided.
+fn source_for_snapshot(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    text.lines()
+        .map(|l| if l.starts_with(" * Trace:") { " * Trace:     <trace>" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn compile_strict(dir: &Path, cc: &str, extra: &[&str]) {
+    let bin = format!("strict-{}", cc.replace('.', "-"));
+    let out = Command::new(cc)
+        .current_dir(dir)
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o", &bin, "skeleton.c", "mpiskel_rt.c"])
+        .args(extra)
+        .arg("-lm")
+        .output()
+        .unwrap_or_else(|e| panic!("running {cc}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cc} -Wall -Wextra -Werror failed on {}:\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs the skeleton with `mpiskel run --json`; returns the report.
+fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
+    let mut cmd = mpiskel();
+    cmd.args(["run", "--json", "--mpi", mpi, "--timeout", &timeout.to_string()]).arg(dir);
+    let out = run_with_timeout(cmd, timeout + 60);
+    assert!(
+        out.status.success(),
+        "running {} under {mpi}:\n{}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
+    let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{mpi}: report lacks {k}: {r}"));
+    assert_eq!(r["ranks"].as_u64(), Some(ranks), "{mpi}: {r}");
+    assert!(f("skeleton_s") > 0.0, "{mpi}: {r}");
+    assert!(
+        f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.999,
+        "{mpi}: {r}"
+    );
+    assert!(f("predicted_ratio_s").is_finite() && f("predicted_ratio_s") > 0.0, "{mpi}: {r}");
+    let phases = r["phases"].as_array().expect("phases");
+    assert!(!phases.is_empty(), "{mpi}: {r}");
+    assert_eq!(r["smpi"].as_bool(), Some(mpi == "smpi"), "{mpi}: {r}");
+}
+
+/// The whole check for one trace.
+fn skeleton(name: &str, trace: &Path) {
+    let dir = build(name, trace);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let ranks = doc["n_ranks"].as_u64().unwrap();
+    // The deadlock check ran over every rank and found none (the build refuses otherwise).
+    assert_eq!(doc["check"]["ranks"].as_u64(), Some(ranks));
+    assert!(doc["check"]["operations"].as_u64().unwrap() > 0);
+    let main = &doc["scaling"];
+    assert!(main["main_run"].as_u64().unwrap() >= 1);
+    assert!(main["main_run"].as_u64() <= main["main_full"].as_u64());
+
+    insta::with_settings!({
+        description => format!("mpiskel build {name} (skeleton.c)"),
+        omit_expression => true,
+        snapshot_path => root().join("tests").join("snapshots"),
+    }, {
+        insta::assert_snapshot!(format!("skeleton__{}", name.replace('.', "_")), source_for_snapshot(&dir));
+    });
+
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    compile_strict(&dir, "smpicc", &["-DMPISKEL_SMPI"]);
+
+    let _lock = mpi_lock();
+    check_report(&run(&dir, "openmpi", 300), "openmpi", ranks);
+    check_report(&run(&dir, "mpich", 600), "mpich", ranks);
+    check_report(&run(&dir, "smpi", 300), "smpi", ranks);
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("fixtures").join("traces").join(name)
+}
+
+fn npb(name: &str) -> PathBuf {
+    shared().join("fixtures").join("npb").join(name).join("trace.txt")
+}
+
+macro_rules! skeleton_tests {
+    ($($test:ident => $name:literal, $trace:expr;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                skeleton($name, &$trace);
+            }
+        )*
+    };
+}
+
+skeleton_tests! {
+    ring => "ring", fixture("ring");
+    ring_fortran => "ring-fortran", fixture("ring-fortran");
+    halo2d_periodic => "halo2d-periodic-4x4", fixture("halo2d-periodic-4x4");
+    halo2d_open => "halo2d-open-4x4", fixture("halo2d-open-4x4");
+    halo3d => "halo3d-2x2x2", fixture("halo3d-2x2x2");
+    wavefront => "wavefront-4x4", fixture("wavefront-4x4");
+    collectives => "collectives", fixture("collectives");
+    subcomm => "subcomm-2x3", fixture("subcomm-2x3");
+    p2pmodes => "p2pmodes", fixture("p2pmodes");
+    callrate => "callrate", fixture("callrate");
+    lammps_melt => "lammps-melt", fixture("lammps-melt");
+    npb_bt => "bt.S.16", npb("bt.S.16");
+    npb_cg => "cg.S.16", npb("cg.S.16");
+    npb_lu => "lu.S.16", npb("lu.S.16");
+}
+
+/// Programs whose receives from any source depend on arrival order in ways the skeleton does
+/// not yet keep: the build must refuse them with a diagnostic naming the blocked ranks, never
+/// write a skeleton that could hang.
+#[test]
+fn programs_the_checker_cannot_prove_are_refused_with_a_diagnostic() {
+    for name in ["anysource", "irregular"] {
+        let dir = scratch(&format!("skeleton-refused-{name}")).join("skel");
+        let out = mpiskel()
+            .args(["build", "-q"])
+            .arg(fixture(name))
+            .arg("-o")
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name} was emitted");
+        assert!(err.contains("can block forever") && err.contains("rank "), "{name}: {err}");
+        assert!(!dir.exists(), "{name}: a refused build left {}", dir.display());
+    }
+}
+
+/// A folder is never overwritten without --force, and a failed build leaves nothing behind.
+#[test]
+fn build_refuses_to_overwrite_and_replaces_with_force() {
+    let dir = scratch("skeleton-force").join("skel");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mine.txt"), "keep").unwrap();
+    let out =
+        mpiskel().args(["build", "-q"]).arg(fixture("ring")).arg("-o").arg(&dir).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    assert!(dir.join("mine.txt").exists());
+    let out = mpiskel()
+        .args(["build", "-q", "--force"])
+        .arg(fixture("ring"))
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.join("mine.txt").exists());
+    for f in [
+        "skeleton.c",
+        "mpiskel_rt.c",
+        "mpiskel_rt.h",
+        "Makefile",
+        "run.sh",
+        "job.slurm",
+        "README.md",
+        "skeleton.json",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary folders left: {leftovers:?}");
+    // inspect shows the skeleton's structure.
+    let out = mpiskel().arg("inspect").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("main_loop") && text.contains("ring of 4"),
+        "{text}"
+    );
+}
+
+/// The folder's Makefile and run script work on their own (what a user on another cluster does).
+#[test]
+fn the_folder_builds_and_runs_with_its_own_makefile_and_script() {
+    let dir = build("halo-own", &fixture("halo2d-open-4x4"));
+    let out = Command::new("make")
+        .current_dir(&dir)
+        .args(["MPICC=mpicc.openmpi", "CFLAGS=-O2 -Wall -Wextra -Werror"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _lock = mpi_lock();
+    let mut cmd = Command::new(dir.join("run.sh"));
+    cmd.env("MPIRUN", "mpirun.openmpi").env("MPIRUN_FLAGS", "--oversubscribe --allow-run-as-root");
+    let out = run_with_timeout(cmd, 300);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("predicted application time"), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    check_report(&report, "openmpi", 16);
+}
