@@ -30,6 +30,7 @@ bench: deps
 	cargo bench -p mpiskel-compress --bench loops
 	cargo bench --bench logicalize_npb
 	cargo bench -p mpiskel-logicalize --bench identify
+	cargo bench --bench skeleton
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps

@@ -1,0 +1,206 @@
+//! Skeleton predictions (figures of BENCHMARKS.md, "Skeletons").
+//!
+//! 1. SimGrid: for NPB BT, CG and LU (`../shared/fixtures/npb`), build the skeleton, run it
+//!    with `smpirun` on the reference platform, and compare the per-phase and single-ratio
+//!    predictions with SimGrid's replay of the full trace (`replay_s` of the `ref` rows of
+//!    `ground-truth.csv`), and the skeleton's time with it.
+//! 2. Native (OpenMPI, this machine): for fixture programs and Debian's LAMMPS, trace the
+//!    application once, build its skeleton, then interleave REPS runs of the application (traced:
+//!    its time is the slowest rank's span from MPI_Init to MPI_Finalize, as the build records
+//!    it) and of the skeleton; print medians.
+//!
+//! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
+//! BENCH_ONLY=smpi|native to run one part).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn mpiskel() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mpiskel"));
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn ok(mut c: Command, what: &str) -> String {
+    let out = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn build(trace: &Path, dir: &Path) -> serde_json::Value {
+    let mut c = mpiskel();
+    c.args(["build", "-q", "--force"]).arg(trace).arg("-o").arg(dir);
+    ok(c, &format!("building {}", trace.display()));
+    serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap()
+}
+
+fn run(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut c = mpiskel();
+    c.args(["run", "--json"]).arg(dir).args(extra);
+    serde_json::from_str(&ok(c, &format!("running {}", dir.display()))).unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn smpi() {
+    let shared = std::env::var_os("MPISKEL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("..").join("shared"));
+    let npb = shared.join("fixtures").join("npb");
+    let truth = std::fs::read_to_string(npb.join("ground-truth.csv")).expect("ground-truth.csv");
+    let platforms = npb.join("platforms");
+    let platform = platforms.join("ref.xml");
+    let hostfile = platforms.join("hostfile_1perhost.txt");
+    println!("## SimGrid, reference platform: skeleton vs replay of the full trace");
+    println!("| trace | replay (s) | skeleton (s) | skeleton / replay | by phase (s) | error | by ratio (s) | error | main loop run |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut errs = Vec::new();
+    for t in [
+        "bt.W.16", "cg.W.16", "lu.W.16", "bt.S.16", "cg.S.16", "lu.S.16", "bt.W.9", "cg.W.8",
+        "bt.S.4", "cg.S.4", "lu.S.4",
+    ] {
+        let parts: Vec<&str> = t.split('.').collect();
+        let key = format!("{},{},{},ref,", parts[0], parts[1], parts[2]);
+        let Some(row) = truth.lines().find(|l| l.starts_with(&key)) else { continue };
+        let replay: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+        let dir = root().join("target").join("bench-skeletons").join(t);
+        let doc = build(&npb.join(t).join("trace.txt"), &dir);
+        let r = run(
+            &dir,
+            &[
+                "--mpi",
+                "smpi",
+                "--platform",
+                platform.to_str().unwrap(),
+                "--hostfile",
+                hostfile.to_str().unwrap(),
+            ],
+        );
+        let f = |k: &str| r[k].as_f64().unwrap();
+        let (phase, ratio) = (f("predicted_s"), f("predicted_ratio_s"));
+        errs.push((phase / replay - 1.0) * 100.0);
+        println!(
+            "| {t} | {replay:.4} | {:.4} | {:.3} | {phase:.4} | {:+.1} % | {ratio:.4} | {:+.1} % | {} of {} |",
+            f("skeleton_s"),
+            f("skeleton_s") / replay,
+            (phase / replay - 1.0) * 100.0,
+            (ratio / replay - 1.0) * 100.0,
+            doc["scaling"]["main_run"],
+            doc["scaling"]["main_full"],
+        );
+    }
+    let mean = errs.iter().map(|e| e.abs()).sum::<f64>() / errs.len().max(1) as f64;
+    let max = errs.iter().map(|e| e.abs()).fold(0.0, f64::max);
+    println!("\nby phase: mean |error| {mean:.1} %, max {max:.1} %\n");
+}
+
+fn native(reps: usize) {
+    let bin = root().join("target").join("fixture-programs").join("openmpi");
+    let mut mk = Command::new("make");
+    mk.args(["-s", "-C"])
+        .arg(root().join("fixtures").join("programs"))
+        .arg("MPI=openmpi")
+        .arg(format!("OUT={}", bin.display()));
+    ok(mk, "building the fixture programs");
+    let p = |name: &str| bin.join(name).display().to_string();
+    let cases: Vec<(&str, u32, Vec<String>)> = vec![
+        ("ring", 4, vec![p("ring"), "2000".into(), "65536".into()]),
+        (
+            "halo2d-periodic-4x4",
+            16,
+            vec![p("halo"), "4x4".into(), "1".into(), "200".into(), "65536".into()],
+        ),
+        (
+            "halo3d-2x2x2",
+            8,
+            vec![p("halo"), "2x2x2".into(), "1".into(), "200".into(), "65536".into()],
+        ),
+        (
+            "wavefront-4x4",
+            16,
+            vec![p("wavefront"), "4".into(), "4".into(), "100".into(), "8192".into()],
+        ),
+        ("collectives", 4, vec![p("collectives"), "200".into(), "65536".into()]),
+        (
+            "lammps-melt",
+            4,
+            vec![
+                "lmp".into(),
+                "-in".into(),
+                "/usr/share/lammps/examples/melt/in.melt".into(),
+                "-log".into(),
+                "none".into(),
+                "-screen".into(),
+                "none".into(),
+            ],
+        ),
+    ];
+    println!("## Native, OpenMPI on this machine: predicted vs measured application time ({reps} runs each, medians)");
+    println!("| program | ranks | measured app (s) | skeleton (s) | skeleton / app | by phase (s) | error | by ratio (s) | error |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (name, np, cmd) in cases {
+        let work = root().join("target").join("bench-native").join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        let trace = |k: usize| -> f64 {
+            let t = work.join(format!("run{k}.trace"));
+            let mut c = mpiskel();
+            c.current_dir(&work).args(["trace", "--force", "-o"]).arg(&t).args([
+                "--",
+                "mpirun.openmpi",
+                "--oversubscribe",
+                "-np",
+                &np.to_string(),
+            ]);
+            c.args(&cmd);
+            ok(c, &format!("tracing {name}"));
+            let doc = build(&t, &work.join(format!("run{k}.skel")));
+            doc["scaling"]["app_time_s"].as_f64().unwrap()
+        };
+        let _ = trace(0);
+        let skel = work.join("run0.skel");
+        let (mut app, mut sk, mut ph, mut ra) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for k in 1..=reps {
+            app.push(trace(k));
+            let r = run(&skel, &["--mpi", "openmpi"]);
+            sk.push(r["skeleton_s"].as_f64().unwrap());
+            ph.push(r["predicted_s"].as_f64().unwrap());
+            ra.push(r["predicted_ratio_s"].as_f64().unwrap());
+        }
+        let (a, s, p, r) = (median(app), median(sk), median(ph), median(ra));
+        println!(
+            "| {name} | {np} | {a:.4} | {s:.4} | {:.3} | {p:.4} | {:+.1} % | {r:.4} | {:+.1} % |",
+            s / a,
+            (p / a - 1.0) * 100.0,
+            (r / a - 1.0) * 100.0
+        );
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing else is accepted.
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let reps = std::env::var("BENCH_REPS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    if only.is_empty() || only == "smpi" {
+        smpi();
+    }
+    if only.is_empty() || only == "native" {
+        native(reps);
+    }
+}
