@@ -270,6 +270,9 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     write_folder(&a.output, &files, &serde_json::to_string_pretty(&doc)?, a.force)?;
     progress(a.quiet, &t0, &format!("wrote {}", a.output.display()));
     let s = &built.scaling;
+    if !s.note.is_empty() {
+        eprintln!("note: main loop {}", s.note);
+    }
     println!(
         "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; recorded {:.4} s, skeleton ≈ {:.4} s (×{:.3})",
         a.output.display(),
@@ -402,6 +405,9 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
         sc.skeleton_estimate_s,
         sc.factor
     );
+    if !sc.note.is_empty() {
+        let _ = writeln!(s, "           main loop {}", sc.note);
+    }
     let m = &doc.matching;
     let _ = writeln!(
         s,

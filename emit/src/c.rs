@@ -17,7 +17,7 @@ use mpiskel_compress::When;
 use mpiskel_trace::Op;
 use serde::Serialize;
 
-use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, Stmt};
+use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
 use crate::scale::Scaling;
 
 const SKELETON_C: &str = include_str!("../../templates/skeleton.c.j2");
@@ -171,9 +171,15 @@ impl Names<'_> {
     }
 
     fn call(&self, c: &Call) -> String {
-        let reused = |slot: &Option<u32>| {
-            slot.filter(|s| self.skel.reused_slots.contains(s)).map_or(String::new(), |s| {
-                format!("MPI_Wait(&req[{s}], MPI_STATUS_IGNORE); /* may still be pending */ ")
+        let reused = |slot: &Option<SlotRef>| {
+            slot.filter(|s| {
+                self.skel.reused_slots.iter().any(|r| (s.base..s.base + s.ring).contains(r))
+            })
+            .map_or(String::new(), |s| {
+                format!(
+                    "MPI_Wait({}, MPI_STATUS_IGNORE); /* may still be pending */ ",
+                    slot_expr(&s)
+                )
             })
         };
         let pre = match c {
@@ -189,9 +195,10 @@ impl Names<'_> {
                 let f = op.name();
                 match slot {
                     Some(s) => format!(
-                        "MPI_{f}(sbuf, {bytes}, MPI_BYTE, {}, {}, world, &req[{s}]);",
+                        "MPI_{f}(sbuf, {bytes}, MPI_BYTE, {}, {}, world, {});",
                         self.peer(to),
-                        self.tag(*tag)
+                        self.tag(*tag),
+                        slot_expr(s)
                     ),
                     None => format!(
                         "MPI_{f}(sbuf, {bytes}, MPI_BYTE, {}, {}, world);",
@@ -201,7 +208,14 @@ impl Names<'_> {
                 }
             }
             Call::Recv { from, tag, bytes, count, offset, slot, .. } => {
-                let buf = if *offset == 0 { "rbuf".to_owned() } else { format!("rbuf + {offset}") };
+                let ring = slot.filter(|s| s.ring > 1).map_or(String::new(), |s| {
+                    format!(" + (size_t){} * {}", Names::loop_var(s.depth), count.div_ceil(8) * 8)
+                });
+                let buf = if *offset == 0 && ring.is_empty() {
+                    "rbuf".to_owned()
+                } else {
+                    format!("rbuf + {offset}{ring}")
+                };
                 let note = if count != bytes {
                     format!(" /* {bytes} B in the trace; room for the channel's largest */")
                 } else {
@@ -209,9 +223,10 @@ impl Names<'_> {
                 };
                 match slot {
                     Some(s) => format!(
-                        "MPI_Irecv({buf}, {count}, MPI_BYTE, {}, {}, world, &req[{s}]);{note}",
+                        "MPI_Irecv({buf}, {count}, MPI_BYTE, {}, {}, world, {});{note}",
                         self.peer(from),
-                        self.tag(*tag)
+                        self.tag(*tag),
+                        slot_expr(s)
                     ),
                     None => format!(
                         "MPI_Recv({buf}, {count}, MPI_BYTE, {}, {}, world, MPI_STATUS_IGNORE);{note}",
@@ -349,6 +364,15 @@ impl Names<'_> {
                 }
             }
         }
+    }
+}
+
+/// `&req[3]`, or `&req[3 + i1]` for a ring.
+fn slot_expr(s: &SlotRef) -> String {
+    if s.ring > 1 {
+        format!("&req[{} + {}]", s.base, Names::loop_var(s.depth))
+    } else {
+        format!("&req[{}]", s.base)
     }
 }
 

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use crate::deadlock::{CheckOp, Slot};
-use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, Stmt};
+use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
 use mpiskel_compress::When;
 
 /// Something that makes a program impossible to run as written.
@@ -134,14 +134,18 @@ impl Rank<'_> {
         Ok(())
     }
 
-    fn call(&mut self, c: &Call) -> Result<(), SlotReuse> {
+    fn call(&mut self, c: &Call, iters: &[(u64, u64)]) -> Result<(), SlotReuse> {
+        let slot_of = |r: &SlotRef| {
+            r.base + if r.ring > 1 { iters.get(r.depth).map_or(0, |x| x.0 as u32) } else { 0 }
+        };
         match c {
             Call::Send { to, tag, slot, .. } => {
                 let Some(Some(to)) = self.peer(to) else { return Ok(()) };
                 match slot {
                     Some(s) => {
-                        self.start(*s)?;
-                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: *s });
+                        let s = slot_of(s);
+                        self.start(s)?;
+                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: s });
                     }
                     None => self.out.push(CheckOp::Send { to, tag: *tag }),
                 }
@@ -150,8 +154,9 @@ impl Rank<'_> {
                 let Some(from) = self.peer(from) else { return Ok(()) };
                 match slot {
                     Some(s) => {
-                        self.start(*s)?;
-                        self.out.push(CheckOp::Irecv { from, tag: *tag, slot: *s });
+                        let s = slot_of(s);
+                        self.start(s)?;
+                        self.out.push(CheckOp::Irecv { from, tag: *tag, slot: s });
                     }
                     None => self.out.push(CheckOp::Recv { from, tag: *tag }),
                 }
@@ -202,7 +207,7 @@ impl Rank<'_> {
         for s in body {
             match s {
                 Stmt::Compute { .. } => {}
-                Stmt::Call { call } => self.call(call)?,
+                Stmt::Call { call } => self.call(call, iters)?,
                 Stmt::Loop { count, body, .. } => {
                     for i in 0..*count {
                         iters.push((i, *count));

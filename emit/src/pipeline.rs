@@ -83,12 +83,31 @@ pub fn make(
     let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s);
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    let (programs, reused) = instantiate(&skeleton)?;
+    let (mut programs, mut reused) = instantiate(&skeleton)?;
+    let mut scaling = scaling;
+    if let Some(d) = check(&programs) {
+        // Classes whose loop nests do not correspond (one class's main loop is not another's)
+        // may lose their partners when the main loop is cut: try the program uncut.
+        let cut = skeleton.classes.iter().flat_map(|c| &c.phases).any(|p| p.run < p.full);
+        if !cut {
+            return Err(PipelineError::Deadlock(d));
+        }
+        for p in skeleton.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
+            p.run = p.full;
+        }
+        (programs, reused) = instantiate(&skeleton)?;
+        if let Some(d) = check(&programs) {
+            return Err(PipelineError::Deadlock(d));
+        }
+        scaling.main_run = scaling.main_full;
+        scaling.skeleton_estimate_s = scaling.app_time_s;
+        scaling.factor = 1.0;
+        scaling.note = "not cut: with the main loop cut, some ranks would wait for messages \
+                        that ranks of other classes no longer send"
+            .into();
+    }
     skeleton.reused_slots = reused.into_iter().collect();
     let operations = programs.iter().map(Vec::len).sum();
-    if let Some(d) = check(&programs) {
-        return Err(PipelineError::Deadlock(d));
-    }
     let seconds = t.elapsed().as_secs_f64();
     stage_seconds.push(("deadlock check".to_owned(), seconds));
     Ok(Built {

@@ -105,6 +105,18 @@ pub enum Peer {
     Rank(u32),
 }
 
+/// Where a non-blocking call keeps its request: slot `base`, or for a call started `ring` times
+/// by an inner loop before anything completes it, slot `base + i` in that loop's iteration `i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotRef {
+    /// First slot.
+    pub base: u32,
+    /// Slots in the ring (1: a single slot).
+    pub ring: u32,
+    /// Depth of the loop whose variable indexes the ring.
+    pub depth: usize,
+}
+
 /// How a completion call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -134,7 +146,7 @@ pub enum Call {
         /// Bytes.
         bytes: u64,
         /// Request slot of a non-blocking send.
-        slot: Option<u32>,
+        slot: Option<SlotRef>,
     },
     /// Blocking or non-blocking receive.
     Recv {
@@ -151,7 +163,7 @@ pub enum Call {
         /// Offset in the receive buffer.
         offset: u64,
         /// Request slot of a non-blocking receive.
-        slot: Option<u32>,
+        slot: Option<SlotRef>,
     },
     /// `MPI_Sendrecv`.
     SendRecv {
@@ -560,6 +572,38 @@ fn leaves(nodes: &[Node], out: &mut Vec<Node>) {
     }
 }
 
+/// A loop around a leaf: its count, the depth of its variable (0: the phase's loop), and the
+/// leaves it holds (`lo..hi`).
+#[derive(Debug, Clone, Copy)]
+struct LoopSpan {
+    count: u64,
+    depth: usize,
+    lo: usize,
+    hi: usize,
+}
+
+/// For every leaf (pre-order), the loops around it, outermost first.
+fn leaf_loops(items: &[Node]) -> Vec<Vec<LoopSpan>> {
+    fn walk(nodes: &[Node], depth: usize, stack: &mut Vec<LoopSpan>, out: &mut Vec<Vec<LoopSpan>>) {
+        for n in nodes {
+            match n {
+                Node::Sym { .. } => out.push(stack.clone()),
+                Node::Loop { count, body } => {
+                    let lo = out.len();
+                    let hi = lo + mpiskel_compress::leaf_count(body);
+                    stack.push(LoopSpan { count: *count, depth, lo, hi });
+                    walk(body, depth + 1, stack, out);
+                    stack.pop();
+                }
+                Node::Guard { body, .. } => walk(body, depth, stack, out),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(items, 0, &mut Vec::new(), &mut out);
+    out
+}
+
 /// Per leaf of one class's nest: the program positions it stands for.
 struct LeafMap {
     positions: Vec<Vec<usize>>,
@@ -692,11 +736,14 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                 want: class.ops.len(),
             });
         }
-        // Request slots: each non-blocking start leaf gets one; the leaves one completion
-        // finishes get consecutive slots, in order of the completions.
+        // Request slots: each non-blocking start leaf gets one (or a ring of them, when an
+        // inner loop starts it several times before anything completes it); the leaves one
+        // completion finishes get consecutive slots, in order of the completions.
         next_slot = 0;
-        let mut slot_of_leaf: HashMap<usize, u32> = HashMap::new();
+        let loops = leaf_loops(&nest.items);
+        let mut slot_of_leaf: HashMap<usize, SlotRef> = HashMap::new();
         let mut completes_leaves: HashMap<usize, BTreeSet<usize>> = HashMap::new();
+        let mut completed_by: HashMap<usize, Vec<usize>> = HashMap::new();
         for (leaf, ps) in lm.positions.iter().enumerate() {
             let op = ps.first().map(|&p| &class.ops[p]);
             if op.is_some_and(|o| o.key.op.class() == OpClass::Completion) {
@@ -705,19 +752,38 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     .flat_map(|&p| class.ops[p].completes.iter().map(|&q| lm.leaf_of[q]))
                     .collect();
                 for &l in &set {
-                    if !slot_of_leaf.contains_key(&l) && starts_request(class, &lm, l) {
-                        slot_of_leaf.insert(l, next_slot);
-                        next_slot += 1;
-                    }
+                    completed_by.entry(l).or_default().push(leaf);
                 }
                 completes_leaves.insert(leaf, set);
             }
         }
-        for leaf in 0..lm.positions.len() {
-            if starts_request(class, &lm, leaf) && !slot_of_leaf.contains_key(&leaf) {
-                slot_of_leaf.insert(leaf, next_slot);
-                next_slot += 1;
+        let mut assign = |l: usize, next_slot: &mut u32| {
+            if slot_of_leaf.contains_key(&l) || !starts_request(class, &lm, l) {
+                return;
             }
+            let waits = completed_by.get(&l).map(Vec::as_slice).unwrap_or(&[]);
+            // The innermost inner loop around the start that holds none of its completions.
+            let ring = loops[l]
+                .iter()
+                .rev()
+                .find(|lp| lp.depth >= 1 && !waits.iter().any(|w| (lp.lo..lp.hi).contains(w)))
+                .filter(|_| !waits.is_empty());
+            let r = match ring {
+                Some(lp) => SlotRef { base: *next_slot, ring: lp.count as u32, depth: lp.depth },
+                None => SlotRef { base: *next_slot, ring: 1, depth: 0 },
+            };
+            *next_slot += r.ring;
+            slot_of_leaf.insert(l, r);
+        };
+        let mut order: Vec<usize> = completes_leaves.keys().copied().collect();
+        order.sort_unstable();
+        for c in &order {
+            for &l in &completes_leaves[c] {
+                assign(l, &mut next_slot);
+            }
+        }
+        for leaf in 0..lm.positions.len() {
+            assign(leaf, &mut next_slot);
         }
         max_slots = max_slots.max(next_slot);
         let calls: Vec<Option<Call>> = (0..lm.positions.len())
@@ -732,7 +798,12 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                 };
                 let completes: Vec<u32> = completes_leaves
                     .get(&leaf)
-                    .map(|s| s.iter().filter_map(|l| slot_of_leaf.get(l).copied()).collect())
+                    .map(|s| {
+                        s.iter()
+                            .filter_map(|l| slot_of_leaf.get(l))
+                            .flat_map(|r| r.base..r.base + r.ring)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 // A receive right after a probe of any source takes whatever the probe found:
                 // it is a receive from any source too.
@@ -812,7 +883,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     for (class, nest, mut calls, gaps, _) in programs {
         // Receive buffer: a region per non-blocking receive slot, one shared region for the
         // rest (blocking receives and collectives).
-        let mut region: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut region: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
         let mut shared = 0u64;
         for c in calls.iter_mut().flatten() {
             match c {
@@ -822,8 +893,8 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     *count = (*bytes).max(ch);
                     match slot {
                         Some(s) => {
-                            let e = region.entry(*s).or_insert(0);
-                            *e = (*e).max(*count);
+                            let e = region.entry(s.base).or_insert((0, s.ring));
+                            e.0 = e.0.max(*count);
                         }
                         None => shared = shared.max(*count),
                     }
@@ -851,14 +922,14 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         }
         let mut offsets: HashMap<u32, u64> = HashMap::new();
         let mut at = round8(shared);
-        for (s, b) in &region {
+        for (s, (b, ring)) in &region {
             offsets.insert(*s, at);
-            at += round8(*b);
+            at += round8(*b) * u64::from(*ring);
         }
         recv_bytes = recv_bytes.max(at);
         for c in calls.iter_mut().flatten() {
             if let Call::Recv { slot: Some(s), offset, .. } = c {
-                *offset = offsets[s];
+                *offset = offsets[&s.base];
             }
         }
         let phases = phases_of(&nest.items, &calls, &gaps, class);
@@ -971,7 +1042,7 @@ fn call_of(
     op: &mpiskel_logicalize::LogicalOp,
     probed_any: bool,
     bytes: u64,
-    slot: Option<u32>,
+    slot: Option<SlotRef>,
     completes: Vec<u32>,
     peer: &dyn Fn(&Option<LogicalPeer>) -> Peer,
     dirs: &[Dir],

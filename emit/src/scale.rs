@@ -39,6 +39,9 @@ pub struct Scaling {
     pub skeleton_estimate_s: f64,
     /// Application time / estimated skeleton time: the single-ratio factor.
     pub factor: f64,
+    /// Why the cut differs from the target's, if it does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
 }
 
 /// The default target: the shorter of 60 s and a tenth of the application's time.
@@ -103,5 +106,6 @@ pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) 
         main_share: share,
         skeleton_estimate_s: estimate,
         factor: if estimate > 0.0 { app_time_s / estimate } else { 1.0 },
+        note: String::new(),
     }
 }

@@ -48,10 +48,20 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
         Some(LogicalPeer::Exception(r)) => format!(" rank {r}"),
         None => String::new(),
     };
-    for op in &class.ops {
+    for (i, op) in class.ops.iter().enumerate() {
         let k = &op.key;
+        // A receive from any source (or right after a probe of any source) is one symbol
+        // whatever arrived, and whatever its size.
+        let any = k.any_source
+            || (k.op.class() == OpClass::Recv
+                && i > 0
+                && class.ops[i - 1].key.op.class() == OpClass::Probe
+                && class.ops[i - 1].key.any_source);
         // The symbol: operation, direction(s), tag class, sizes, communicator, root, counts.
         let text = match k.op.class() {
+            OpClass::Send | OpClass::Recv | OpClass::Probe if any => {
+                format!("{} ANY tag#{} {:?}", k.op, op.tag_class, k.comm)
+            }
             OpClass::Send | OpClass::Recv | OpClass::Probe => {
                 format!("{}{} tag#{} {} B {:?}", k.op, name(&k.peer), op.tag_class, k.bytes, k.comm)
             }
