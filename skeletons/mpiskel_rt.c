@@ -155,12 +155,31 @@ void sk_phase_end(int i) {
     sk_phases[i].seconds += MPI_Wtime() - sk_begun;
 }
 
+void sk_phase_add(int i, double seconds) {
+    sk_phases[i].seconds += seconds;
+}
+
+/* Predicted application seconds of phase i: its own time (less its timed inner loops) scaled
+ * by its iterations, plus each inner loop's time scaled by the inner loop's. */
+static double sk_predicted(int i) {
+    const sk_phase *p = &sk_phases[i];
+    double own = p->seconds, inner = 0.0;
+    for (int j = 0; j < sk_nphases; j++) {
+        if (sk_phases[j].parent == i) {
+            own -= sk_phases[j].seconds;
+            inner += sk_predicted(j);
+        }
+    }
+    return (p->run > 0 ? own * (double)p->full / (double)p->run : 0.0) + inner;
+}
+
 void sk_report(const char *name, double factor, double recorded_app_s) {
     double total = MPI_Wtime() - sk_t0;
     double by_phase = 0.0;
     for (int i = 0; i < sk_nphases; i++) {
-        const sk_phase *p = &sk_phases[i];
-        by_phase += p->run > 0 ? p->seconds * (double)p->full / (double)p->run : 0.0;
+        if (sk_phases[i].parent < 0) {
+            by_phase += sk_predicted(i);
+        }
     }
     double mine[2] = {total, by_phase}, most[2];
     MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -192,8 +211,7 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
         at += snprintf(json + at, sizeof json - (size_t)at,
                        "%s{\"name\":\"%s\",\"full\":%ld,\"run\":%ld,\"seconds\":%.9g,"
                        "\"predicted_s\":%.9g}",
-                       i ? "," : "", p->name, p->full, p->run, p->seconds,
-                       p->run > 0 ? p->seconds * (double)p->full / (double)p->run : 0.0);
+                       i ? "," : "", p->name, p->full, p->run, p->seconds, sk_predicted(i));
     }
     snprintf(json + at, sizeof json - (size_t)at, "]}");
     printf("MPISKEL_REPORT %s\n", json);

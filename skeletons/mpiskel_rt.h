@@ -26,6 +26,7 @@ typedef struct {
     long full;      /* iterations in the application */
     long run;       /* iterations this skeleton runs */
     double seconds; /* measured */
+    int parent;     /* for an inner loop timed on its own: its phase; otherwise -1 */
 } sk_phase;
 
 /* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there). */
@@ -51,6 +52,8 @@ void sk_compute_drawn(int i);
 void sk_start(sk_phase *phases, int n);
 void sk_phase_begin(int i);
 void sk_phase_end(int i);
+/* Adds seconds to phase i (an inner loop timed inside its phase). */
+void sk_phase_add(int i, double seconds);
 
 /* Gathers the times, prints the report on rank 0. factor: application time / skeleton time
  * expected on the recording machine (the single-ratio prediction). */

@@ -96,10 +96,24 @@ struct PhaseCtx {
     full: u64,
     run: u64,
     lines: Vec<String>,
+    /// Index of its timer.
+    timer: usize,
+}
+
+/// A timed part: a phase, or a cut inner loop within one (`parent` ≥ 0).
+#[derive(Serialize)]
+struct TimerCtx {
+    name: String,
+    full: u64,
+    run: u64,
+    parent: i64,
+    /// For a cut inner loop: its iterations run per iteration of the parent.
+    inner_run: u64,
 }
 
 #[derive(Serialize)]
 struct ClassCtx {
+    timers: Vec<TimerCtx>,
     id: usize,
     prefix: String,
     n_ranks: usize,
@@ -595,12 +609,41 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         .enumerate()
         .map(|(ci, c)| {
             let prefix = if multi { format!("c{ci}_") } else { String::new() };
+            let mut timers = Vec::new();
             let phases = c
                 .phases
                 .iter()
                 .map(|p| {
+                    let timer = timers.len();
+                    timers.push(TimerCtx {
+                        name: p.name.clone(),
+                        full: p.full,
+                        run: p.run,
+                        parent: -1,
+                        inner_run: 0,
+                    });
                     let mut lines = Vec::new();
-                    names.stmts(&p.body, &mut lines, 0);
+                    for (i, st) in p.body.iter().enumerate() {
+                        match p.inner {
+                            Some(ic) if ic.index == i => {
+                                let sub = timers.len();
+                                timers.push(TimerCtx {
+                                    name: format!("{}.inner", p.name),
+                                    full: p.full * ic.full,
+                                    run: p.run * ic.run,
+                                    parent: timer as i64,
+                                    inner_run: ic.run,
+                                });
+                                lines.push(format!(
+                                    "double t_inner = MPI_Wtime(); /* the inner loop runs {} of its {} iterations, timed on its own */",
+                                    ic.run, ic.full
+                                ));
+                                names.stmts(std::slice::from_ref(st), &mut lines, 0);
+                                lines.push(format!("sk_phase_add({sub}, MPI_Wtime() - t_inner);"));
+                            }
+                            _ => names.stmts(std::slice::from_ref(st), &mut lines, 0),
+                        }
+                    }
                     let comment = if p.is_loop {
                         format!(
                             "{}: {}; runs {} of {} iterations ({} calls and {} s of computation each).",
@@ -629,10 +672,12 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                         full: p.full,
                         run: p.run,
                         lines,
+                        timer,
                     }
                 })
                 .collect();
             ClassCtx {
+                timers,
                 id: ci,
                 prefix,
                 n_ranks: c.ranks.len(),

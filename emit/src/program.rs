@@ -272,6 +272,21 @@ pub struct Phase {
     pub compute_s: f64,
     /// Calls per iteration.
     pub calls: u64,
+    /// An inner loop of the body cut as well (when one iteration of the phase is already more
+    /// than the skeleton's budget); timed on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<InnerCut>,
+}
+
+/// An inner loop of a phase's body run fewer times than recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InnerCut {
+    /// Index of the loop among the body's statements.
+    pub index: usize,
+    /// Its iterations in the application, per iteration of the phase.
+    pub full: u64,
+    /// Iterations the skeleton runs.
+    pub run: u64,
 }
 
 /// One process class: ranks running the same program.
@@ -1185,6 +1200,7 @@ fn phases_of(
             is_loop: false,
             compute_s: compute_of(&body),
             calls: calls_in(&body),
+            inner: None,
             body,
             origin: format!("calls {}–{} of the class program", from + 1, to),
         });
@@ -1209,6 +1225,7 @@ fn phases_of(
                     is_loop: true,
                     compute_s: compute_of(&stmts),
                     calls: calls_in(&stmts),
+                    inner: None,
                     body: stmts,
                     origin: format!(
                         "calls {}–{} of the class program: ({})^{count}",

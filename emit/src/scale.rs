@@ -8,6 +8,13 @@
 //! class removes the same N−k iterations from its main loop, so classes whose nests peeled an
 //! iteration differently still meet each other's messages; the whole program is then checked.
 //!
+//! When one iteration of the main loop plus the rest is still over the target, the other
+//! top-level loops run two iterations each (the same number removed in every class), and then
+//! the heaviest inner loop of the main loop's body is cut as well (keeping at least four
+//! iterations), when every class has it at
+//! the same place with the same count; it is timed on its own so that its time scales by its
+//! own factor.
+//!
 //! Two predictions come out of a run: the **single ratio** (skeleton time × T / (r + k·t), the
 //! seed's factor) and the **per-phase** one (each phase's measured time × full / run, in the
 //! spirit of the phase weights of seed 003), which does not assume the loop and the rest slowed
@@ -18,7 +25,93 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{calls_in, Skeleton};
+use crate::program::{compute_of, InnerCut, Skeleton, Stmt};
+
+/// Iterations of a cut inner loop that always run.
+const MIN_INNER: u64 = 4;
+
+/// Cuts every top-level loop but the main one to two iterations, removing the same number of
+/// iterations from the loop of that name in every class; returns the new estimate.
+fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) -> f64) -> f64 {
+    let Some(lead) = skel.classes.first() else { return estimate };
+    let cuts: Vec<(String, u64, f64)> = lead
+        .phases
+        .iter()
+        .filter(|p| p.is_loop && p.name != "main_loop" && p.full > 2)
+        .map(|p| (p.name.clone(), p.full - 2, seconds_of(p.compute_s) * (p.full - 2) as f64))
+        .collect();
+    let mut estimate = estimate;
+    for (name, d, saved) in cuts {
+        for c in &mut skel.classes {
+            for p in c.phases.iter_mut().filter(|p| p.name == name) {
+                p.run = p.full.saturating_sub(d).max(1);
+            }
+        }
+        estimate -= saved;
+    }
+    estimate
+}
+
+/// Cuts the heaviest inner loop of the main loop's body (one iteration of the main loop runs)
+/// so that the estimate meets the target, when every class has that loop at the same place
+/// with the same count; returns the new estimate.
+fn cut_inner(
+    skel: &mut Skeleton,
+    estimate: f64,
+    target_s: f64,
+    seconds_of: &dyn Fn(f64) -> f64,
+) -> f64 {
+    let main_of =
+        |c: &crate::program::ClassProgram| c.phases.iter().position(|p| p.name == "main_loop");
+    let Some(lead) = skel.classes.first() else { return estimate };
+    let Some(mi) = main_of(lead) else { return estimate };
+    let body = &lead.phases[mi].body;
+    let Some((index, count, compute)) = body
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| match s {
+            Stmt::Loop { count, body, .. } => Some((i, *count, compute_of(body))),
+            _ => None,
+        })
+        .max_by(|a, b| (a.1 as f64 * a.2).total_cmp(&(b.1 as f64 * b.2)))
+    else {
+        return estimate;
+    };
+    let same = skel.classes.iter().all(|c| {
+        main_of(c).is_some_and(|m| {
+            matches!(c.phases[m].body.get(index), Some(Stmt::Loop { count: n, .. }) if *n == count)
+        })
+    });
+    let per_inner = seconds_of(compute);
+    if !same || per_inner <= 0.0 || count <= MIN_INNER {
+        return estimate;
+    }
+    // At least four iterations stay, for a steady state to time.
+    let over = estimate - target_s;
+    let drop = ((over / per_inner).ceil() as u64).min(count.saturating_sub(MIN_INNER));
+    let run = count - drop;
+    for c in &mut skel.classes {
+        let Some(m) = main_of(c) else { continue };
+        let p = &mut c.phases[m];
+        if let Some(Stmt::Loop { count: n, body, .. }) = p.body.get_mut(index) {
+            *n = run;
+            set_guard_counts(body, count, run);
+        }
+        p.inner = Some(InnerCut { index, full: count, run });
+    }
+    estimate - drop as f64 * per_inner
+}
+
+/// Guards of a cut loop's body name its last iteration by count: keep them on the new one.
+fn set_guard_counts(body: &mut [Stmt], old: u64, new: u64) {
+    for s in body {
+        if let Stmt::Guard { count, .. } = s {
+            if *count == old {
+                *count = new;
+            }
+        }
+    }
+}
 
 /// How the skeleton was scaled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,8 +188,23 @@ pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) 
             p.run = p.full.saturating_sub(cut).max(1);
         }
     }
-    let estimate = rest + k as f64 * per_iter;
-    let _ = calls_in;
+    let mut estimate = rest + k as f64 * per_iter;
+    // Still over the budget: the other top-level loops run two iterations, then the main
+    // loop's heaviest inner loop is cut too.
+    let lead_compute = skel
+        .classes
+        .iter()
+        .map(|c| c.phases.iter().map(|p| p.compute_s * p.full as f64).sum::<f64>())
+        .fold(0.0, f64::max);
+    // Application seconds that a share of the recorded computation stands for.
+    let seconds_of =
+        |compute: f64| if lead_compute > 0.0 { compute / lead_compute * app_time_s } else { 0.0 };
+    if estimate > target_s && lead_compute > 0.0 {
+        estimate = cut_other_loops(skel, estimate, &seconds_of);
+    }
+    if estimate > target_s && k == 1 && lead_compute > 0.0 {
+        estimate = cut_inner(skel, estimate, target_s, &seconds_of);
+    }
     Scaling {
         app_time_s,
         app_time_source: source.into(),
