@@ -1044,10 +1044,11 @@ fn collective_form(op: Op, bytes: u64, recv: u64, members: u64) -> (Op, u64) {
         | Op::Ialltoallv
         | Op::Alltoallw
         | Op::Ialltoallw => (Op::Alltoall, per(bytes.max(recv))),
-        Op::ReduceScatter
-        | Op::IreduceScatter
-        | Op::ReduceScatterBlock
-        | Op::IreduceScatterBlock => (Op::ReduceScatterBlock, recv.max(per(bytes))),
+        // Reduce_scatter sends the sum of every member's block: its mean block runs.
+        Op::ReduceScatter | Op::IreduceScatter => (Op::ReduceScatterBlock, per(bytes)),
+        Op::ReduceScatterBlock | Op::IreduceScatterBlock => {
+            (Op::ReduceScatterBlock, if recv > 0 { recv } else { per(bytes) })
+        }
         other => (other, bytes),
     }
 }
