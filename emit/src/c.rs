@@ -553,7 +553,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     }
     // Sub-communicators.
     let mut comms = Vec::new();
-    for (i, c) in skel.comms.iter().enumerate() {
+    for c in &skel.comms {
         let (name, comment) = comm_name(c, grid_dims);
         match c {
             Comm::World | Comm::SelfComm => continue,
@@ -597,7 +597,6 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                 ));
             }
         }
-        let _ = i;
         comms.push(CommCtx { name, comment });
     }
 

@@ -17,18 +17,6 @@ use crate::deadlock::{CheckOp, Slot};
 use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
 use mpiskel_compress::When;
 
-/// Something that makes a program impossible to run as written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("rank {rank}: request slot {slot} is started again while still pending (phase {phase})")]
-pub struct SlotReuse {
-    /// Rank.
-    pub rank: u32,
-    /// Slot.
-    pub slot: u32,
-    /// Phase.
-    pub phase: String,
-}
-
 /// Coordinates of `rank` in a row-major grid of `dims`.
 pub fn coords(rank: u32, dims: &[usize]) -> Vec<usize> {
     let mut c = vec![0; dims.len()];
@@ -106,7 +94,6 @@ struct Rank<'a> {
     rank: u32,
     pending: BTreeSet<u32>,
     out: Vec<CheckOp>,
-    phase: &'a str,
     reused: BTreeSet<u32>,
 }
 
@@ -126,36 +113,35 @@ impl Rank<'_> {
 
     /// Starts a request in `slot`; one still pending there is completed first (as the
     /// emitted code does for the slots this finds).
-    fn start(&mut self, slot: u32) -> Result<(), SlotReuse> {
+    fn start(&mut self, slot: u32) {
         if !self.pending.insert(slot) {
             self.reused.insert(slot);
             self.out.push(CheckOp::Wait { slots: vec![slot] });
         }
-        Ok(())
     }
 
-    fn call(&mut self, c: &Call, iters: &[(u64, u64)]) -> Result<(), SlotReuse> {
+    fn call(&mut self, c: &Call, iters: &[(u64, u64)]) {
         let slot_of = |r: &SlotRef| {
             r.base + if r.ring > 1 { iters.get(r.depth).map_or(0, |x| x.0 as u32) } else { 0 }
         };
         match c {
             Call::Send { to, tag, slot, .. } => {
-                let Some(Some(to)) = self.peer(to) else { return Ok(()) };
+                let Some(Some(to)) = self.peer(to) else { return };
                 match slot {
                     Some(s) => {
                         let s = slot_of(s);
-                        self.start(s)?;
+                        self.start(s);
                         self.out.push(CheckOp::Isend { to, tag: *tag, slot: s });
                     }
                     None => self.out.push(CheckOp::Send { to, tag: *tag }),
                 }
             }
             Call::Recv { from, tag, slot, .. } => {
-                let Some(from) = self.peer(from) else { return Ok(()) };
+                let Some(from) = self.peer(from) else { return };
                 match slot {
                     Some(s) => {
                         let s = slot_of(s);
-                        self.start(s)?;
+                        self.start(s);
                         self.out.push(CheckOp::Irecv { from, tag: *tag, slot: s });
                     }
                     None => self.out.push(CheckOp::Recv { from, tag: *tag }),
@@ -193,25 +179,24 @@ impl Rank<'_> {
             }
             Call::Collective { op, comm, .. } => {
                 if matches!(self.skel.comms[*comm], Comm::SelfComm) {
-                    return Ok(());
+                    return;
                 }
                 let (id, members) = members(self.skel, *comm, self.rank);
                 self.out.push(CheckOp::Collective { comm: id, members, name: op.name().into() });
             }
         }
-        Ok(())
     }
 
     /// Runs `body`; `iters` holds (iteration, count) of the enclosing loops by depth.
-    fn run(&mut self, body: &[Stmt], iters: &mut Vec<(u64, u64)>) -> Result<(), SlotReuse> {
+    fn run(&mut self, body: &[Stmt], iters: &mut Vec<(u64, u64)>) {
         for s in body {
             match s {
                 Stmt::Compute { .. } => {}
-                Stmt::Call { call } => self.call(call, iters)?,
+                Stmt::Call { call } => self.call(call, iters),
                 Stmt::Loop { count, body, .. } => {
                     for i in 0..*count {
                         iters.push((i, *count));
-                        self.run(body, iters)?;
+                        self.run(body, iters);
                         iters.pop();
                     }
                 }
@@ -222,21 +207,19 @@ impl Rank<'_> {
                         When::Last => i + 1 == n,
                     };
                     if runs {
-                        self.run(body, iters)?;
+                        self.run(body, iters);
                     }
                 }
             }
         }
-        Ok(())
     }
 }
 
 /// Every rank's program as the checker sees it, and the request slots some rank starts again
 /// while a request is still pending there (the emitted code waits for it first).
-#[allow(clippy::type_complexity)]
-pub fn instantiate(skel: &Skeleton) -> Result<(Vec<Vec<CheckOp>>, BTreeSet<u32>), SlotReuse> {
+pub fn instantiate(skel: &Skeleton) -> (Vec<Vec<CheckOp>>, BTreeSet<u32>) {
     let mut reused = BTreeSet::new();
-    (0..skel.n_ranks)
+    let programs = (0..skel.n_ranks)
         .map(|rank| {
             let class = &skel.classes[skel.class_of_rank[rank as usize] as usize];
             let mut r = Rank {
@@ -244,20 +227,18 @@ pub fn instantiate(skel: &Skeleton) -> Result<(Vec<Vec<CheckOp>>, BTreeSet<u32>)
                 rank,
                 pending: BTreeSet::new(),
                 out: Vec::new(),
-                phase: "",
                 reused: BTreeSet::new(),
             };
             for p in &class.phases {
-                r.phase = &p.name;
                 let mut iters = Vec::new();
                 if p.is_loop {
                     for i in 0..p.run {
                         iters.push((i, p.run));
-                        r.run(&p.body, &mut iters)?;
+                        r.run(&p.body, &mut iters);
                         iters.pop();
                     }
                 } else {
-                    r.run(&p.body, &mut iters)?;
+                    r.run(&p.body, &mut iters);
                 }
             }
             // The runtime completes whatever is still pending before it reports.
@@ -266,8 +247,8 @@ pub fn instantiate(skel: &Skeleton) -> Result<(Vec<Vec<CheckOp>>, BTreeSet<u32>)
                 r.out.push(CheckOp::Wait { slots: rest });
             }
             reused.extend(r.reused);
-            Ok(r.out)
+            r.out
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map(|p| (p, reused))
+        .collect();
+    (programs, reused)
 }

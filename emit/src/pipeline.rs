@@ -8,7 +8,7 @@ use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
 use crate::deadlock::{check, Deadlock};
-use crate::instantiate::{instantiate, SlotReuse};
+use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
 use crate::scale::{scale, Scaling};
 use crate::symbols::symbolize_class;
@@ -45,9 +45,6 @@ pub enum PipelineError {
     /// The IR could not be built.
     #[error(transparent)]
     Build(#[from] BuildError),
-    /// A request slot would be reused while pending.
-    #[error(transparent)]
-    SlotReuse(#[from] SlotReuse),
     /// The program can block forever; it is not emitted.
     #[error("refusing to emit a program that can deadlock: {0}")]
     Deadlock(Deadlock),
@@ -83,7 +80,7 @@ pub fn make(
     let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s);
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    let (mut programs, mut reused) = instantiate(&skeleton)?;
+    let (mut programs, mut reused) = instantiate(&skeleton);
     let mut scaling = scaling;
     if let Some(d) = check(&programs) {
         // Classes whose loop nests do not correspond (one class's main loop is not another's)
@@ -95,7 +92,7 @@ pub fn make(
         for p in skeleton.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
             p.run = p.full;
         }
-        (programs, reused) = instantiate(&skeleton)?;
+        (programs, reused) = instantiate(&skeleton);
         if let Some(d) = check(&programs) {
             return Err(PipelineError::Deadlock(d));
         }

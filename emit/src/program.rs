@@ -718,7 +718,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     };
 
     let mut class_of_rank = vec![0u32; n as usize];
-    let mut next_slot = 0u32;
+    let mut next_slot;
     let mut programs = Vec::with_capacity(lt.classes.len());
     // First pass: per class, per leaf, the call it makes (slots assigned per class, shared
     // numbering across classes since every rank runs only one class).
@@ -876,7 +876,6 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
             .collect();
         programs.push((class, nest, calls, gaps, lm));
     }
-    let _ = next_slot;
 
     // Receive counts: the largest size each channel carries.
     let mut channel_max: HashMap<i32, u64> = HashMap::new();
