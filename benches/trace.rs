@@ -185,8 +185,16 @@ fn synthetic(path: &Path, n: u64) {
             },
         };
         let op = [Op::Irecv, Op::Isend, Op::Waitall][(i % 3) as usize];
-        w.event(&Event { op, enter_ns: t, exit_ns: t + 300, gap_ns: 0, gap_work: None, payload })
-            .unwrap();
+        w.event(&Event {
+            op,
+            enter_ns: t,
+            exit_ns: t + 300,
+            gap_ns: 0,
+            gap_work: None,
+            gap_cpu_ns: None,
+            payload,
+        })
+        .unwrap();
         t += 300;
     }
     w.finish().unwrap();

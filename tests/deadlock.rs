@@ -111,9 +111,9 @@ fn every_fixture_trace_replays_without_deadlock() {
 }
 
 /// `anysource` and `irregular` receive with MPI_ANY_SOURCE; the trace also records the sources
-/// the run happened to see. Replayed with those sources fixed, under rendezvous semantics, the
-/// order is not realizable (a worker that overtook another is waited for in an order it cannot
-/// meet): the checker finds that, which is why the trace keeps the wildcard.
+/// the run happened to see. Fixed to one schedule, a program can deadlock under rendezvous
+/// semantics where it would not with its wildcards (shown on a three-rank case; whether a
+/// recorded schedule does depends on the run): which is why the trace keeps the wildcard.
 #[test]
 fn fixed_any_source_order_is_not_safe_under_rendezvous() {
     for name in ["anysource", "irregular"] {
@@ -141,12 +141,27 @@ fn fixed_any_source_order_is_not_safe_under_rendezvous() {
             }
         }
         assert!(wildcards > 0, "{name} records its MPI_ANY_SOURCE receives");
-        // Whether the fixed order deadlocks depends on the schedule the run happened to take
-        // (it did for the recorded anysource trace); the program itself must not.
-        if name == "anysource" {
-            assert!(check(&fixed).is_some(), "{name}: the fixed order deadlocks");
-        }
+        // Whether the recorded order deadlocks depends on the schedule the run happened to
+        // take; the program with its wildcards kept must not.
+        assert!(check(&programs(&set)).is_none(), "{name} with its wildcards deadlocks");
     }
+    // A schedule whose fixed order deadlocks: rank 0 takes whatever comes first (rank 1's
+    // message, the only one that can come), then serves rank 2, then takes rank 2's answer.
+    // Fixed to the other order, rank 0 waits for rank 2, which waits for rank 0.
+    let wild = |first: Option<u32>, second: Option<u32>| {
+        vec![
+            vec![
+                CheckOp::Recv { from: first, tag: 0 },
+                CheckOp::Send { to: 2, tag: 0 },
+                CheckOp::Recv { from: second, tag: 0 },
+            ],
+            vec![CheckOp::Send { to: 0, tag: 0 }],
+            vec![CheckOp::Recv { from: Some(0), tag: 0 }, CheckOp::Send { to: 0, tag: 0 }],
+        ]
+    };
+    assert!(check(&wild(None, None)).is_none(), "with wildcards it finishes");
+    assert!(check(&wild(Some(1), Some(2))).is_none(), "the order it took finishes");
+    assert!(check(&wild(Some(2), Some(1))).is_some(), "the other fixed order deadlocks");
 }
 
 #[test]

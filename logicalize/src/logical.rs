@@ -15,7 +15,8 @@
 //! sizes may differ between the ranks of a class (uneven decompositions); each position keeps
 //! the smallest and largest size.
 //!
-//! **Compute gaps** are aggregated per position over every rank of the class (folded ranks at
+//! **Compute gaps** are the processor time of the rank's thread between calls where the trace
+//! recorded it (the wall time otherwise), aggregated per position over every rank of the class (folded ranks at
 //! the positions they align with) as the mean, with min, max and count, and the mean work
 //! (instructions or flops) where the trace recorded it: the mean keeps the
 //! class's total compute time, which is what a skeleton must reproduce; min and max show the
@@ -498,7 +499,9 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
         }
         tag_classes.push(std::mem::take(&mut k.tag));
         keys.push(k);
-        gaps.push(Gap { s: e.gap_ns as f64 * 1e-9, work: e.gap_work });
+        // The processor time where recorded: a skeleton's busy compute of that length is shared
+        // (descheduled) the way the application's was.
+        gaps.push(Gap { s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9, work: e.gap_work });
         links.push(completes);
     }
     (keys, gaps, links, tag_classes)

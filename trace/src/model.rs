@@ -226,6 +226,10 @@ pub struct Event {
     pub gap_ns: u64,
     /// The work of that compute block, where the trace recorded it.
     pub gap_work: Option<Work>,
+    /// Processor time of the rank's thread during that compute block, nanoseconds, where the
+    /// trace recorded it: below `gap_ns` when the rank was descheduled (more ranks than cores).
+    #[serde(default)]
+    pub gap_cpu_ns: Option<u64>,
     /// What the call did.
     pub payload: Payload,
 }
@@ -405,6 +409,9 @@ pub struct RankInfo {
     pub clock: String,
     /// Whether compute blocks carry instruction counts.
     pub has_instructions: bool,
+    /// Whether compute blocks carry their processor time.
+    #[serde(default)]
+    pub has_cpu_time: bool,
 }
 
 impl RankTrace {

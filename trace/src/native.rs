@@ -21,13 +21,14 @@ pub const MAGIC: &[u8; 8] = b"MPISKTR\0";
 /// Last eight bytes of a complete native trace file.
 pub const END_MAGIC: &[u8; 8] = b"MPISKEND";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// File name of rank `r` inside a trace directory.
 pub fn rank_file_name(rank: Rank) -> String {
     format!("rank-{}.mpt", rank.0)
 }
 
 const FLAG_INSTRUCTIONS: u16 = 1;
+const FLAG_CPU_TIME: u16 = 2;
 const TAG_EVENT: u8 = 0x01;
 const TAG_COMM: u8 = 0x02;
 const TAG_FOOTER: u8 = 0xFF;
@@ -67,7 +68,8 @@ impl<W: Write> NativeWriter<W> {
     /// Writes the header for `rank`.
     pub fn new(inner: W, rank: Rank, info: &RankInfo) -> io::Result<Self> {
         let mut out = io::BufWriter::with_capacity(1 << 20, inner);
-        let flags = if info.has_instructions { FLAG_INSTRUCTIONS } else { 0 };
+        let flags = if info.has_instructions { FLAG_INSTRUCTIONS } else { 0 }
+            | if info.has_cpu_time { FLAG_CPU_TIME } else { 0 };
         let mut h = Vec::with_capacity(64);
         h.extend_from_slice(MAGIC);
         h.extend_from_slice(&VERSION.to_le_bytes());
@@ -116,6 +118,9 @@ impl<W: Write> NativeWriter<W> {
                 _ => 0,
             };
             put_uvar(b, w);
+        }
+        if self.info_flags & FLAG_CPU_TIME != 0 {
+            put_uvar(b, e.gap_cpu_ns.unwrap_or(e.enter_ns - self.last_exit));
         }
         encode_payload(b, e.op, &e.payload)
             .map_err(|m| io::Error::new(io::ErrorKind::InvalidInput, m))?;
@@ -513,6 +518,8 @@ impl<R: Read> NativeReader<R> {
                 } else {
                     None
                 };
+                let gap_cpu_ns =
+                    if self.header.info.has_cpu_time { Some(src.uvar()?) } else { None };
                 let payload = decode_payload(src, op)?;
                 let enter_ns = self
                     .last_exit
@@ -529,6 +536,7 @@ impl<R: Read> NativeReader<R> {
                     exit_ns,
                     gap_ns: gap,
                     gap_work,
+                    gap_cpu_ns,
                     payload,
                 })))
             }
@@ -607,7 +615,8 @@ fn read_header<R: Read>(src: &mut Source<R>) -> Dec<Header> {
         return Err(Stop::Bad("magic".into()));
     }
     let version = u16::from_le_bytes(src.bytes()?);
-    if version != VERSION {
+    // Version 2 is version 3 without processor times.
+    if version != VERSION && version != 2 {
         return Err(Stop::Bad(format!("version {version}")));
     }
     let flags = u16::from_le_bytes(src.bytes()?);
@@ -637,6 +646,7 @@ fn read_header<R: Read>(src: &mut Source<R>) -> Dec<Header> {
             start_unix_ns: (start_unix != 0).then_some(start_unix),
             clock: clock.to_owned(),
             has_instructions: flags & FLAG_INSTRUCTIONS != 0,
+            has_cpu_time: flags & FLAG_CPU_TIME != 0,
         },
     })
 }

@@ -442,7 +442,15 @@ fn parse_rank<'l>(
         let t = ns(now_s);
         let gap_ns = ns(gap_s);
         let gap_work = (gap_flops > 0.0).then_some(Work::Flops(gap_flops));
-        events.push(Event { op, enter_ns: t, exit_ns: t, gap_ns, gap_work, payload });
+        events.push(Event {
+            op,
+            enter_ns: t,
+            exit_ns: t,
+            gap_ns,
+            gap_work,
+            gap_cpu_ns: None,
+            payload,
+        });
         gap_s = 0.0;
         gap_flops = 0.0;
     }

@@ -22,6 +22,7 @@ fn info(n_ranks: u32, instructions: bool) -> RankInfo {
         start_unix_ns: Some(1_700_000_000_000_000_000),
         clock: "CLOCK_MONOTONIC".into(),
         has_instructions: instructions,
+        has_cpu_time: instructions,
     }
 }
 
@@ -147,7 +148,17 @@ fn events(instructions: bool) -> impl Strategy<Value = Vec<Event>> {
                 let exit = enter + dur;
                 last = exit;
                 let gap_work = if instructions { instr.map(Work::Instructions) } else { None };
-                Event { op, enter_ns: enter, exit_ns: exit, gap_ns: gap, gap_work, payload }
+                // Processor time travels with the same flag setting in these tests.
+                let gap_cpu_ns = instructions.then_some(gap / 2);
+                Event {
+                    op,
+                    enter_ns: enter,
+                    exit_ns: exit,
+                    gap_ns: gap,
+                    gap_work,
+                    gap_cpu_ns,
+                    payload,
+                }
             })
             .collect()
     })
@@ -234,6 +245,7 @@ fn every_truncation_is_reported_with_rank_and_offset() {
             exit_ns: i * 1000 + 500,
             gap_ns: 0,
             gap_work: None,
+            gap_cpu_ns: None,
             payload: if i % 2 == 0 {
                 Payload::P2p {
                     peer: Peer::Rank(Rank(1)),
@@ -295,6 +307,7 @@ fn truncated_rank_file_in_a_directory() {
                 exit_ns: 5,
                 gap_ns: 0,
                 gap_work: None,
+                gap_cpu_ns: None,
                 payload: Payload::None,
             },
             Event {
@@ -303,6 +316,7 @@ fn truncated_rank_file_in_a_directory() {
                 exit_ns: 20,
                 gap_ns: 5,
                 gap_work: None,
+                gap_cpu_ns: None,
                 payload: Payload::Collective {
                     comm: CommId::WORLD,
                     root: None,

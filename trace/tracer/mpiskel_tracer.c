@@ -15,6 +15,8 @@
  *     MPISKEL_TRACE_DIR     directory for the rank files (must exist)
  *     MPISKEL_INSTRUCTIONS  "1": count user-space instructions of compute gaps with
  *                           perf_event_open (recorded as absent where the kernel refuses)
+ *     MPISKEL_CPU_TIME      "0": do not record the processor time of compute gaps (recorded by
+ *                           default, from the thread CPU clock)
  *
  * Fortran: MPICH's Fortran layer calls the C MPI_* entry points, which are caught here.
  * OpenMPI's calls PMPI_* directly, so for OpenMPI this file also defines the Fortran entry
@@ -40,8 +42,9 @@
 #include <unistd.h>
 
 /* ---- format constants (trace/FORMAT.md) ---------------------------------------------------- */
-#define FORMAT_VERSION 2
+#define FORMAT_VERSION 3
 #define FLAG_INSTRUCTIONS 1
+#define FLAG_CPU_TIME 2
 #define TAG_EVENT 0x01
 #define TAG_COMM 0x02
 #define TAG_FOOTER 0xFF
@@ -96,17 +99,27 @@ static struct {
     uint64_t t0, last_exit, n_events;
     int perf_fd;
     uint64_t instr_prev;
+    int cpu_time;              /* record the processor time of compute gaps */
+    uint64_t cpu_prev, cpu_gap; /* thread CPU clock at the last exit; the gap before this call */
     uint32_t next_req, next_comm;
     struct comm *comms;
     int n_comms, cap_comms;
     struct req *reqs;
     size_t cap_reqs, n_reqs;
     int *world_identity;
-} T = {.fd = -1, .perf_fd = -1};
+} T = {.fd = -1, .perf_fd = -1, .cpu_time = 1};
 
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Processor time of this thread: a compute gap's share of the core (less than its wall time
+ * when the rank was descheduled). */
+static uint64_t cpu_now(void) {
+    struct timespec ts;
+    if (!T.cpu_time || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -314,12 +327,17 @@ static void req_restore(const struct req *e) {
 #define ENTER                                                                                  \
     uint64_t t_in = now_ns();                                                                  \
     uint64_t i_in = instr_now();                                                               \
+    uint64_t c_in = cpu_now();                                                                 \
     T.depth++
 #define LEAVE                                                                                  \
     T.depth--;                                                                                 \
     uint64_t t_out = now_ns();                                                                 \
     uint64_t i_gap = i_in - T.instr_prev;                                                      \
-    T.instr_prev = instr_now()
+    T.instr_prev = instr_now();                                                                \
+    if (T.depth == 0) {                                                                        \
+        T.cpu_gap = c_in > T.cpu_prev ? c_in - T.cpu_prev : 0;                                 \
+        T.cpu_prev = cpu_now();                                                                \
+    }
 
 #define TRACING (T.active && !T.finalized && T.depth == 0)
 
@@ -332,6 +350,7 @@ static void ev_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, size
     put_uvar(t_in - T.last_exit);
     put_uvar(t_out - t_in);
     if (T.perf_fd >= 0) put_uvar(i_gap + 1);
+    if (T.cpu_time) put_uvar(T.cpu_gap);
     T.last_exit = t_out;
     T.n_events++;
 }
@@ -487,6 +506,8 @@ static void at_exit(void) {
 }
 
 static void open_counter(void) {
+    const char *cpu = getenv("MPISKEL_CPU_TIME");
+    if (cpu && strcmp(cpu, "0") == 0) T.cpu_time = 0;
     const char *want = getenv("MPISKEL_INSTRUCTIONS");
     if (!want || strcmp(want, "1") != 0) return;
     struct perf_event_attr a;
@@ -537,7 +558,7 @@ static void start(int op, uint64_t t_in, uint64_t t_out) {
     for (const char *m = "MPISKTR"; *m; m++) put_u8((unsigned char)*m);
     put_u8(0);
     put_u16(FORMAT_VERSION);
-    put_u16(T.perf_fd >= 0 ? FLAG_INSTRUCTIONS : 0);
+    put_u16((T.perf_fd >= 0 ? FLAG_INSTRUCTIONS : 0) | (T.cpu_time ? FLAG_CPU_TIME : 0));
     put_u32((uint32_t)T.rank);
     put_u32((uint32_t)T.size);
     put_u8(CLOCK_ID_MONOTONIC);
@@ -553,8 +574,10 @@ static void start(int op, uint64_t t_in, uint64_t t_out) {
     comm_add(MPI_COMM_SELF, 1, 0);
 
     T.active = 1;
-    /* Init: gap 0, and the instruction count starts here. */
+    /* Init: gap 0, and the instruction count and processor time start here. */
     T.instr_prev = instr_now();
+    T.cpu_gap = 0;
+    T.cpu_prev = cpu_now();
     ev_begin(op, 0, t_out - t_in, 0, 0);
     commit();
     flush_committed();
