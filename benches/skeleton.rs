@@ -5,7 +5,8 @@
 //!    predictions with SimGrid's replay of the full trace (`replay_s` of the `ref` rows of
 //!    `ground-truth.csv`), and the skeleton's time with it.
 //! 2. Native (OpenMPI, this machine): for fixture programs and Debian's LAMMPS, trace the
-//!    application once, build its skeleton, then interleave REPS runs of the application (traced:
+//!    application once (`--cpu-time`: the runs oversubscribe the cores), build its skeleton, then
+//!    interleave REPS runs of the application (traced:
 //!    its time is the slowest rank's span from MPI_Init to MPI_Finalize, as the build records
 //!    it) and of the skeleton; print medians.
 //!
@@ -161,7 +162,7 @@ fn native(reps: usize) {
         let trace = |k: usize| -> f64 {
             let t = work.join(format!("run{k}.trace"));
             let mut c = mpiskel();
-            c.current_dir(&work).args(["trace", "--force", "-o"]).arg(&t).args([
+            c.current_dir(&work).args(["trace", "--cpu-time", "--force", "-o"]).arg(&t).args([
                 "--",
                 "mpirun.openmpi",
                 "--oversubscribe",

@@ -22,6 +22,7 @@ use mpiskel_trace::{Rank, RunMeta};
 ///   mpiskel trace -o ring.trace -- mpirun.openmpi -np 4 ./ring
 ///   mpiskel trace -o lu.trace -- mpiexec.mpich -n 16 ./lu.C.16
 ///   mpiskel trace --instructions -o app.trace -- mpirun -np 8 ./app input.dat
+///   mpiskel trace --cpu-time -o app.trace -- mpirun --oversubscribe -np 16 ./app
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct TraceArgs {
@@ -35,6 +36,12 @@ pub struct TraceArgs {
     /// absent where the kernel does not allow it.
     #[arg(long)]
     instructions: bool,
+    /// Record the processor time of each compute gap (thread CPU clock) beside its wall time.
+    /// Use it when ranks share cores (more ranks than cores, or a loaded machine): a skeleton
+    /// then computes for the time the rank ran, not the time it waited for a core. Costs about
+    /// 1.4 µs per MPI call here (two system calls).
+    #[arg(long)]
+    cpu_time: bool,
     /// Replace DIR if it exists.
     #[arg(long)]
     force: bool,
@@ -108,7 +115,7 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
 
-    let plan = tracer::launch(&a.command, mpi, &lib, &tmp, a.instructions);
+    let plan = tracer::launch(&a.command, mpi, &lib, &tmp, a.instructions, a.cpu_time);
     eprintln!("mpiskel: tracing with the {mpi} tracer: {}", plan.argv.join(" "));
     let start_unix =
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
@@ -161,6 +168,7 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
         wall_s,
         exit_code: status.code().unwrap_or(0),
         instructions: header.info.has_instructions,
+        cpu_time: header.info.has_cpu_time,
         mpiskel_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     meta.write(&tmp.join("meta.json"))?;

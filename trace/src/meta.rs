@@ -29,6 +29,9 @@ pub struct RunMeta {
     pub exit_code: i32,
     /// Whether compute gaps carry instruction counts.
     pub instructions: bool,
+    /// Whether compute gaps carry their processor time.
+    #[serde(default)]
+    pub cpu_time: bool,
     /// mpiskel version that recorded the trace.
     pub mpiskel_version: String,
 }

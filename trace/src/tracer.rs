@@ -207,7 +207,16 @@ pub struct Launch {
 /// OpenMPI launchers get `-x NAME=VALUE` options and MPICH's Hydra `-genv NAME VALUE` options, so
 /// that the tracer is preloaded into the application processes only (not into the launcher). A
 /// program started directly (a singleton) gets the variables in its environment.
-pub fn launch(cmd: &[String], mpi: Mpi, lib: &Path, dir: &Path, instructions: bool) -> Launch {
+/// `instructions` and `cpu_time` ask the tracer to count each compute gap's instructions and
+/// to record its processor time.
+pub fn launch(
+    cmd: &[String],
+    mpi: Mpi,
+    lib: &Path,
+    dir: &Path,
+    instructions: bool,
+    cpu_time: bool,
+) -> Launch {
     let mut preload = lib.display().to_string();
     if let Ok(old) = std::env::var("LD_PRELOAD") {
         if !old.is_empty() {
@@ -220,6 +229,9 @@ pub fn launch(cmd: &[String], mpi: Mpi, lib: &Path, dir: &Path, instructions: bo
     ];
     if instructions {
         vars.push(("MPISKEL_INSTRUCTIONS".to_owned(), "1".to_owned()));
+    }
+    if cpu_time {
+        vars.push(("MPISKEL_CPU_TIME".to_owned(), "1".to_owned()));
     }
     let name = cmd.first().map(|s| basename(s)).unwrap_or_default();
     let is_launcher = OPENMPI_LAUNCHERS.contains(&name)
@@ -258,15 +270,23 @@ mod tests {
     fn openmpi_gets_x_options_and_mpich_genv() {
         let lib = Path::new("/l/t.so");
         let dir = Path::new("/d");
-        let o = launch(&s(&["mpirun.openmpi", "-np", "4", "./a"]), Mpi::OpenMpi, lib, dir, false);
+        let o = launch(
+            &s(&["mpirun.openmpi", "-np", "4", "./a"]),
+            Mpi::OpenMpi,
+            lib,
+            dir,
+            false,
+            false,
+        );
         assert_eq!(o.argv[1], "-x");
         assert!(o.argv[2].starts_with("LD_PRELOAD=/l/t.so"));
         assert_eq!(&o.argv[5..], &s(&["-np", "4", "./a"])[..]);
         assert!(o.env.is_empty());
-        let m = launch(&s(&["mpirun.mpich", "-n", "2", "./a"]), Mpi::Mpich, lib, dir, true);
+        let m = launch(&s(&["mpirun.mpich", "-n", "2", "./a"]), Mpi::Mpich, lib, dir, true, true);
+        assert!(m.argv.contains(&"MPISKEL_CPU_TIME".to_owned()));
         assert_eq!(&m.argv[1..3], &s(&["-genv", "LD_PRELOAD"])[..]);
         assert!(m.argv.contains(&"MPISKEL_INSTRUCTIONS".to_owned()));
-        let direct = launch(&s(&["./a"]), Mpi::Mpich, lib, dir, false);
+        let direct = launch(&s(&["./a"]), Mpi::Mpich, lib, dir, false, false);
         assert_eq!(direct.argv, s(&["./a"]));
         assert_eq!(direct.env[1], ("MPISKEL_TRACE_DIR".to_owned(), "/d".to_owned()));
     }
