@@ -197,7 +197,9 @@ impl Names<'_> {
             })
         };
         let pre = match c {
-            Call::Send { slot, .. } | Call::Recv { slot, .. } => reused(slot),
+            Call::Send { slot, .. } | Call::Recv { slot, .. } | Call::Collective { slot, .. } => {
+                reused(slot)
+            }
             _ => String::new(),
         };
         pre + &self.call_only(c)
@@ -299,9 +301,16 @@ impl Names<'_> {
                     }
                 }
             }
-            Call::Collective { op, traced, comm, root, bytes } => {
+            Call::Collective { op, traced, comm, root, bytes, slot } => {
                 let cm = &self.comm_names[*comm];
-                let note = if traced != op {
+                let blocking_name = traced.name().strip_prefix('I').unwrap_or(traced.name());
+                let note = if slot.is_some() {
+                    if !blocking_name.eq_ignore_ascii_case(op.name()) {
+                        format!(" /* MPI_{traced} in the trace */")
+                    } else {
+                        String::new()
+                    }
+                } else if traced != op {
                     format!(" /* MPI_{traced} in the trace */")
                 } else {
                     String::new()
@@ -336,6 +345,16 @@ impl Names<'_> {
                         "MPI_Reduce_scatter_block(sbuf, rbuf, {count}, {ty}, MPI_SUM, {cm});"
                     ),
                     other => format!("/* MPI_{other}: not reproduced */"),
+                };
+                // The non-blocking form: MPI_Ibcast(…, &req[k]).
+                let s = match slot {
+                    Some(r) if s.starts_with("MPI_") => {
+                        let body = s.trim_end_matches(");");
+                        let name = &body[4..];
+                        let lower = name[..1].to_lowercase() + &name[1..];
+                        format!("MPI_I{lower}, {});", slot_expr(r))
+                    }
+                    _ => s,
                 };
                 s + &note
             }

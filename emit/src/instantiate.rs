@@ -95,6 +95,8 @@ struct Rank<'a> {
     pending: BTreeSet<u32>,
     out: Vec<CheckOp>,
     reused: BTreeSet<u32>,
+    /// Pending slots of non-blocking collectives (the check completes those where they start).
+    collective: BTreeSet<u32>,
 }
 
 const SENDRECV_SEND: Slot = Slot::MAX - 2;
@@ -173,11 +175,22 @@ impl Rank<'_> {
                 for s in &done {
                     self.pending.remove(s);
                 }
+                // Collectives completed where they started.
+                let done: Vec<u32> =
+                    done.into_iter().filter(|s| !self.collective.remove(s)).collect();
                 if !done.is_empty() {
                     self.out.push(CheckOp::Wait { slots: done });
                 }
             }
-            Call::Collective { op, comm, .. } => {
+            Call::Collective { op, comm, slot, .. } => {
+                if let Some(s) = slot {
+                    // A restarted slot is waited for first; a collective's wait never blocks.
+                    let s = slot_of(s);
+                    if !self.pending.insert(s) {
+                        self.reused.insert(s);
+                    }
+                    self.collective.insert(s);
+                }
                 if matches!(self.skel.comms[*comm], Comm::SelfComm) {
                     return;
                 }
@@ -228,6 +241,7 @@ pub fn instantiate(skel: &Skeleton) -> (Vec<Vec<CheckOp>>, BTreeSet<u32>) {
                 pending: BTreeSet::new(),
                 out: Vec::new(),
                 reused: BTreeSet::new(),
+                collective: BTreeSet::new(),
             };
             for p in &class.phases {
                 let mut iters = Vec::new();

@@ -19,9 +19,9 @@
 //!   right after a probe of `MPI_ANY_SOURCE` receives from any source, as it did in effect. `Rsend`,
 //!   `Bsend` become `MPI_Send`, `Irsend` becomes `MPI_Isend`. A test that completed nothing
 //!   becomes a progress poll (`MPI_Iprobe`); one that completed requests becomes the matching
-//!   wait. Non-blocking collectives run blocking where they were started, and their
-//!   completion has nothing left to wait for. Vector collectives run as their regular form
-//!   with this rank's size per member.
+//!   wait. Non-blocking collectives run as their `MPI_I…` form with a request slot like any
+//!   non-blocking call (the check takes them as blocking where they start: stricter). Vector
+//!   collectives run as their regular form with this rank's size per member.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -208,6 +208,9 @@ pub enum Call {
         root: Option<u32>,
         /// Bytes per member (or of the whole buffer for broadcasts and reductions).
         bytes: u64,
+        /// Request slot of a non-blocking collective (run as its `MPI_I…` form).
+        #[serde(default)]
+        slot: Option<SlotRef>,
     },
 }
 
@@ -987,8 +990,14 @@ fn round8(b: u64) -> u64 {
 
 fn starts_request(class: &ProcessClass, lm: &LeafMap, leaf: usize) -> bool {
     lm.positions[leaf].first().is_some_and(|&p| {
-        matches!(class.ops[p].key.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv)
+        let op = class.ops[p].key.op;
+        matches!(op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv) || nonblocking_collective(op)
     })
+}
+
+/// `MPI_Ibarrier`, `MPI_Ibcast`, … .
+pub fn nonblocking_collective(op: Op) -> bool {
+    op.class() == OpClass::Collective && op.name().starts_with('I')
 }
 
 /// Members of a communicator of the skeleton, as seen by any of them.
@@ -1134,7 +1143,8 @@ fn call_of(
             let (run, per) = collective_form(k.op, bytes, k.recv_bytes, members);
             let rooted = matches!(run, Op::Bcast | Op::Reduce | Op::Gather | Op::Scatter);
             let root = if rooted { Some(root_rank(k.root.as_deref(), &c, lt)) } else { None };
-            Call::Collective { op: run, traced: k.op, comm, root, bytes: per }
+            let slot = if nonblocking_collective(k.op) { slot } else { None };
+            Call::Collective { op: run, traced: k.op, comm, root, bytes: per, slot }
         }
     })
 }
