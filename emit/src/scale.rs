@@ -10,7 +10,7 @@
 //!
 //! When one iteration of the main loop plus the rest is still over the target, the other
 //! top-level loops run two iterations each (the same number removed in every class), and then
-//! the heaviest inner loop of the main loop's body is cut as well (keeping at least four
+//! the heaviest inner loop of the main loop's body is cut as well (keeping at least eight
 //! iterations), when every class has it at
 //! the same place with the same count; it is timed on its own so that its time scales by its
 //! own factor.
@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::program::{compute_of, InnerCut, Skeleton, Stmt};
 
 /// Iterations of a cut inner loop that always run.
-const MIN_INNER: u64 = 4;
+const MIN_INNER: u64 = 8;
 
 /// Cuts every top-level loop but the main one to two iterations, removing the same number of
 /// iterations from the loop of that name in every class; returns the new estimate.
@@ -86,7 +86,7 @@ fn cut_inner(
     if !same || per_inner <= 0.0 || count <= MIN_INNER {
         return estimate;
     }
-    // At least four iterations stay, for a steady state to time.
+    // At least eight iterations stay: a steady state to time, and enough draws to average.
     let over = estimate - target_s;
     let drop = ((over / per_inner).ceil() as u64).min(count.saturating_sub(MIN_INNER));
     let run = count - drop;
