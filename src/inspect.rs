@@ -52,31 +52,26 @@ struct Report<'a> {
     summary: &'a TraceSummary,
 }
 
+/// Prints a document mpiskel wrote: as JSON, or through its text rendering.
+fn show<T: Serialize>(doc: &T, json: bool, render: fn(&T) -> String) -> Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(doc)?);
+    } else {
+        print!("{}", render(doc));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     if let Some(doc) = crate::build::read_skeleton_document(&a.path)? {
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        } else {
-            print!("{}", crate::build::render_document(&doc));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return show(&doc, a.json, crate::build::render_document);
     }
     if let Some(doc) = read_logical_document(&a.path)? {
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        } else {
-            print!("{}", crate::logicalize::render(&doc));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return show(&doc, a.json, crate::logicalize::render);
     }
     if let Some(doc) = read_nest_document(&a.path)? {
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&doc)?);
-        } else {
-            print!("{}", crate::compress::render(&doc));
-        }
-        return Ok(ExitCode::SUCCESS);
+        return show(&doc, a.json, crate::compress::render);
     }
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     let set = TraceSet::open(&a.path, &opts)?;

@@ -208,20 +208,13 @@ impl Names<'_> {
     fn call_only(&self, c: &Call) -> String {
         match c {
             Call::Send { op, to, tag, bytes, slot } => {
-                let f = op.name();
-                match slot {
-                    Some(s) => format!(
-                        "MPI_{f}(sbuf, {bytes}, MPI_BYTE, {}, {}, world, {});",
-                        self.peer(to),
-                        self.tag(*tag),
-                        slot_expr(s)
-                    ),
-                    None => format!(
-                        "MPI_{f}(sbuf, {bytes}, MPI_BYTE, {}, {}, world);",
-                        self.peer(to),
-                        self.tag(*tag)
-                    ),
-                }
+                let req = slot.map_or(String::new(), |s| format!(", {}", slot_expr(&s)));
+                format!(
+                    "MPI_{}(sbuf, {bytes}, MPI_BYTE, {}, {}, world{req});",
+                    op.name(),
+                    self.peer(to),
+                    self.tag(*tag)
+                )
             }
             Call::Recv { from, tag, bytes, count, offset, slot, .. } => {
                 let ring = slot.filter(|s| s.ring > 1).map_or(String::new(), |s| {
@@ -237,19 +230,15 @@ impl Names<'_> {
                 } else {
                     String::new()
                 };
-                match slot {
-                    Some(s) => format!(
-                        "MPI_Irecv({buf}, {count}, MPI_BYTE, {}, {}, world, {});{note}",
-                        self.peer(from),
-                        self.tag(*tag),
-                        slot_expr(s)
-                    ),
-                    None => format!(
-                        "MPI_Recv({buf}, {count}, MPI_BYTE, {}, {}, world, MPI_STATUS_IGNORE);{note}",
-                        self.peer(from),
-                        self.tag(*tag)
-                    ),
-                }
+                let (f, last) = match slot {
+                    Some(s) => ("Irecv", slot_expr(s)),
+                    None => ("Recv", "MPI_STATUS_IGNORE".to_owned()),
+                };
+                format!(
+                    "MPI_{f}({buf}, {count}, MPI_BYTE, {}, {}, world, {last});{note}",
+                    self.peer(from),
+                    self.tag(*tag)
+                )
             }
             Call::SendRecv { to, tag, bytes, from, recv_tag, count } => format!(
                 "MPI_Sendrecv(sbuf, {bytes}, MPI_BYTE, {}, {}, rbuf, {count}, MPI_BYTE, {}, {}, world, MPI_STATUS_IGNORE);",

@@ -91,6 +91,20 @@ pub enum Comm {
     },
 }
 
+impl Comm {
+    /// The skeleton's communicator for a logical one.
+    pub fn of(c: &LogicalComm) -> Comm {
+        match c {
+            LogicalComm::World => Comm::World,
+            LogicalComm::SelfComm => Comm::SelfComm,
+            LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
+            LogicalComm::Other { size, stride } => {
+                Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
+            }
+        }
+    }
+}
+
 /// The other side of a point-to-point call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -316,8 +330,6 @@ pub struct MatchingReport {
     pub local_recvs: usize,
     /// What was done with local calls.
     pub local_policy: String,
-    /// Local calls dropped (their time kept as computation).
-    pub dropped: usize,
 }
 
 /// The skeleton program.
@@ -668,22 +680,19 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         .directions
         .iter()
         .map(|d| {
-            let opposite = match topo {
-                Some(t) => d.opposite(t).map(|o| o.name),
-                None => Some(format!("{:+}", -d.offset.first().copied().unwrap_or(0))),
-            };
-            let recv_tag = match opposite {
-                Some(o) => channels.get(&channel(&o)).copied().unwrap_or(0),
-                // The parent of a tree: children send it on the PARENT channel.
-                None => channels.get("PARENT").copied().unwrap_or(0),
-            };
-            let recv_tag = if d.name.starts_with("CHILD") {
-                channels.get("PARENT").copied().unwrap_or(recv_tag)
+            // The channel the neighbour in this direction sends on to reach this rank: a
+            // tree's children send to PARENT and a parent to its CHILDren.
+            let back = if d.name.starts_with("CHILD") {
+                "PARENT".to_owned()
             } else if d.name == "PARENT" {
-                channels.get("CHILD").copied().unwrap_or(recv_tag)
+                "CHILD".to_owned()
             } else {
-                recv_tag
+                match topo {
+                    Some(t) => d.opposite(t).map_or_else(String::new, |o| o.name),
+                    None => format!("{:+}", -d.offset.first().copied().unwrap_or(0)),
+                }
             };
+            let recv_tag = channels.get(&channel(&back)).copied().unwrap_or(0);
             Dir {
                 name: d.name.clone(),
                 ident: ident_of(&d.name),
@@ -706,14 +715,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
 
     let mut comms = vec![Comm::World];
     let mut comm_index = |c: &LogicalComm| -> usize {
-        let want = match c {
-            LogicalComm::World => Comm::World,
-            LogicalComm::SelfComm => Comm::SelfComm,
-            LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
-            LogicalComm::Other { size, stride } => {
-                Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
-            }
-        };
+        let want = Comm::of(c);
         comms.iter().position(|x| *x == want).unwrap_or_else(|| {
             comms.push(want);
             comms.len() - 1
@@ -1131,14 +1133,7 @@ fn call_of(
         }
         OpClass::Collective => {
             let comm = comm_index(&k.comm);
-            let c = match &k.comm {
-                LogicalComm::World => Comm::World,
-                LogicalComm::SelfComm => Comm::SelfComm,
-                LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
-                LogicalComm::Other { size, stride } => {
-                    Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
-                }
-            };
+            let c = Comm::of(&k.comm);
             let members = comm_size(&c, lt);
             let (run, per) = collective_form(k.op, bytes, k.recv_bytes, members);
             let rooted = matches!(run, Op::Bcast | Op::Reduce | Op::Gather | Op::Scatter);
