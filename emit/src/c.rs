@@ -191,7 +191,7 @@ impl Names<'_> {
             })
             .map_or(String::new(), |s| {
                 format!(
-                    "MPI_Wait({}, MPI_STATUS_IGNORE); /* may still be pending */ ",
+                    "MPI_Wait({}, MPI_STATUS_IGNORE); /* may still be pending */\n",
                     slot_expr(&s)
                 )
             })
@@ -361,7 +361,9 @@ impl Names<'_> {
                     "{pad}sk_compute_drawn({d}); /* {} s on average */",
                     seconds(*x)
                 )),
-                Stmt::Call { call } => out.push(format!("{pad}{}", self.call(call))),
+                Stmt::Call { call } => {
+                    out.extend(self.call(call).lines().map(|l| format!("{pad}{l}")));
+                }
                 Stmt::Loop { depth, count, body, note } => {
                     let v = Self::loop_var(*depth);
                     out.push(format!("{pad}/* {note} */"));
