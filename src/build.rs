@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 ///   mpiskel build halo.trace -o halo.skel
 ///   mpiskel build ../shared/fixtures/npb/bt.W.16/trace.txt -o bt.skel --target-time 0.05
 ///   mpiskel build app.trace -o app.skel --force && mpiskel run app.skel
+///   mpiskel build halo.trace --lang rust -o halo-rs && mpiskel run halo-rs
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct BuildArgs {
@@ -73,8 +74,20 @@ pub struct BuildArgs {
 /// Languages of the skeleton.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Lang {
-    /// C, built with mpicc.
+    /// C, built with mpicc (a folder with skeleton.c, the runtime and a Makefile).
     C,
+    /// Rust with the `mpi` crate (rsmpi), built with cargo (a Cargo project).
+    Rust,
+}
+
+impl Lang {
+    /// The name `skeleton.json` records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::C => "c",
+            Lang::Rust => "rust",
+        }
+    }
 }
 
 /// One class as `skeleton.json` records it.
@@ -176,7 +189,6 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     if a.output.exists() && !a.force {
         bail!("{} exists; use --force to replace it", a.output.display());
     }
-    let _ = a.lang;
     let t0 = Instant::now();
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     progress(a.quiet, &t0, &format!("reading {}", a.trace.display()));
@@ -222,7 +234,10 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         trace: a.trace.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
     };
-    let files = render(&built.skeleton, &built.scaling, &meta)?;
+    let files = match a.lang {
+        Lang::C => render(&built.skeleton, &built.scaling, &meta)?,
+        Lang::Rust => mpiskel_emit::rust::render(&built.skeleton, &built.scaling, &meta)?,
+    };
     let alternatives = match &lt.identification.structure {
         mpiskel_logicalize::Structure::Topology { alternatives, .. } => alternatives.clone(),
         _ => Vec::new(),
@@ -232,7 +247,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         version: 1,
         name: name.clone(),
         trace: a.trace.display().to_string(),
-        lang: "c".into(),
+        lang: a.lang.name().into(),
         mpiskel_version: meta.version.clone(),
         n_ranks: built.skeleton.n_ranks,
         topology: built.skeleton.topology.clone(),
@@ -324,6 +339,9 @@ fn write_folder(dir: &Path, files: &[mpiskel_emit::c::File], doc: &str, force: b
     let write = || -> Result<()> {
         for f in files {
             let path = tmp.join(&f.path);
+            if let Some(p) = path.parent() {
+                std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
+            }
             let mut out = std::fs::File::create(&path)
                 .with_context(|| format!("writing {}", path.display()))?;
             out.write_all(f.contents.as_bytes())?;

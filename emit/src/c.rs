@@ -39,6 +39,12 @@ pub struct RenderError {
     source: minijinja::Error,
 }
 
+impl RenderError {
+    pub(crate) fn new(name: &str, source: minijinja::Error) -> RenderError {
+        RenderError { name: name.to_owned(), source }
+    }
+}
+
 /// What the back end needs besides the program.
 #[derive(Debug, Clone, Serialize)]
 pub struct Meta {
@@ -123,12 +129,12 @@ struct ClassCtx {
 }
 
 /// Seconds as a C literal with six significant digits.
-fn seconds(s: f64) -> String {
+pub(crate) fn seconds(s: f64) -> String {
     format!("{s:.5e}")
 }
 
 /// Ranks as short text: `0-3, 8, 12-15`.
-fn ranks_text(ranks: &[u32]) -> String {
+pub(crate) fn ranks_text(ranks: &[u32]) -> String {
     let mut parts = Vec::new();
     let mut i = 0;
     while i < ranks.len() {
@@ -400,7 +406,7 @@ fn slot_expr(s: &SlotRef) -> String {
     }
 }
 
-fn tag_stem(ident: &str) -> String {
+pub(crate) fn tag_stem(ident: &str) -> String {
     if ident.starts_with("CHILD") {
         "CHILD".into()
     } else {
@@ -408,7 +414,7 @@ fn tag_stem(ident: &str) -> String {
     }
 }
 
-fn comm_name(c: &Comm, grid_dims: usize) -> (String, String) {
+pub(crate) fn comm_name(c: &Comm, grid_dims: usize) -> (String, String) {
     match c {
         Comm::World => ("world".into(), "all ranks".into()),
         Comm::SelfComm => ("MPI_COMM_SELF".into(), String::new()),
@@ -436,7 +442,7 @@ fn comm_name(c: &Comm, grid_dims: usize) -> (String, String) {
 }
 
 /// A Slurm time limit: ten times the expected run, at least ten minutes.
-fn slurm_time(estimate_s: f64) -> String {
+pub(crate) fn slurm_time(estimate_s: f64) -> String {
     let s = (estimate_s * 10.0).clamp(600.0, 99.0 * 3600.0) as u64;
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }

@@ -1,5 +1,5 @@
 //! Skeleton construction (seed 001 §4): from a logical trace and the loop nest of each process
-//! class to a program that cannot hang, scaled to a target time, rendered as C.
+//! class to a program that cannot hang, scaled to a target time, rendered as C or Rust.
 //!
 //! - [`symbols`]: a class's logical program as symbols for loop discovery;
 //! - [`program`]: the program IR (classes, phases, statements, calls), built from the logical
@@ -9,7 +9,8 @@
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
 //!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;
 //! - [`pipeline`]: all of the above in order;
-//! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`).
+//! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`);
+//! - [`rust`]: the Rust back end (rsmpi; `quote!` → `syn` → `prettyplease`), from the same IR.
 //!
 //! This crate never reads trace files.
 #![deny(missing_docs)]
@@ -20,6 +21,7 @@ pub mod instantiate;
 pub mod matching;
 pub mod pipeline;
 pub mod program;
+pub mod rust;
 pub mod scale;
 pub mod symbols;
 

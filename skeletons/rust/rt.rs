@@ -1,0 +1,624 @@
+//! mpiskel runtime: what every Rust skeleton shares (the counterpart of `mpiskel_rt.c`).
+//!
+//! - [`Runtime::init`] parses the options and calibrates the compute kernel (well under a
+//!   second);
+//! - [`Runtime::compute`] busies the processor for a number of seconds of the recording machine;
+//! - [`Runtime::phase_begin`] and friends time the phases of the program;
+//! - [`Runtime::report`] prints one human line and one JSON record: skeleton time, per-phase
+//!   times and the predicted application time;
+//! - [`scoped`] runs code that starts non-blocking calls: their requests live in numbered slots
+//!   ([`Requests`]) and their receive buffers in a pool that outlives the scope.
+//!
+//! The generator, the C runtime and this file agree on every constant: the same kernel, the same
+//! calibration, the same random generator seeded by rank, the same report.
+
+// Every skeleton ships the whole runtime and uses the part its program needs.
+#![allow(dead_code)]
+
+use std::io::Write as _;
+
+use bumpalo::Bump;
+use mpi::collective::SystemOperation;
+use mpi::request::{LocalScope, Request, StaticScope};
+use mpi::topology::{CartesianCommunicator, Rank};
+use mpi::traits::*;
+
+/// Quantiles per compute distribution: minimum, 1 %, 5 %, 10 %, 25 %, median, 75 %, 90 %, 95 %,
+/// 99 %, 99.9 %, maximum.
+pub const QUANTILES: usize = 12;
+const LEVELS: [f64; QUANTILES] = [0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0];
+
+/// The tag of a receive that accepts any tag (`MPI_ANY_TAG`).
+pub const ANY_TAG: mpi::Tag = -1;
+
+/// One timed part of the program: a loop of the trace or the calls between loops.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    name: &'static str,
+    /// Iterations in the application.
+    full: i64,
+    /// Iterations this skeleton runs.
+    pub run: i64,
+    seconds: f64,
+    /// For an inner loop timed on its own: its phase.
+    parent: Option<usize>,
+}
+
+impl Phase {
+    /// A phase of `full` iterations in the application, of which the skeleton runs `run`.
+    pub fn new(name: &'static str, full: i64, run: i64) -> Phase {
+        Phase { name, full, run, seconds: 0.0, parent: None }
+    }
+
+    /// An inner loop of phase `parent`, timed on its own.
+    pub fn inner(name: &'static str, full: i64, run: i64, parent: usize) -> Phase {
+        Phase { parent: Some(parent), ..Phase::new(name, full, run) }
+    }
+}
+
+/// Options, the compute kernel, the timers and the report.
+#[derive(Debug)]
+pub struct Runtime {
+    /// Kernel iterations per second of processor time on this machine.
+    rate: f64,
+    /// This rank's compute weight.
+    weight: f64,
+    iterations: Option<i64>,
+    report_file: Option<String>,
+    state: u64,
+    dists: &'static [[f64; QUANTILES]],
+    sink: f64,
+    phases: Vec<Phase>,
+    t0: f64,
+    begun: f64,
+}
+
+impl Runtime {
+    /// Reads `--iterations N` (main loop iterations) and `--report FILE` (also write the JSON
+    /// there) from the command line, seeds the generator by rank and calibrates the kernel.
+    pub fn init(world: &impl Communicator) -> Runtime {
+        let mut rt = Runtime {
+            rate: 1e9,
+            weight: 1.0,
+            iterations: None,
+            report_file: None,
+            state: 0x9E37_79B9_7F4A_7C15,
+            dists: &[],
+            sink: 0.0,
+            phases: Vec::new(),
+            t0: 0.0,
+            begun: 0.0,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--iterations" => rt.iterations = args.next().and_then(|n| n.parse().ok()),
+                "--report" => rt.report_file = args.next(),
+                _ => {}
+            }
+        }
+        rt.state ^= (world.rank() as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+        for _ in 0..8 {
+            rt.uniform();
+        }
+        rt.calibrate();
+        rt
+    }
+
+    /// The main loop's iterations: the value built in, or as many fewer as `--iterations` asks
+    /// of the class with `lead_full` iterations (every class drops the same number, so that
+    /// they stay matched).
+    pub fn main_run(&self, built_in: i64, full: i64, lead_full: i64) -> i64 {
+        match self.iterations {
+            Some(n) if n >= 1 => (full - (lead_full - n.min(lead_full))).max(1),
+            _ => built_in,
+        }
+    }
+
+    /// Scales every compute block of this rank by `weights[rank]`.
+    pub fn set_rank_weight(&mut self, weights: &[f64], rank: Rank) {
+        self.weight = weights[rank as usize];
+    }
+
+    /// Registers the program's distributions of compute durations (quantiles, seconds).
+    pub fn set_distributions(&mut self, dists: &'static [[f64; QUANTILES]]) {
+        self.dists = dists;
+    }
+
+    /// xorshift64*: a uniform draw in [0, 1).
+    fn uniform(&mut self) -> f64 {
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        (self.state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    }
+
+    /// The kernel: a dependent chain of multiply-adds, which no compiler can shorten.
+    fn spin(&mut self, n: u64) {
+        let mut x = std::hint::black_box(self.sink);
+        for _ in 0..n {
+            x = x * 0.999_999_999 + 1e-9;
+        }
+        self.sink = std::hint::black_box(x);
+    }
+
+    /// Kernel iterations per second of this thread's processor time (the calibration must not
+    /// count the time other ranks held the core): batches grown to at least 4 ms, best of five.
+    fn calibrate(&mut self) {
+        let mut n: u64 = 1 << 14;
+        let mut t;
+        loop {
+            let a = cpu_time::ThreadTime::now();
+            self.spin(n);
+            t = a.elapsed().as_secs_f64();
+            if t >= 0.004 || n > 1 << 40 {
+                break;
+            }
+            n *= 2;
+        }
+        for _ in 0..5 {
+            let a = cpu_time::ThreadTime::now();
+            self.spin(n);
+            t = t.min(a.elapsed().as_secs_f64());
+        }
+        if t > 0.0 {
+            self.rate = n as f64 / t;
+        }
+    }
+
+    /// Busy computation for `seconds` of the recording machine (times this rank's weight).
+    pub fn compute(&mut self, seconds: f64) {
+        let s = seconds * self.weight;
+        if s > 0.0 {
+            self.spin((s * self.rate + 0.5) as u64);
+        }
+    }
+
+    /// Busy computation for a duration drawn from distribution `i` (inverse CDF, linear
+    /// between quantiles).
+    pub fn compute_drawn(&mut self, i: usize) {
+        let Some(q) = self.dists.get(i).copied() else {
+            return;
+        };
+        let u = self.uniform();
+        let mut k = 0;
+        while k < QUANTILES - 2 && u >= LEVELS[k + 1] {
+            k += 1;
+        }
+        let f = (u - LEVELS[k]) / (LEVELS[k + 1] - LEVELS[k]);
+        self.compute(q[k] * (1.0 - f) + q[k + 1] * f);
+    }
+
+    /// Synchronises all ranks and starts the clock.
+    pub fn start(&mut self, world: &impl Communicator, phases: &[Phase]) {
+        self.phases = phases.to_vec();
+        world.barrier();
+        self.t0 = mpi::time();
+    }
+
+    /// Iterations phase `i` runs.
+    pub fn run_of(&self, i: usize) -> i64 {
+        self.phases[i].run
+    }
+
+    /// Starts timing phase `i`.
+    pub fn phase_begin(&mut self, _i: usize) {
+        self.begun = mpi::time();
+    }
+
+    /// Stops timing phase `i`.
+    pub fn phase_end(&mut self, i: usize) {
+        self.phases[i].seconds += mpi::time() - self.begun;
+    }
+
+    /// Adds seconds to phase `i` (an inner loop timed inside its phase).
+    pub fn phase_add(&mut self, i: usize, seconds: f64) {
+        self.phases[i].seconds += seconds;
+    }
+
+    /// Predicted application seconds of phase `i`: its own time (less its timed inner loops)
+    /// scaled by its iterations, plus each inner loop's time scaled by the inner loop's.
+    fn predicted(&self, i: usize) -> f64 {
+        let p = &self.phases[i];
+        let (mut own, mut inner) = (p.seconds, 0.0);
+        for (j, q) in self.phases.iter().enumerate() {
+            if q.parent == Some(i) {
+                own -= q.seconds;
+                inner += self.predicted(j);
+            }
+        }
+        (if p.run > 0 { own * p.full as f64 / p.run as f64 } else { 0.0 }) + inner
+    }
+
+    /// Gathers the times and prints the report on rank 0. `factor`: application time /
+    /// skeleton time expected on the recording machine (the single-ratio prediction).
+    pub fn report(&self, world: &impl Communicator, name: &str, factor: f64, recorded_app_s: f64) {
+        let total = mpi::time() - self.t0;
+        let by_phase: f64 =
+            (0..self.phases.len()).filter(|&i| self.phases[i].parent.is_none()).map(|i| self.predicted(i)).sum();
+        let mine = [total, by_phase];
+        let root = world.process_at_rank(0);
+        if world.rank() != 0 {
+            root.reduce_into(&mine[..], SystemOperation::max());
+            return;
+        }
+        let mut most = [0.0; 2];
+        root.reduce_into_root(&mine[..], &mut most[..], SystemOperation::max());
+        let ratio = most[0] * factor;
+        println!(
+            "mpiskel {name}: skeleton {} s on {} ranks; predicted application time {} s (by phase), {} s (x{}); recorded {} s",
+            g(most[0], 6),
+            world.size(),
+            g(most[1], 6),
+            g(ratio, 6),
+            g(factor, 4),
+            g(recorded_app_s, 6)
+        );
+        let phases: Vec<String> = self
+            .phases
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                format!(
+                    "{{\"name\":\"{}\",\"full\":{},\"run\":{},\"seconds\":{},\"predicted_s\":{}}}",
+                    p.name,
+                    p.full,
+                    p.run,
+                    g(p.seconds, 9),
+                    g(self.predicted(i), 9)
+                )
+            })
+            .collect();
+        let json = format!(
+            "{{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"{name}\",\"ranks\":{},\"skeleton_s\":{},\"predicted_s\":{},\"predicted_ratio_s\":{},\"factor\":{},\"recorded_app_s\":{},\"smpi\":false,\"compute_rate\":{},\"phases\":[{}]}}",
+            world.size(),
+            g(most[0], 9),
+            g(most[1], 9),
+            g(ratio, 9),
+            g(factor, 9),
+            g(recorded_app_s, 9),
+            g(self.rate, 6),
+            phases.join(",")
+        );
+        println!("MPISKEL_REPORT {json}");
+        let _ = std::io::stdout().flush();
+        if let Some(path) = &self.report_file {
+            if let Err(e) = std::fs::write(path, json + "\n") {
+                eprintln!("mpiskel: cannot write the report to {path}: {e}");
+            }
+        }
+    }
+}
+
+/// `x` with `digits` significant digits, as C's `%.{digits}g` prints it (without exponent
+/// for ordinary magnitudes).
+fn g(x: f64, digits: usize) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return if x.is_finite() { "0".into() } else { "null".into() };
+    }
+    let exp = x.abs().log10().floor() as i32;
+    if exp < -4 || exp >= digits as i32 {
+        let s = format!("{:.*e}", digits - 1, x);
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+        return format!("{m}e{e}");
+    }
+    let decimals = (digits as i32 - 1 - exp).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
+/// The receive buffers of the blocking calls.
+#[derive(Debug)]
+pub struct Buffers {
+    /// Received into by blocking receives and collectives on bytes.
+    pub recv: Vec<u8>,
+    /// Received into by blocking reductions (on doubles).
+    pub reals: Vec<f64>,
+}
+
+impl Buffers {
+    /// Buffers of `bytes` bytes and `reals` doubles.
+    pub fn new(bytes: usize, reals: usize) -> Buffers {
+        Buffers { recv: vec![0; bytes], reals: vec![0.0; reals] }
+    }
+}
+
+/// Where non-blocking calls get their receive buffers: each its own, all released together
+/// (`reset`) once the scope that started them has ended.
+pub type Pool = Bump;
+
+/// A started non-blocking call.
+#[derive(Debug)]
+pub enum Pending<'p, 's> {
+    /// On bytes (point-to-point, broadcasts, gathers …).
+    Bytes(Request<'p, [u8], &'s LocalScope<'p>>),
+    /// On doubles (reductions).
+    Reals(Request<'p, [f64], &'s LocalScope<'p>>),
+    /// A barrier.
+    Barrier(Request<'static, (), StaticScope>),
+}
+
+impl<'p, 's> From<Request<'p, [u8], &'s LocalScope<'p>>> for Pending<'p, 's> {
+    fn from(r: Request<'p, [u8], &'s LocalScope<'p>>) -> Self {
+        Pending::Bytes(r)
+    }
+}
+
+impl<'p, 's> From<Request<'p, [f64], &'s LocalScope<'p>>> for Pending<'p, 's> {
+    fn from(r: Request<'p, [f64], &'s LocalScope<'p>>) -> Self {
+        Pending::Reals(r)
+    }
+}
+
+impl From<Request<'static, ()>> for Pending<'_, '_> {
+    fn from(r: Request<'static, ()>) -> Self {
+        Pending::Barrier(r)
+    }
+}
+
+impl Pending<'_, '_> {
+    /// Completes the request if it is done; gives it back otherwise.
+    fn test(self) -> Result<(), Self> {
+        match self {
+            Pending::Bytes(r) => r.test().map(drop).map_err(Pending::Bytes),
+            Pending::Reals(r) => r.test().map(drop).map_err(Pending::Reals),
+            Pending::Barrier(r) => r.test().map(drop).map_err(Pending::Barrier),
+        }
+    }
+
+    fn wait(self) {
+        match self {
+            Pending::Bytes(r) => r.wait_without_status(),
+            Pending::Reals(r) => r.wait_without_status(),
+            Pending::Barrier(r) => r.wait_without_status(),
+        }
+    }
+}
+
+/// The request slots of one scope: slot `k` holds the request of the `k`-th non-blocking call
+/// of the program (as `req[k]` in the C skeleton). An empty slot is `MPI_REQUEST_NULL`.
+#[derive(Debug)]
+pub struct Requests<'p, 's> {
+    scope: &'s LocalScope<'p>,
+    pool: &'p Bump,
+    slots: Vec<Option<Pending<'p, 's>>>,
+}
+
+/// Runs `f` with `n` empty request slots whose receive buffers come from `pool`; every request
+/// still pending when `f` returns is waited for. Call `pool.reset()` afterwards to reuse it.
+pub fn scoped<'p, R>(pool: &'p Bump, n: usize, f: impl for<'s> FnOnce(&mut Requests<'p, 's>) -> R) -> R {
+    mpi::request::scope(|scope: &LocalScope<'p>| {
+        let mut req = Requests { scope, pool, slots: (0..n).map(|_| None).collect() };
+        let r = f(&mut req);
+        for p in req.slots.drain(..).flatten() {
+            p.wait();
+        }
+        r
+    })
+}
+
+impl<'p, 's> Requests<'p, 's> {
+    /// The scope requests are registered with.
+    pub fn scope(&self) -> &'s LocalScope<'p> {
+        self.scope
+    }
+
+    /// A fresh receive buffer of `n` bytes.
+    pub fn bytes(&self, n: usize) -> &'p mut [u8] {
+        self.fresh(n)
+    }
+
+    /// A fresh receive buffer of `n` doubles.
+    pub fn reals(&self, n: usize) -> &'p mut [f64] {
+        self.fresh(n)
+    }
+
+    /// A fresh receive buffer of `n` elements.
+    pub fn fresh<T: Copy + Default>(&self, n: usize) -> &'p mut [T] {
+        self.pool.alloc_slice_fill_copy(n, T::default())
+    }
+
+    /// Keeps request `r` in slot `k`; a request still pending there is waited for first.
+    pub fn put(&mut self, k: usize, r: impl Into<Pending<'p, 's>>) {
+        if let Some(old) = self.slots[k].take() {
+            old.wait();
+        }
+        self.slots[k] = Some(r.into());
+    }
+
+    /// Waits for the requests in `slots`, in order (`MPI_Waitall` in the C skeleton).
+    pub fn wait(&mut self, slots: &[usize]) {
+        for &k in slots {
+            if let Some(p) = self.slots[k].take() {
+                p.wait();
+            }
+        }
+    }
+
+    /// Waits for any one of the requests in `slots` (`MPI_Waitany` in the C skeleton; rsmpi's
+    /// `wait_any` needs requests on sized buffers, so this tests them in turn until one is done).
+    pub fn wait_any(&mut self, slots: &[usize]) {
+        while slots.iter().any(|&k| self.slots[k].is_some()) {
+            for &k in slots {
+                if let Some(p) = self.slots[k].take() {
+                    match p.test() {
+                        Ok(()) => return,
+                        Err(p) => self.slots[k] = Some(p),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until at least one of the requests in `slots` completes, and collects every one
+    /// that has (`MPI_Waitsome`).
+    pub fn wait_some(&mut self, slots: &[usize]) {
+        self.wait_any(slots);
+        for &k in slots {
+            if let Some(p) = self.slots[k].take() {
+                if let Err(p) = p.test() {
+                    self.slots[k] = Some(p);
+                }
+            }
+        }
+    }
+}
+
+/// `MPI_Reduce` of `send` (sum) onto `root` of `comm`.
+pub fn reduce<T: Equivalence>(comm: &impl Communicator, root: Rank, send: &[T], recv: &mut [T]) {
+    let p = comm.process_at_rank(root);
+    if comm.rank() == root {
+        p.reduce_into_root(send, recv, SystemOperation::sum());
+    } else {
+        p.reduce_into(send, SystemOperation::sum());
+    }
+}
+
+/// `MPI_Gather` of `send` to `root` of `comm`.
+pub fn gather(comm: &impl Communicator, root: Rank, send: &[u8], recv: &mut [u8]) {
+    let p = comm.process_at_rank(root);
+    if comm.rank() == root {
+        p.gather_into_root(send, recv);
+    } else {
+        p.gather_into(send);
+    }
+}
+
+/// `MPI_Scatter` from `root` of `comm`.
+pub fn scatter(comm: &impl Communicator, root: Rank, send: &[u8], recv: &mut [u8]) {
+    let p = comm.process_at_rank(root);
+    if comm.rank() == root {
+        p.scatter_into_root(send, recv);
+    } else {
+        p.scatter_into(recv);
+    }
+}
+
+/// `MPI_Allgather` of `send` over `comm`.
+pub fn all_gather(comm: &impl Communicator, send: &[u8], recv: &mut [u8]) {
+    let n = send.len() * comm.size() as usize;
+    comm.all_gather_into(send, &mut recv[..n]);
+}
+
+/// `MPI_Alltoall` of `n` bytes per member over `comm`.
+pub fn all_to_all(comm: &impl Communicator, n: usize, send: &[u8], recv: &mut [u8]) {
+    let all = n * comm.size() as usize;
+    comm.all_to_all_into(&send[..all], &mut recv[..all]);
+}
+
+/// `MPI_Reduce_scatter_block` (sum) of `n` elements per member over `comm`.
+pub fn reduce_scatter_block<T: Equivalence>(comm: &impl Communicator, n: usize, send: &[T], recv: &mut [T]) {
+    comm.reduce_scatter_block_into(&send[..n * comm.size() as usize], &mut recv[..n], SystemOperation::sum());
+}
+
+/// `MPI_Sendrecv`; a missing side (toward `MPI_PROC_NULL`) leaves the other half alone.
+pub fn sendrecv<D: Destination, S: Source>(
+    to: Option<D>,
+    send: &[u8],
+    send_tag: mpi::Tag,
+    from: Option<S>,
+    recv: &mut [u8],
+    recv_tag: mpi::Tag,
+) {
+    match (to, from) {
+        (Some(to), Some(from)) => {
+            mpi::point_to_point::send_receive_into_with_tags(send, &to, send_tag, recv, &from, recv_tag);
+        }
+        (Some(to), None) => to.send_with_tag(send, send_tag),
+        (None, Some(from)) => {
+            from.receive_into_with_tag(recv, recv_tag);
+        }
+        (None, None) => {}
+    }
+}
+
+/// `MPI_Ireduce` of `send` (sum) onto `root` of `comm`, into a fresh buffer on the root.
+pub fn ireduce<'p, 's, T>(req: &Requests<'p, 's>, comm: &impl Communicator, root: Rank, send: &'p [T]) -> Pending<'p, 's>
+where
+    T: Equivalence + Copy + Default,
+    Request<'p, [T], &'s LocalScope<'p>>: Into<Pending<'p, 's>>,
+{
+    let p = comm.process_at_rank(root);
+    if comm.rank() == root {
+        p.immediate_reduce_into_root(req.scope(), send, req.fresh(send.len()), SystemOperation::sum()).into()
+    } else {
+        p.immediate_reduce_into(req.scope(), send, SystemOperation::sum()).into()
+    }
+}
+
+/// `MPI_Igather` of `send` to `root` of `comm`.
+pub fn igather<'p, 's>(req: &Requests<'p, 's>, comm: &impl Communicator, root: Rank, send: &'p [u8]) -> Pending<'p, 's> {
+    let p = comm.process_at_rank(root);
+    if comm.rank() == root {
+        let recv = req.bytes(send.len() * comm.size() as usize);
+        p.immediate_gather_into_root(req.scope(), send, recv).into()
+    } else {
+        p.immediate_gather_into(req.scope(), send).into()
+    }
+}
+
+/// `MPI_Iscatter` of `n` bytes per member from `root` of `comm`.
+pub fn iscatter<'p, 's>(
+    req: &Requests<'p, 's>,
+    comm: &impl Communicator,
+    root: Rank,
+    send: &'p [u8],
+    n: usize,
+) -> Pending<'p, 's> {
+    let p = comm.process_at_rank(root);
+    if comm.rank() == root {
+        p.immediate_scatter_into_root(req.scope(), &send[..n * comm.size() as usize], req.bytes(n)).into()
+    } else {
+        p.immediate_scatter_into(req.scope(), req.bytes(n)).into()
+    }
+}
+
+/// `MPI_Iallgather` of `send` over `comm`.
+pub fn iall_gather<'p, 's>(req: &Requests<'p, 's>, comm: &impl Communicator, send: &'p [u8]) -> Pending<'p, 's> {
+    let recv = req.bytes(send.len() * comm.size() as usize);
+    comm.immediate_all_gather_into(req.scope(), send, recv).into()
+}
+
+/// `MPI_Ialltoall` of `n` bytes per member over `comm`.
+pub fn iall_to_all<'p, 's>(req: &Requests<'p, 's>, comm: &impl Communicator, send: &'p [u8], n: usize) -> Pending<'p, 's> {
+    let all = n * comm.size() as usize;
+    comm.immediate_all_to_all_into(req.scope(), &send[..all], req.bytes(all)).into()
+}
+
+/// `MPI_Ireduce_scatter_block` (sum) of `n` elements per member over `comm`.
+pub fn ireduce_scatter_block<'p, 's, T>(
+    req: &Requests<'p, 's>,
+    comm: &impl Communicator,
+    send: &'p [T],
+    n: usize,
+) -> Pending<'p, 's>
+where
+    T: Equivalence + Copy + Default,
+    Request<'p, [T], &'s LocalScope<'p>>: Into<Pending<'p, 's>>,
+{
+    let all = n * comm.size() as usize;
+    comm.immediate_reduce_scatter_block_into(req.scope(), &send[..all], req.fresh(n), SystemOperation::sum()).into()
+}
+
+/// The rank at `offset` from this one in the Cartesian grid (`None` past an open edge).
+pub fn cart_neighbour(cart: &CartesianCommunicator, offset: &[i32]) -> Option<Rank> {
+    let layout = cart.get_layout();
+    let mut coords = layout.coords.clone();
+    for (k, c) in coords.iter_mut().enumerate() {
+        let mut x = *c + offset[k];
+        let d = layout.dims[k];
+        if x < 0 || x >= d {
+            if !layout.periods[k] {
+                return None;
+            }
+            x = x.rem_euclid(d);
+        }
+        *c = x;
+    }
+    Some(cart.coordinates_to_rank(&coords))
+}
