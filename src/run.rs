@@ -20,12 +20,17 @@ use crate::build::read_skeleton_document;
 /// --platform (default: a cluster like the one NPB fixtures were recorded on: 1 Gflop/s hosts,
 /// 10 Gb/s 1 µs links, one rank per host).
 ///
+/// A Rust skeleton (`mpiskel build --lang rust`) is built with `cargo build --release`, with
+/// MPICC naming the library's compiler wrapper and a target folder per library; it runs under
+/// OpenMPI or MPICH.
+///
 /// Examples:
 ///   mpiskel run halo.skel
 ///   mpiskel run halo.skel --mpi mpich --timeout 120
 ///   mpiskel run bt.skel --mpi smpi --platform ../shared/fixtures/npb/platforms/bw5MBps.xml \
 ///       --hostfile ../shared/fixtures/npb/platforms/hostfile_1perhost.txt
 ///   mpiskel run bt.skel --json -- --iterations 40
+///   mpiskel run halo-rs --mpi mpich --target-dir /tmp/skeleton-builds/mpich
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
@@ -52,6 +57,10 @@ pub struct RunArgs {
     /// Print the skeleton's JSON report instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Rust skeletons: cargo's target folder [default: DIR/target/<mpi>]. The mpi crate does not
+    /// rebuild when the MPI library changes, so use one folder per library.
+    #[arg(long, value_name = "DIR")]
+    target_dir: Option<PathBuf>,
     /// Arguments for the skeleton itself (e.g. --iterations 40).
     #[arg(last = true)]
     skeleton_args: Vec<String>,
@@ -154,6 +163,40 @@ pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
     Ok(dir.join(bin))
 }
 
+/// Builds the Rust skeleton in `dir` with cargo for `mpi`; returns the binary.
+///
+/// The `mpi` crate finds the library through `MPICC` when it is built, and does not rebuild when
+/// that changes: each library gets its own target folder.
+pub fn compile_rust(dir: &Path, mpi: Mpi, name: &str, target_dir: Option<&Path>) -> Result<PathBuf> {
+    let cc = match mpi {
+        Mpi::Openmpi => "mpicc.openmpi",
+        Mpi::Mpich => "mpicc.mpich",
+        Mpi::Smpi => bail!(
+            "{}: Rust skeletons run under openmpi or mpich; build with --lang c to run under SimGrid",
+            dir.display()
+        ),
+    };
+    let target = match target_dir {
+        Some(t) => std::path::absolute(t)?,
+        None => std::path::absolute(dir.join("target").join(mpi.name()))?,
+    };
+    let out = Command::new("cargo")
+        .current_dir(dir)
+        .args(["build", "--release", "--quiet"])
+        .env("MPICC", cc)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .context("running cargo (is Rust installed?)")?;
+    if !out.status.success() {
+        bail!(
+            "cargo build failed on {} (MPICC={cc}):\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(target.join("release").join(mpiskel_emit::rust::package_name(name)))
+}
+
 /// Runs `cmd`, killing it after `timeout`; returns (stdout, stderr) of a successful run.
 fn run_with_timeout(mut cmd: Command, timeout: Duration, what: &str) -> Result<(String, String)> {
     let mut child = cmd
@@ -201,8 +244,10 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
     if np != doc.n_ranks {
         bail!("{}: the skeleton was made for {} ranks, not {np}", a.dir.display(), doc.n_ranks);
     }
-    let bin = compile(&a.dir, a.mpi)?;
-    let bin_name = bin.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let bin = match doc.lang.as_str() {
+        "rust" => compile_rust(&a.dir, a.mpi, &doc.name, a.target_dir.as_deref())?,
+        _ => std::path::absolute(compile(&a.dir, a.mpi)?)?,
+    };
     let mut cmd;
     match a.mpi {
         Mpi::Openmpi => {
@@ -249,7 +294,7 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
     }
     let report_path = a.dir.join(format!("report-{}.json", a.mpi.name()));
     std::fs::remove_file(&report_path).ok();
-    cmd.current_dir(&a.dir).arg(format!("./{bin_name}"));
+    cmd.current_dir(&a.dir).arg(&bin);
     cmd.arg("--report").arg(report_path.file_name().unwrap_or_default());
     cmd.args(&a.skeleton_args);
     let (out, err) = run_with_timeout(cmd, Duration::from_secs(a.timeout), "the skeleton")?;

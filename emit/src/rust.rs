@@ -202,7 +202,11 @@ impl Gen<'_> {
         let base = Literal::u32_unsuffixed(s.base);
         if s.ring > 1 {
             let v = loop_var(s.depth);
-            quote! { #base + #v }
+            if s.base == 0 {
+                quote! { #v }
+            } else {
+                quote! { #base + #v }
+            }
         } else {
             quote! { #base }
         }

@@ -1,0 +1,321 @@
+//! Rust skeletons of every fixture: built by `mpiskel build --lang rust`, snapshotted, checked
+//! with `cargo clippy -- -D warnings`, built against OpenMPI and MPICH and run under both with a
+//! timeout; then traced with mpiskel's own tracer beside the C skeleton of the same trace, to
+//! show that both make the same MPI calls.
+//!
+//! The comparison is per rank, over the calls that move data or make communicators, with
+//! kinds, peers, tags and sizes; what the two languages may do differently is normalised, and
+//! each rule is listed in [`actions`].
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mpiskel_trace::{Event, OpClass, Payload, Peer, Rank, ReadOptions, TraceSet};
+use support::{mpi_lock, mpiskel, root, run_with_timeout, scratch, shared};
+
+/// One library's cargo target folder, shared by every skeleton (the `mpi` crate is built once
+/// per library; it does not rebuild when MPICC changes).
+fn target_dir(mpi: &str) -> PathBuf {
+    root().join("target").join("rust-skeletons").join(mpi)
+}
+
+fn build(name: &str, trace: &Path, lang: &str, dir: &Path) {
+    let out = mpiskel()
+        .args(["build", "-q", "--lang", lang, "--name", name])
+        .arg(trace)
+        .arg("-o")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "building the {lang} skeleton of {}:\n{}{}",
+        trace.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The emitted `src/main.rs` with the trace's location (which depends on where the fixtures
+/// are) elided.
+fn source_for_snapshot(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
+    text.lines()
+        .map(|l| if l.starts_with("//! Trace:") { "//! Trace:     <trace>" } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `cargo <args>` in the skeleton's folder, against `mpi`.
+fn cargo(dir: &Path, mpi: &str, args: &[&str]) {
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(dir)
+        .args(args)
+        .env("MPICC", format!("mpicc.{mpi}"))
+        .env("CARGO_TARGET_DIR", target_dir(mpi));
+    let out = cmd.output().expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "cargo {} failed on {} ({mpi}):\n{}",
+        args.join(" "),
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Builds and runs the skeleton with `mpiskel run --json`; returns the report.
+fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
+    let mut cmd = mpiskel();
+    cmd.args(["run", "--json", "--mpi", mpi, "--timeout", &timeout.to_string(), "--target-dir"])
+        .arg(target_dir(mpi))
+        .arg(dir);
+    let out = run_with_timeout(cmd, timeout + 600);
+    assert!(
+        out.status.success(),
+        "running {} under {mpi}:\n{}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
+    let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{mpi}: report lacks {k}: {r}"));
+    assert_eq!(r["ranks"].as_u64(), Some(ranks), "{mpi}: {r}");
+    assert!(f("skeleton_s") > 0.0, "{mpi}: {r}");
+    assert!(f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.9, "{mpi}: {r}");
+    assert!(f("predicted_ratio_s").is_finite() && f("predicted_ratio_s") > 0.0, "{mpi}: {r}");
+    assert!(f("compute_rate") > 0.0, "{mpi}: {r}");
+    assert!(!r["phases"].as_array().expect("phases").is_empty(), "{mpi}: {r}");
+    assert_eq!(r["smpi"].as_bool(), Some(false), "{mpi}: {r}");
+}
+
+/// Traces `bin` on `np` ranks under OpenMPI into `out`.
+fn trace(bin: &Path, np: u64, out: &Path) -> TraceSet {
+    let mut cmd = mpiskel();
+    cmd.args(["trace", "--force", "-o"]).arg(out).arg("--");
+    cmd.args(["mpirun.openmpi", "--oversubscribe", "--allow-run-as-root", "-np", &np.to_string()]);
+    cmd.arg(bin);
+    let out_run = run_with_timeout(cmd, 300);
+    assert!(
+        out_run.status.success(),
+        "tracing {}:\n{}{}",
+        bin.display(),
+        String::from_utf8_lossy(&out_run.stdout),
+        String::from_utf8_lossy(&out_run.stderr)
+    );
+    TraceSet::open(out, &ReadOptions::default()).unwrap()
+}
+
+/// What one call did, in the terms both skeletons must agree on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Action {
+    /// A send or receive: the call (`Isend`, `Recv`, …; a half of a `Sendrecv` counts as the
+    /// blocking call), the peer (`None`: any source), tag (`None`: any tag) and bytes.
+    P2p { op: String, peer: Option<Rank>, tag: Option<i32>, bytes: u64 },
+    /// A probe: the peer and tag asked for (whether anything was there depends on timing).
+    Probe { peer: Option<Rank>, tag: Option<i32> },
+    /// A collective: the call, root and bytes each way.
+    Collective { op: String, root: Option<Rank>, send: u64, recv: u64 },
+    /// A communicator made.
+    Comm { op: String },
+}
+
+/// The actions of one rank's calls. Normalised:
+/// - completions (`Wait*`, `Test*`) are left out: rsmpi has no `MPI_Waitall` over requests of
+///   different buffers, so the Rust skeleton completes requests one by one, and tests in turn
+///   where C calls `MPI_Waitany`;
+/// - calls toward `MPI_PROC_NULL` are left out (rsmpi has no process for it; MPI does nothing
+///   with them), and so is the half of a `Sendrecv` that goes there;
+/// - `Comm_free`, `Init` and `Finalize` are left out (rsmpi frees communicators it drops).
+fn actions(events: &[Event]) -> Vec<Action> {
+    let mut out = Vec::new();
+    let tag_of = |tag: i32, any: bool| if any { None } else { Some(tag) };
+    for e in events {
+        match (&e.payload, e.op.class()) {
+            (Payload::P2p { peer: Peer::Null, .. }, _) => {}
+            (Payload::P2p { peer, tag, bytes, wildcards, .. }, OpClass::Probe) => {
+                out.push(Action::Probe {
+                    peer: if wildcards.source { None } else { peer.rank() },
+                    tag: tag_of(*tag, wildcards.tag),
+                });
+                let _ = bytes;
+            }
+            (Payload::P2p { peer, tag, bytes, wildcards, .. }, _) => out.push(Action::P2p {
+                op: e.op.name().to_owned(),
+                peer: if wildcards.source { None } else { peer.rank() },
+                tag: tag_of(*tag, wildcards.tag),
+                bytes: *bytes,
+            }),
+            (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, recv_bytes, .. }, _) => {
+                if let Some(d) = dest.rank() {
+                    out.push(Action::P2p {
+                        op: "Send".into(),
+                        peer: Some(d),
+                        tag: Some(*send_tag),
+                        bytes: *send_bytes,
+                    });
+                }
+                if *source != Peer::Null {
+                    out.push(Action::P2p {
+                        op: "Recv".into(),
+                        peer: source.rank(),
+                        tag: Some(*recv_tag),
+                        bytes: *recv_bytes,
+                    });
+                }
+            }
+            (Payload::Collective { root, send_bytes, recv_bytes, .. }, _) => {
+                out.push(Action::Collective {
+                    op: e.op.name().to_owned(),
+                    root: *root,
+                    send: *send_bytes,
+                    recv: *recv_bytes,
+                })
+            }
+            (Payload::Comm { .. }, OpClass::Comm) if e.op.name() != "Comm_free" => {
+                out.push(Action::Comm { op: e.op.name().to_owned() })
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The C and Rust skeletons of `trace` make the same calls on every rank.
+fn equivalent(name: &str, c_dir: &Path, np: u64) {
+    let _lock = mpi_lock();
+    let c_bin = c_dir.join("skeleton-equivalence");
+    let out = Command::new("mpicc.openmpi")
+        .current_dir(c_dir)
+        .args(["-O2", "-o", "skeleton-equivalence", "skeleton.c", "mpiskel_rt.c", "-lm"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rust_bin = target_dir("openmpi").join("release").join(mpiskel_emit::rust::package_name(name));
+    let base = c_dir.parent().unwrap();
+    let c = trace(&c_bin, np, &base.join("c.trace"));
+    let r = trace(&rust_bin, np, &base.join("rust.trace"));
+    assert_eq!(c.ranks.len(), r.ranks.len());
+    for (rank, (a, b)) in c.ranks.iter().zip(&r.ranks).enumerate() {
+        let (a, b) = (actions(&a.events), actions(&b.events));
+        assert!(!a.is_empty(), "{name}: rank {rank} of the C skeleton made no calls");
+        if a != b {
+            let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+            panic!(
+                "{name}: rank {rank}: the skeletons differ at call {at} of {} (C) / {} (Rust):\n  C:    {:?}\n  Rust: {:?}",
+                a.len(),
+                b.len(),
+                &a[at..(at + 3).min(a.len())],
+                &b[at..(at + 3).min(b.len())]
+            );
+        }
+    }
+}
+
+/// The whole check for one trace.
+fn skeleton(name: &str, trace: &Path) {
+    let base = scratch(&format!("rust-skeleton-{name}"));
+    let dir = base.join("skel-rs");
+    build(name, trace, "rust", &dir);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    assert_eq!(doc["lang"].as_str(), Some("rust"));
+    let ranks = doc["n_ranks"].as_u64().unwrap();
+    for f in ["Cargo.toml", "Cargo.lock", "README.md", "run.sh", "job.slurm", "src/rt.rs"] {
+        assert!(dir.join(f).is_file(), "{name}: {f} missing");
+    }
+
+    insta::with_settings!({
+        description => format!("mpiskel build --lang rust {name} (src/main.rs)"),
+        omit_expression => true,
+        snapshot_path => root().join("tests").join("snapshots"),
+    }, {
+        insta::assert_snapshot!(format!("rust__{}", name.replace('.', "_")), source_for_snapshot(&dir));
+    });
+
+    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
+    {
+        let _lock = mpi_lock();
+        check_report(&run(&dir, "openmpi", 300), "openmpi", ranks);
+        check_report(&run(&dir, "mpich", 600), "mpich", ranks);
+    }
+
+    let c_dir = base.join("skel-c");
+    build(name, trace, "c", &c_dir);
+    equivalent(name, &c_dir, ranks);
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("fixtures").join("traces").join(name)
+}
+
+fn npb(name: &str) -> PathBuf {
+    shared().join("fixtures").join("npb").join(name).join("trace.txt")
+}
+
+macro_rules! rust_skeleton_tests {
+    ($($test:ident => $name:literal, $trace:expr;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                skeleton($name, &$trace);
+            }
+        )*
+    };
+}
+
+rust_skeleton_tests! {
+    ring => "ring", fixture("ring");
+    ring_fortran => "ring-fortran", fixture("ring-fortran");
+    halo2d_periodic => "halo2d-periodic-4x4", fixture("halo2d-periodic-4x4");
+    halo2d_open => "halo2d-open-4x4", fixture("halo2d-open-4x4");
+    halo3d => "halo3d-2x2x2", fixture("halo3d-2x2x2");
+    wavefront => "wavefront-4x4", fixture("wavefront-4x4");
+    collectives => "collectives", fixture("collectives");
+    subcomm => "subcomm-2x3", fixture("subcomm-2x3");
+    p2pmodes => "p2pmodes", fixture("p2pmodes");
+    callrate => "callrate", fixture("callrate");
+    lammps_melt => "lammps-melt", fixture("lammps-melt");
+    anysource => "anysource", fixture("anysource");
+    irregular => "irregular", fixture("irregular");
+    npb_bt => "bt.S.16", npb("bt.S.16");
+    npb_cg => "cg.S.16", npb("cg.S.16");
+    npb_lu => "lu.S.16", npb("lu.S.16");
+}
+
+/// The skeleton's own `run.sh` builds with cargo and runs it (here under MPICH, in its own
+/// target folder).
+#[test]
+fn run_script_builds_and_runs_the_rust_skeleton() {
+    let base = scratch("rust-skeleton-run-sh");
+    let dir = base.join("ring");
+    build("ring", &fixture("ring"), "rust", &dir);
+    let _lock = mpi_lock();
+    let mut cmd = Command::new(dir.join("run.sh"));
+    cmd.env("MPICC", "mpicc.mpich")
+        .env("MPIRUN", "mpirun.mpich")
+        .env("CARGO_TARGET_DIR", target_dir("mpich"));
+    let out = run_with_timeout(cmd, 900);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("mpiskel ring: skeleton"), "{text}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["ranks"].as_u64(), Some(4));
+}
+
+/// Rust skeletons do not run under SimGrid; the error says so and how to get one that does.
+#[test]
+fn a_rust_skeleton_refuses_smpi_with_a_clear_error() {
+    let base = scratch("rust-skeleton-smpi");
+    let dir = base.join("ring");
+    build("ring", &fixture("ring"), "rust", &dir);
+    let out = mpiskel().args(["run", "--mpi", "smpi"]).arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("--lang c"), "{err}");
+}
