@@ -10,8 +10,11 @@
 //!    its time is the slowest rank's span from MPI_Init to MPI_Finalize, as the build records
 //!    it) and of the skeleton; print medians.
 //!
+//! 3. Rust against C: for the same native cases, the C and the Rust skeleton of one trace, run
+//!    interleaved under OpenMPI; medians of their predicted application times.
+//!
 //! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
-//! BENCH_ONLY=smpi|native to run one part).
+//! BENCH_ONLY=smpi|native|rust to run one part).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -112,7 +115,8 @@ fn smpi() {
     println!("\nby phase: mean |error| {mean:.1} %, max {max:.1} %\n");
 }
 
-fn native(reps: usize) {
+/// The native cases: name, ranks, command.
+fn native_cases() -> Vec<(&'static str, u32, Vec<String>)> {
     let bin = root().join("target").join("fixture-programs").join("openmpi");
     let mut mk = Command::new("make");
     mk.args(["-s", "-C"])
@@ -121,7 +125,7 @@ fn native(reps: usize) {
         .arg(format!("OUT={}", bin.display()));
     ok(mk, "building the fixture programs");
     let p = |name: &str| bin.join(name).display().to_string();
-    let cases: Vec<(&str, u32, Vec<String>)> = vec![
+    vec![
         ("ring", 4, vec![p("ring"), "2000".into(), "65536".into()]),
         (
             "halo2d-periodic-4x4",
@@ -152,7 +156,25 @@ fn native(reps: usize) {
                 "none".into(),
             ],
         ),
-    ];
+    ]
+}
+
+/// Traces `cmd` on `np` ranks under OpenMPI (`--cpu-time`) into `t`.
+fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
+    let mut c = mpiskel();
+    c.current_dir(work).args(["trace", "--cpu-time", "--force", "-o"]).arg(t).args([
+        "--",
+        "mpirun.openmpi",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ]);
+    c.args(cmd);
+    ok(c, &format!("tracing {name}"));
+}
+
+fn native(reps: usize) {
+    let cases = native_cases();
     println!("## Native, OpenMPI on this machine: predicted vs measured application time ({reps} runs each, medians)");
     println!("| program | ranks | measured app (s) | skeleton (s) | skeleton / app | by phase (s) | error | by ratio (s) | error |");
     println!("|---|---|---|---|---|---|---|---|---|");
@@ -161,16 +183,7 @@ fn native(reps: usize) {
         std::fs::create_dir_all(&work).unwrap();
         let trace = |k: usize| -> f64 {
             let t = work.join(format!("run{k}.trace"));
-            let mut c = mpiskel();
-            c.current_dir(&work).args(["trace", "--cpu-time", "--force", "-o"]).arg(&t).args([
-                "--",
-                "mpirun.openmpi",
-                "--oversubscribe",
-                "-np",
-                &np.to_string(),
-            ]);
-            c.args(&cmd);
-            ok(c, &format!("tracing {name}"));
+            trace_native(&work, &t, np, &cmd, name);
             let doc = build(&t, &work.join(format!("run{k}.skel")));
             doc["scaling"]["app_time_s"].as_f64().unwrap()
         };
@@ -194,6 +207,51 @@ fn native(reps: usize) {
     }
 }
 
+/// Rust against C: for each native case, trace once, build the C and the Rust skeleton of the
+/// same trace, run them REPS times each, interleaved, under OpenMPI; compare the medians of
+/// their predicted application times.
+fn rust(reps: usize) {
+    let cases = native_cases();
+    let target = root().join("target").join("bench-rust-skeletons").join("openmpi");
+    println!("## Rust against C skeletons, OpenMPI on this machine ({reps} runs each, interleaved, medians)");
+    println!("| program | ranks | C predicted (s) | C spread | Rust predicted (s) | Rust spread | Rust / C |");
+    println!("|---|---|---|---|---|---|---|");
+    for (name, np, cmd) in cases {
+        let work = root().join("target").join("bench-rust").join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        let t = work.join("app.trace");
+        trace_native(&work, &t, np, &cmd, name);
+        let c_dir = work.join("skel-c");
+        build(&t, &c_dir);
+        let r_dir = work.join("skel-rs");
+        let mut c = mpiskel();
+        // Skeletons sharing a target folder need names of their own (the binary's name).
+        c.args(["build", "-q", "--force", "--lang", "rust", "--name", name]);
+        c.arg(&t).arg("-o").arg(&r_dir);
+        ok(c, &format!("building the Rust skeleton of {name}"));
+        let target_arg = target.display().to_string();
+        let (mut cp, mut rp) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            cp.push(run(&c_dir, &["--mpi", "openmpi"])["predicted_s"].as_f64().unwrap());
+            let r = run(&r_dir, &["--mpi", "openmpi", "--target-dir", &target_arg]);
+            rp.push(r["predicted_s"].as_f64().unwrap());
+        }
+        let spread = |v: &[f64]| {
+            let m = median(v.to_vec());
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            format!("{:+.0} / {:+.0} %", (lo / m - 1.0) * 100.0, (hi / m - 1.0) * 100.0)
+        };
+        let (c_med, r_med) = (median(cp.clone()), median(rp.clone()));
+        println!(
+            "| {name} | {np} | {c_med:.4} | {} | {r_med:.4} | {} | {:+.1} % |",
+            spread(&cp),
+            spread(&rp),
+            (r_med / c_med - 1.0) * 100.0
+        );
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing else is accepted.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
@@ -203,5 +261,8 @@ fn main() {
     }
     if only.is_empty() || only == "native" {
         native(reps);
+    }
+    if only.is_empty() || only == "rust" {
+        rust(reps);
     }
 }

@@ -58,7 +58,8 @@ pub struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Rust skeletons: cargo's target folder [default: DIR/target/<mpi>]. The mpi crate does not
-    /// rebuild when the MPI library changes, so use one folder per library.
+    /// rebuild when the MPI library changes, so use one folder per library; skeletons sharing a
+    /// folder need different names (`mpiskel build --name`), which name their binaries.
     #[arg(long, value_name = "DIR")]
     target_dir: Option<PathBuf>,
     /// Arguments for the skeleton itself (e.g. --iterations 40).
@@ -167,7 +168,12 @@ pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
 ///
 /// The `mpi` crate finds the library through `MPICC` when it is built, and does not rebuild when
 /// that changes: each library gets its own target folder.
-pub fn compile_rust(dir: &Path, mpi: Mpi, name: &str, target_dir: Option<&Path>) -> Result<PathBuf> {
+pub fn compile_rust(
+    dir: &Path,
+    mpi: Mpi,
+    name: &str,
+    target_dir: Option<&Path>,
+) -> Result<PathBuf> {
     let cc = match mpi {
         Mpi::Openmpi => "mpicc.openmpi",
         Mpi::Mpich => "mpicc.mpich",

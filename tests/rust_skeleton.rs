@@ -86,7 +86,10 @@ fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
     let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{mpi}: report lacks {k}: {r}"));
     assert_eq!(r["ranks"].as_u64(), Some(ranks), "{mpi}: {r}");
     assert!(f("skeleton_s") > 0.0, "{mpi}: {r}");
-    assert!(f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.9, "{mpi}: {r}");
+    assert!(
+        f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.9,
+        "{mpi}: {r}"
+    );
     assert!(f("predicted_ratio_s").is_finite() && f("predicted_ratio_s") > 0.0, "{mpi}: {r}");
     assert!(f("compute_rate") > 0.0, "{mpi}: {r}");
     assert!(!r["phases"].as_array().expect("phases").is_empty(), "{mpi}: {r}");
@@ -150,7 +153,12 @@ fn actions(events: &[Event]) -> Vec<Action> {
                 tag: tag_of(*tag, wildcards.tag),
                 bytes: *bytes,
             }),
-            (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, recv_bytes, .. }, _) => {
+            (
+                Payload::SendRecv {
+                    dest, send_tag, send_bytes, source, recv_tag, recv_bytes, ..
+                },
+                _,
+            ) => {
                 if let Some(d) = dest.rank() {
                     out.push(Action::P2p {
                         op: "Send".into(),
@@ -195,13 +203,16 @@ fn equivalent(name: &str, c_dir: &Path, np: u64) {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let rust_bin = target_dir("openmpi").join("release").join(mpiskel_emit::rust::package_name(name));
+    let rust_bin =
+        target_dir("openmpi").join("release").join(mpiskel_emit::rust::package_name(name));
     let base = c_dir.parent().unwrap();
     let c = trace(&c_bin, np, &base.join("c.trace"));
     let r = trace(&rust_bin, np, &base.join("rust.trace"));
     assert_eq!(c.ranks.len(), r.ranks.len());
+    let mut compared = 0;
     for (rank, (a, b)) in c.ranks.iter().zip(&r.ranks).enumerate() {
         let (a, b) = (actions(&a.events), actions(&b.events));
+        compared += a.len();
         assert!(!a.is_empty(), "{name}: rank {rank} of the C skeleton made no calls");
         if a != b {
             let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
@@ -214,6 +225,7 @@ fn equivalent(name: &str, c_dir: &Path, np: u64) {
             );
         }
     }
+    eprintln!("{name}: the C and Rust skeletons make the same {compared} calls on {np} ranks");
 }
 
 /// The whole check for one trace.
@@ -285,6 +297,51 @@ rust_skeleton_tests! {
     npb_bt => "bt.S.16", npb("bt.S.16");
     npb_cg => "cg.S.16", npb("cg.S.16");
     npb_lu => "lu.S.16", npb("lu.S.16");
+}
+
+/// The comparison sees a changed size, peer or call kind, and a missing call.
+#[test]
+fn the_equivalence_check_detects_a_difference() {
+    let base = scratch("rust-skeleton-equivalence-check");
+    let c_dir = base.join("skel-c");
+    build("ring", &fixture("ring"), "c", &c_dir);
+    let out = Command::new("mpicc.openmpi")
+        .current_dir(&c_dir)
+        .args(["-O2", "-o", "skeleton-equivalence", "skeleton.c", "mpiskel_rt.c", "-lm"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let set = {
+        let _lock = mpi_lock();
+        trace(&c_dir.join("skeleton-equivalence"), 4, &base.join("c.trace"))
+    };
+    let events = &set.ranks[0].events;
+    let reference = actions(events);
+    let p2p = events
+        .iter()
+        .position(|e| matches!(e.payload, Payload::P2p { peer: Peer::Rank(_), .. }))
+        .expect("the ring sends");
+    let mutate = |f: &dyn Fn(&mut Event)| {
+        let mut v = events.clone();
+        f(&mut v[p2p]);
+        actions(&v)
+    };
+    assert_ne!(
+        reference,
+        mutate(&|e| if let Payload::P2p { bytes, .. } = &mut e.payload {
+            *bytes += 1
+        })
+    );
+    assert_ne!(
+        reference,
+        mutate(&|e| if let Payload::P2p { peer, .. } = &mut e.payload {
+            *peer = Peer::Rank(Rank(9))
+        })
+    );
+    assert_ne!(reference, mutate(&|e| e.op = mpiskel_trace::Op::Ssend));
+    let mut fewer = events.clone();
+    fewer.remove(p2p);
+    assert_ne!(reference, actions(&fewer));
 }
 
 /// The skeleton's own `run.sh` builds with cargo and runs it (here under MPICH, in its own

@@ -278,31 +278,19 @@ impl Gen<'_> {
                         slot: None,
                     }),
                     _ => {
-                        let inner = quote! {
-                            rt::sendrecv(to, &k.sbuf[..#n], #st, from, &mut b.recv[..#m], #rtag);
-                        };
-                        let inner = match from {
+                        let side = |peer: &Peer| match peer {
                             Peer::Dir(i) => {
                                 let d = format_ident!("{}", self.skel.directions[*i].ident);
-                                quote! { let from = k.at(#d); #inner }
+                                quote! { k.at(#d) }
                             }
                             Peer::Rank(r) => {
                                 let r = Literal::u32_unsuffixed(*r);
-                                quote! { let from = Some(k.world.process_at_rank(#r)); #inner }
+                                quote! { Some(k.world.process_at_rank(#r)) }
                             }
-                            _ => quote! { let from = Some(k.world.any_process()); #inner },
+                            _ => quote! { Some(k.world.any_process()) },
                         };
-                        match to {
-                            Peer::Dir(i) => {
-                                let d = format_ident!("{}", self.skel.directions[*i].ident);
-                                quote! { { let to = k.at(#d); #inner } }
-                            }
-                            Peer::Rank(r) => {
-                                let r = Literal::u32_unsuffixed(*r);
-                                quote! { { let to = Some(k.world.process_at_rank(#r)); #inner } }
-                            }
-                            _ => inner,
-                        }
+                        let (to, from) = (side(to), side(from));
+                        quote! { rt::sendrecv(#to, &k.sbuf[..#n], #st, #from, &mut b.recv[..#m], #rtag); }
                     }
                 }
             }
@@ -518,7 +506,7 @@ impl Gen<'_> {
         let scoped = |inner: TokenStream| {
             quote! {
                 rt::scoped(pool, #n_slots, |req| { #inner });
-                pool.reset();
+                rt::reset(pool);
             }
         };
         let arg = |name: &str, used: bool| {
@@ -592,6 +580,38 @@ fn collect(body: &[Stmt], started: &mut BTreeSet<u32>, completed: &mut BTreeSet<
             Stmt::Compute { .. } => {}
         }
     }
+}
+
+/// Bytes one execution of `body` takes from the pool (fresh buffers of non-blocking receives and
+/// collectives, with room for alignment); communicator sizes are bounded by `n_ranks`.
+fn pool_bytes(body: &[Stmt], n_ranks: u64) -> u64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Call { call } => match call {
+                Call::Recv { slot: Some(_), count, .. } => count + 16,
+                Call::Collective { op, bytes, slot: Some(_), .. } => {
+                    16 + match op {
+                        Op::Gather | Op::Allgather | Op::Alltoall => bytes * n_ranks,
+                        Op::Barrier => 0,
+                        _ => *bytes,
+                    }
+                }
+                _ => 0,
+            },
+            Stmt::Loop { count, body, .. } => count * pool_bytes(body, n_ranks),
+            Stmt::Guard { body, .. } => pool_bytes(body, n_ranks),
+            Stmt::Compute { .. } => 0,
+        })
+        .sum()
+}
+
+/// Whether a phase of a class under a program-wide scope can still scope its own requests, one
+/// loop iteration at a time: it completes only requests it started, and each iteration
+/// completes all it started (or it starts and completes none).
+pub fn self_contained(p: &Phase) -> bool {
+    let (mut started, mut completed) = (BTreeSet::new(), BTreeSet::new());
+    collect(&p.body, &mut started, &mut completed);
+    completed.is_subset(&started) && scope_level(p) != ScopeLevel::Phase
 }
 
 /// Renders the Cargo project of the skeleton.
@@ -881,6 +901,12 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
     let multi = skel.classes.len() > 1;
 
     // Classes and phases.
+    let any_program_scope = skel.classes.iter().any(|c| needs_program_scope(&c.phases));
+    let program_pool_pass = if any_program_scope {
+        quote! { &mut program_pool }
+    } else {
+        quote! {}
+    };
     let mut functions = TokenStream::new();
     let mut dispatch = Vec::new();
     for (ci, class) in skel.classes.iter().enumerate() {
@@ -889,8 +915,23 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
         let mut calls = TokenStream::new();
         let mut runs = TokenStream::new();
         let program_scope = needs_program_scope(&class.phases);
+        // What the phases under the program-wide scope take from its pool: reserved (and
+        // written) before the clock starts, so that the timed run neither allocates nor faults.
+        let mut reserve = Vec::new();
         for p in &class.phases {
+            // Under a program-wide scope, the phases that need it use it; the others scope
+            // their own requests per iteration, with a pool of their own.
+            let outer = program_scope && !self_contained(p);
             let timer = timers.len();
+            if outer {
+                let per = int(pool_bytes(&p.body, u64::from(skel.n_ranks)));
+                let t = Literal::usize_unsuffixed(timer);
+                if p.is_loop {
+                    reserve.push(quote! { #per * phases[#t].run as usize });
+                } else {
+                    reserve.push(quote! { #per });
+                }
+            }
             let (name, full, run) = (p.name.clone(), int(p.full), int(p.run));
             timers.push(quote! { Phase::new(#name, #full, #run) });
             let mut sub = 0;
@@ -913,10 +954,10 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
                     r
                 };
             }
-            functions.extend(gen.phase(&prefix, p, sub, program_scope));
+            functions.extend(gen.phase(&prefix, p, sub, outer));
             let f = format_ident!("{}{}", prefix, p.name);
             let t = Literal::usize_unsuffixed(timer);
-            let extra = if program_scope {
+            let extra = if outer {
                 quote! { req, }
             } else if scope_level(p) != ScopeLevel::None {
                 quote! { pool, }
@@ -948,31 +989,52 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
         } else {
             quote! { mut }
         };
-        let calls = if program_scope {
+        let (prelude, calls) = if program_scope {
             let n_slots = Literal::u32_unsuffixed(skel.n_slots);
             let n = note(
                 "requests stay pending from one phase to the next: one scope for the whole program",
             );
-            quote! { #n rt::scoped(pool, #n_slots, |req| { #calls }); }
+            let n2 = note(
+                "the buffers of the program-wide request scope, reserved before the clock starts",
+            );
+            (
+                quote! {
+                    #n2
+                    rt::reserve(program_pool, #(#reserve)+*);
+                },
+                quote! {
+                    #n
+                    rt::scoped(program_pool, #n_slots, |req| { #calls });
+                },
+            )
         } else {
-            calls
+            (quote! {}, calls)
         };
         let pool_arg = if uses_ident(&calls, "pool") {
             quote! { pool }
         } else {
             quote! { _pool }
         };
+        let program_pool_arg = if !any_program_scope {
+            quote! {}
+        } else if program_scope {
+            quote! { program_pool: &mut Pool }
+        } else {
+            quote! { _program_pool: &mut Pool }
+        };
         functions.extend(quote! {
             #d
-            fn #program(k: &Kit, sk: &mut Runtime, b: &mut Buffers, #pool_arg: &mut Pool) {
+            fn #program(k: &Kit, sk: &mut Runtime, b: &mut Buffers, #pool_arg: &mut Pool, #program_pool_arg) {
                 let #mutable phases = [#(#timers),*];
                 #runs
+                #prelude
                 sk.start(&k.all, &phases);
                 #calls
             }
         });
         let ci = Literal::usize_unsuffixed(ci);
-        dispatch.push(quote! { #ci => #program(&k, &mut sk, &mut b, &mut pool), });
+        dispatch
+            .push(quote! { #ci => #program(&k, &mut sk, &mut b, &mut pool, #program_pool_pass), });
     }
 
     // Tables.
@@ -1048,7 +1110,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             }
         }
     } else {
-        quote! { program(&k, &mut sk, &mut b, &mut pool); }
+        quote! { program(&k, &mut sk, &mut b, &mut pool, #program_pool_pass); }
     };
     let set_dists = if has_dists {
         quote! { sk.set_distributions(&GAP_DIST); }
@@ -1061,6 +1123,11 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
         quote! {}
     };
 
+    let program_pool_let = if any_program_scope {
+        quote! { let mut program_pool = Pool::new(); }
+    } else {
+        quote! {}
+    };
     let mut header = format!(
         "Performance skeleton of {name}, generated by mpiskel {}.\n\n\
          Trace:     {}\n\
@@ -1171,6 +1238,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             let k = make_topology(universe.world());
             let mut b = Buffers::new(RECV_BYTES, RECV_BYTES / 8);
             let mut pool = Pool::new();
+            #program_pool_let
             #set_dists
             #set_weights
             #body_dispatch

@@ -324,13 +324,34 @@ pub struct Buffers {
 impl Buffers {
     /// Buffers of `bytes` bytes and `reals` doubles.
     pub fn new(bytes: usize, reals: usize) -> Buffers {
-        Buffers { recv: vec![0; bytes], reals: vec![0.0; reals] }
+        // Written now, as the C skeleton's memset does: zeroed memory would only be mapped at
+        // its first use, inside a timed phase.
+        Buffers { recv: vec![1; bytes], reals: vec![1.0; reals] }
     }
 }
 
 /// Where non-blocking calls get their receive buffers: each its own, all released together
-/// (`reset`) once the scope that started them has ended.
+/// ([`reset`]) once the scope that started them has ended.
 pub type Pool = Bump;
+
+/// Gives the pool one chunk of `bytes` bytes, written once, so that the scope using it neither
+/// allocates nor maps fresh pages while it is timed.
+pub fn reserve(pool: &mut Pool, bytes: usize) {
+    *pool = Bump::with_capacity(bytes);
+    pool.alloc_slice_fill_copy(bytes, 1u8);
+    pool.reset();
+}
+
+/// Empties the pool for the next scope, keeping its memory: a pool that needed several chunks
+/// is replaced by one chunk as large, so that a loop's scopes stop allocating (and faulting in
+/// fresh pages) after the first iteration.
+pub fn reset(pool: &mut Pool) {
+    let used = pool.allocated_bytes();
+    pool.reset();
+    if pool.allocated_bytes() < used {
+        *pool = Bump::with_capacity(used);
+    }
+}
 
 /// A started non-blocking call.
 #[derive(Debug)]
@@ -390,7 +411,7 @@ pub struct Requests<'p, 's> {
 }
 
 /// Runs `f` with `n` empty request slots whose receive buffers come from `pool`; every request
-/// still pending when `f` returns is waited for. Call `pool.reset()` afterwards to reuse it.
+/// still pending when `f` returns is waited for. Call [`reset`] afterwards to reuse the pool.
 pub fn scoped<'p, R>(pool: &'p Bump, n: usize, f: impl for<'s> FnOnce(&mut Requests<'p, 's>) -> R) -> R {
     mpi::request::scope(|scope: &LocalScope<'p>| {
         let mut req = Requests { scope, pool, slots: (0..n).map(|_| None).collect() };
