@@ -918,18 +918,20 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
         // What the phases under the program-wide scope take from its pool: reserved (and
         // written) before the clock starts, so that the timed run neither allocates nor faults.
         let mut reserve = Vec::new();
+        let mut reserve_fixed = 0;
         for p in &class.phases {
             // Under a program-wide scope, the phases that need it use it; the others scope
             // their own requests per iteration, with a pool of their own.
             let outer = program_scope && !self_contained(p);
             let timer = timers.len();
             if outer {
-                let per = int(pool_bytes(&p.body, u64::from(skel.n_ranks)));
+                let per = pool_bytes(&p.body, u64::from(skel.n_ranks));
                 let t = Literal::usize_unsuffixed(timer);
-                if p.is_loop {
+                if p.is_loop && per > 0 {
+                    let per = int(per);
                     reserve.push(quote! { #per * phases[#t].run as usize });
                 } else {
-                    reserve.push(quote! { #per });
+                    reserve_fixed += per;
                 }
             }
             let (name, full, run) = (p.name.clone(), int(p.full), int(p.run));
@@ -997,6 +999,10 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             let n2 = note(
                 "the buffers of the program-wide request scope, reserved before the clock starts",
             );
+            if reserve_fixed > 0 || reserve.is_empty() {
+                let f = int(reserve_fixed);
+                reserve.insert(0, quote! { #f });
+            }
             (
                 quote! {
                     #n2
