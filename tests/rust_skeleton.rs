@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mpiskel_trace::{Event, OpClass, Payload, Peer, Rank, ReadOptions, TraceSet};
-use support::{mpi_lock, mpiskel, root, run_with_timeout, scratch, shared};
+use support::{
+    fixture, mpi_lock, mpiskel, npb, root, run_with_timeout, scratch, skeleton_fixture_tests,
+};
 
 /// One library's cargo target folder, shared by every skeleton (the `mpi` crate is built once
 /// per library; it does not rebuild when MPICC changes).
@@ -261,43 +263,7 @@ fn skeleton(name: &str, trace: &Path) {
     equivalent(name, &c_dir, ranks);
 }
 
-fn fixture(name: &str) -> PathBuf {
-    root().join("fixtures").join("traces").join(name)
-}
-
-fn npb(name: &str) -> PathBuf {
-    shared().join("fixtures").join("npb").join(name).join("trace.txt")
-}
-
-macro_rules! rust_skeleton_tests {
-    ($($test:ident => $name:literal, $trace:expr;)*) => {
-        $(
-            #[test]
-            fn $test() {
-                skeleton($name, &$trace);
-            }
-        )*
-    };
-}
-
-rust_skeleton_tests! {
-    ring => "ring", fixture("ring");
-    ring_fortran => "ring-fortran", fixture("ring-fortran");
-    halo2d_periodic => "halo2d-periodic-4x4", fixture("halo2d-periodic-4x4");
-    halo2d_open => "halo2d-open-4x4", fixture("halo2d-open-4x4");
-    halo3d => "halo3d-2x2x2", fixture("halo3d-2x2x2");
-    wavefront => "wavefront-4x4", fixture("wavefront-4x4");
-    collectives => "collectives", fixture("collectives");
-    subcomm => "subcomm-2x3", fixture("subcomm-2x3");
-    p2pmodes => "p2pmodes", fixture("p2pmodes");
-    callrate => "callrate", fixture("callrate");
-    lammps_melt => "lammps-melt", fixture("lammps-melt");
-    anysource => "anysource", fixture("anysource");
-    irregular => "irregular", fixture("irregular");
-    npb_bt => "bt.S.16", npb("bt.S.16");
-    npb_cg => "cg.S.16", npb("cg.S.16");
-    npb_lu => "lu.S.16", npb("lu.S.16");
-}
+skeleton_fixture_tests!(skeleton);
 
 /// The comparison sees a changed size, peer or call kind, and a missing call.
 #[test]

@@ -7,7 +7,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use support::{mpi_lock, mpiskel, root, run_with_timeout, scratch, shared};
+use support::{
+    fixture, mpi_lock, mpiskel, npb, root, run_with_timeout, scratch, skeleton_fixture_tests,
+};
 
 /// Builds the skeleton of `trace` into scratch folder `name`.
 fn build(name: &str, trace: &Path) -> PathBuf {
@@ -117,43 +119,7 @@ fn skeleton(name: &str, trace: &Path) {
     check_report(&run(&dir, "smpi", 300), "smpi", ranks);
 }
 
-fn fixture(name: &str) -> PathBuf {
-    root().join("fixtures").join("traces").join(name)
-}
-
-fn npb(name: &str) -> PathBuf {
-    shared().join("fixtures").join("npb").join(name).join("trace.txt")
-}
-
-macro_rules! skeleton_tests {
-    ($($test:ident => $name:literal, $trace:expr;)*) => {
-        $(
-            #[test]
-            fn $test() {
-                skeleton($name, &$trace);
-            }
-        )*
-    };
-}
-
-skeleton_tests! {
-    ring => "ring", fixture("ring");
-    ring_fortran => "ring-fortran", fixture("ring-fortran");
-    halo2d_periodic => "halo2d-periodic-4x4", fixture("halo2d-periodic-4x4");
-    halo2d_open => "halo2d-open-4x4", fixture("halo2d-open-4x4");
-    halo3d => "halo3d-2x2x2", fixture("halo3d-2x2x2");
-    wavefront => "wavefront-4x4", fixture("wavefront-4x4");
-    collectives => "collectives", fixture("collectives");
-    subcomm => "subcomm-2x3", fixture("subcomm-2x3");
-    p2pmodes => "p2pmodes", fixture("p2pmodes");
-    callrate => "callrate", fixture("callrate");
-    lammps_melt => "lammps-melt", fixture("lammps-melt");
-    anysource => "anysource", fixture("anysource");
-    irregular => "irregular", fixture("irregular");
-    npb_bt => "bt.S.16", npb("bt.S.16");
-    npb_cg => "cg.S.16", npb("cg.S.16");
-    npb_lu => "lu.S.16", npb("lu.S.16");
-}
+skeleton_fixture_tests!(skeleton);
 
 /// A program that can deadlock is refused with a diagnostic naming the blocked ranks, and
 /// nothing is written: a trace whose ranks wait for each other's blocking receives first

@@ -406,6 +406,29 @@ fn slot_expr(s: &SlotRef) -> String {
     }
 }
 
+/// What a phase's comment says: where it came from, its iterations, calls and computation.
+pub(crate) fn phase_comment(p: &crate::program::Phase) -> String {
+    if p.is_loop {
+        format!(
+            "{}: {}; runs {} of {} iterations ({} calls and {} s of computation each).",
+            p.name,
+            p.origin,
+            p.run,
+            p.full,
+            p.calls,
+            seconds(p.compute_s)
+        )
+    } else {
+        format!(
+            "{}: {} ({} calls, {} s of computation).",
+            p.name,
+            p.origin,
+            p.calls,
+            seconds(p.compute_s)
+        )
+    }
+}
+
 pub(crate) fn tag_stem(ident: &str) -> String {
     if ident.starts_with("CHILD") {
         "CHILD".into()
@@ -659,25 +682,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                             _ => names.stmts(std::slice::from_ref(st), &mut lines, 0),
                         }
                     }
-                    let comment = if p.is_loop {
-                        format!(
-                            "{}: {}; runs {} of {} iterations ({} calls and {} s of computation each).",
-                            p.name,
-                            p.origin,
-                            p.run,
-                            p.full,
-                            p.calls,
-                            seconds(p.compute_s)
-                        )
-                    } else {
-                        format!(
-                            "{}: {} ({} calls, {} s of computation).",
-                            p.name,
-                            p.origin,
-                            p.calls,
-                            seconds(p.compute_s)
-                        )
-                    };
+                    let comment = phase_comment(p);
                     PhaseCtx {
                         fn_name: format!("{prefix}{}", p.name),
                         name: p.name.clone(),

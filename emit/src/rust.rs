@@ -23,7 +23,9 @@ use mpiskel_trace::Op;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
-use crate::c::{comm_name, ranks_text, seconds, slurm_time, tag_stem, File, Meta, RenderError};
+use crate::c::{
+    comm_name, phase_comment, ranks_text, seconds, slurm_time, tag_stem, File, Meta, RenderError,
+};
 use crate::program::{Call, Comm, Completion, Layout, Peer, Phase, Skeleton, SlotRef, Stmt};
 use crate::scale::Scaling;
 
@@ -87,11 +89,11 @@ fn simulate(body: &[Stmt], started: &mut BTreeSet<u32>, pending: &mut BTreeSet<u
                         pending.remove(k);
                     }
                 }
-                Call::Complete { how: Completion::Any | Completion::Some, slots, .. } => {
-                    // Completes at least one; the others may stay pending.
-                    if slots.len() == 1 {
-                        pending.remove(&slots[0]);
-                    }
+                // Completes at least one; the others may stay pending.
+                Call::Complete { how: Completion::Any | Completion::Some, slots, .. }
+                    if slots.len() == 1 =>
+                {
+                    pending.remove(&slots[0]);
                 }
                 _ => {}
             },
@@ -461,25 +463,7 @@ impl Gen<'_> {
     /// A phase's function.
     fn phase(&self, prefix: &str, p: &Phase, sub_timer: usize, program_scope: bool) -> TokenStream {
         let name = format_ident!("{}{}", prefix, p.name);
-        let comment = if p.is_loop {
-            format!(
-                "{}: {}; runs {} of {} iterations ({} calls and {} s of computation each).",
-                p.name,
-                p.origin,
-                p.run,
-                p.full,
-                p.calls,
-                seconds(p.compute_s)
-            )
-        } else {
-            format!(
-                "{}: {} ({} calls, {} s of computation).",
-                p.name,
-                p.origin,
-                p.calls,
-                seconds(p.compute_s)
-            )
-        };
+        let comment = phase_comment(p);
         let d = doc(&comment);
         let mut body = TokenStream::new();
         for (i, st) in p.body.iter().enumerate() {

@@ -1,6 +1,7 @@
 //! Shared helpers of the integration tests: paths, building the fixture programs, running
 //! `mpiskel trace` under a real MPI library.
-#![allow(dead_code)]
+// Each test binary uses part of these helpers.
+#![allow(dead_code, unused_macros, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -120,3 +121,47 @@ pub fn run_with_timeout(mut cmd: Command, secs: u64) -> std::process::Output {
     let _ = &mut cmd;
     wrapped.output().expect("command runs")
 }
+
+/// A recorded trace of `fixtures/traces`.
+pub fn fixture(name: &str) -> PathBuf {
+    root().join("fixtures").join("traces").join(name)
+}
+
+/// An NPB trace of `../shared/fixtures/npb`.
+pub fn npb(name: &str) -> PathBuf {
+    shared().join("fixtures").join("npb").join(name).join("trace.txt")
+}
+
+/// One test per skeleton fixture (every recorded program and NPB BT, CG, LU S.16), each calling
+/// `$check(name, trace)`.
+macro_rules! skeleton_fixture_tests {
+    ($check:ident) => {
+        skeleton_fixture_tests!(@each $check;
+            ring => "ring", fixture("ring");
+            ring_fortran => "ring-fortran", fixture("ring-fortran");
+            halo2d_periodic => "halo2d-periodic-4x4", fixture("halo2d-periodic-4x4");
+            halo2d_open => "halo2d-open-4x4", fixture("halo2d-open-4x4");
+            halo3d => "halo3d-2x2x2", fixture("halo3d-2x2x2");
+            wavefront => "wavefront-4x4", fixture("wavefront-4x4");
+            collectives => "collectives", fixture("collectives");
+            subcomm => "subcomm-2x3", fixture("subcomm-2x3");
+            p2pmodes => "p2pmodes", fixture("p2pmodes");
+            callrate => "callrate", fixture("callrate");
+            lammps_melt => "lammps-melt", fixture("lammps-melt");
+            anysource => "anysource", fixture("anysource");
+            irregular => "irregular", fixture("irregular");
+            npb_bt => "bt.S.16", npb("bt.S.16");
+            npb_cg => "cg.S.16", npb("cg.S.16");
+            npb_lu => "lu.S.16", npb("lu.S.16");
+        );
+    };
+    (@each $check:ident; $($test:ident => $name:literal, $trace:expr;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                $check($name, &$trace);
+            }
+        )*
+    };
+}
+pub(crate) use skeleton_fixture_tests;
