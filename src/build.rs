@@ -30,6 +30,12 @@ use serde::{Deserialize, Serialize};
 ///   skeleton.json                             provenance: trace, topology, loop nests,
 ///                                             matching, scaling, the program itself
 ///
+/// With --lang rust, a Cargo project making the same MPI calls, with the mpi crate (rsmpi):
+///
+///   src/main.rs, src/rt.rs                    the program and its runtime
+///   Cargo.toml, Cargo.lock                    the crates, pinned to the versions tested
+///   run.sh, job.slurm, README.md, skeleton.json
+///
 /// The folder is written under a temporary name and renamed when complete; an existing DIR is
 /// only replaced with --force.
 ///

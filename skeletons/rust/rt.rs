@@ -500,21 +500,25 @@ pub fn reduce<T: Equivalence>(comm: &impl Communicator, root: Rank, send: &[T], 
     }
 }
 
-/// `MPI_Gather` of `send` to `root` of `comm`.
+/// `MPI_Gather` of `send` to `root` of `comm` (into the first `send.len()` × members bytes of
+/// `recv`).
 pub fn gather(comm: &impl Communicator, root: Rank, send: &[u8], recv: &mut [u8]) {
     let p = comm.process_at_rank(root);
     if comm.rank() == root {
-        p.gather_into_root(send, recv);
+        let all = send.len() * comm.size() as usize;
+        p.gather_into_root(send, &mut recv[..all]);
     } else {
         p.gather_into(send);
     }
 }
 
-/// `MPI_Scatter` from `root` of `comm`.
+/// `MPI_Scatter` of `recv.len()` bytes per member from `root` of `comm` (out of the first
+/// `recv.len()` × members bytes of `send`).
 pub fn scatter(comm: &impl Communicator, root: Rank, send: &[u8], recv: &mut [u8]) {
     let p = comm.process_at_rank(root);
     if comm.rank() == root {
-        p.scatter_into_root(send, recv);
+        let all = recv.len() * comm.size() as usize;
+        p.scatter_into_root(&send[..all], recv);
     } else {
         p.scatter_into(recv);
     }
