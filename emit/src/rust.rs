@@ -38,8 +38,8 @@ const RUN_SH: &str = include_str!("../../templates/rust/run.sh.j2");
 const JOB_SLURM: &str = include_str!("../../templates/rust/job.slurm.j2");
 
 /// Versions of the crates the emitted project depends on (those it was tested with).
-pub const CRATES: [(&str, &str); 3] =
-    [("mpi", "0.8.2"), ("bumpalo", "3.20.3"), ("cpu-time", "1.0.0")];
+pub const CRATES: [(&str, &str); 4] =
+    [("mpi", "0.8.2"), ("bumpalo", "3.20.3"), ("bytemuck", "1.25.2"), ("cpu-time", "1.0.0")];
 
 /// Where a phase's requests live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,15 +221,15 @@ impl Gen<'_> {
                 let t = self.tag(*tag);
                 let sync = matches!(op, Op::Ssend | Op::Issend);
                 let body = match (slot, sync) {
-                    (None, false) => quote! { p.send_with_tag(&k.sbuf[..#n], #t); },
-                    (None, true) => quote! { p.synchronous_send_with_tag(&k.sbuf[..#n], #t); },
+                    (None, false) => quote! { p.send_with_tag(&k.sbuf()[..#n], #t); },
+                    (None, true) => quote! { p.synchronous_send_with_tag(&k.sbuf()[..#n], #t); },
                     (Some(s), false) => {
                         let s = Self::slot(s);
-                        quote! { req.put(#s, p.immediate_send_with_tag(req.scope(), &k.sbuf[..#n], #t)); }
+                        quote! { req.put(#s, p.immediate_send_with_tag(req.scope(), &k.sbuf()[..#n], #t)); }
                     }
                     (Some(s), true) => {
                         let s = Self::slot(s);
-                        quote! { req.put(#s, p.immediate_synchronous_send_with_tag(req.scope(), &k.sbuf[..#n], #t)); }
+                        quote! { req.put(#s, p.immediate_synchronous_send_with_tag(req.scope(), &k.sbuf()[..#n], #t)); }
                     }
                 };
                 self.with_peer(to, body)
@@ -240,7 +240,7 @@ impl Gen<'_> {
                 let body = match slot {
                     None => {
                         let (a, b) = (int(*offset), int(offset + count));
-                        quote! { p.receive_into_with_tag(&mut b.recv[#a..#b], #t); }
+                        quote! { p.receive_into_with_tag(&mut b.recv()[#a..#b], #t); }
                     }
                     Some(s) => {
                         let s = Self::slot(s);
@@ -292,7 +292,7 @@ impl Gen<'_> {
                             _ => quote! { Some(k.world.any_process()) },
                         };
                         let (to, from) = (side(to), side(from));
-                        quote! { rt::sendrecv(#to, &k.sbuf[..#n], #st, #from, &mut b.recv[..#m], #rtag); }
+                        quote! { rt::sendrecv(#to, &k.sbuf()[..#n], #st, #from, &mut b.recv()[..#m], #rtag); }
                     }
                 }
             }
@@ -331,15 +331,15 @@ impl Gen<'_> {
                     (false, quote! { #n })
                 };
                 let (sb, rb, fresh) = if reals {
-                    (quote! { k.sreal }, quote! { b.reals }, quote! { req.reals(#r) })
+                    (quote! { k.sreal() }, quote! { b.reals() }, quote! { req.reals(#r) })
                 } else {
-                    (quote! { k.sbuf }, quote! { b.recv }, quote! { req.bytes(#r) })
+                    (quote! { k.sbuf() }, quote! { b.recv() }, quote! { req.bytes(#r) })
                 };
                 let sum = quote! { SystemOperation::sum() };
                 let blocking = match op {
                     Op::Barrier => Some(quote! { #cm.barrier(); }),
                     Op::Bcast => Some(
-                        quote! { #cm.process_at_rank(#root).broadcast_into(&mut b.recv[..#n]); },
+                        quote! { #cm.process_at_rank(#root).broadcast_into(&mut b.recv()[..#n]); },
                     ),
                     Op::Reduce => {
                         Some(quote! { rt::reduce(&#cm, #root, &#sb[..#r], &mut #rb[..#r]); })
@@ -352,19 +352,17 @@ impl Gen<'_> {
                         Some(quote! { #cm.exclusive_scan_into(&#sb[..#r], &mut #rb[..#r], #sum); })
                     }
                     Op::Gather => {
-                        Some(quote! { rt::gather(&#cm, #root, &k.sbuf[..#n], &mut b.recv); })
+                        Some(quote! { rt::gather(&#cm, #root, &k.sbuf()[..#n], b.recv()); })
                     }
                     Op::Scatter => {
-                        Some(quote! { rt::scatter(&#cm, #root, &k.sbuf, &mut b.recv[..#n]); })
+                        Some(quote! { rt::scatter(&#cm, #root, k.sbuf(), &mut b.recv()[..#n]); })
                     }
                     Op::Allgather => {
-                        Some(quote! { rt::all_gather(&#cm, &k.sbuf[..#n], &mut b.recv); })
+                        Some(quote! { rt::all_gather(&#cm, &k.sbuf()[..#n], b.recv()); })
                     }
-                    Op::Alltoall => {
-                        Some(quote! { rt::all_to_all(&#cm, #n, &k.sbuf, &mut b.recv); })
-                    }
+                    Op::Alltoall => Some(quote! { rt::all_to_all(&#cm, #n, k.sbuf(), b.recv()); }),
                     Op::ReduceScatterBlock => {
-                        Some(quote! { rt::reduce_scatter_block(&#cm, #r, &#sb, &mut #rb[..#r]); })
+                        Some(quote! { rt::reduce_scatter_block(&#cm, #r, #sb, &mut #rb[..#r]); })
                     }
                     _ => None,
                 };
@@ -390,11 +388,11 @@ impl Gen<'_> {
                             Op::Exscan => {
                                 quote! { #cm.immediate_exclusive_scan_into(req.scope(), &#sb[..#r], #fresh, #sum) }
                             }
-                            Op::Gather => quote! { rt::igather(req, &#cm, #root, &k.sbuf[..#n]) },
-                            Op::Scatter => quote! { rt::iscatter(req, &#cm, #root, &k.sbuf, #n) },
-                            Op::Allgather => quote! { rt::iall_gather(req, &#cm, &k.sbuf[..#n]) },
-                            Op::Alltoall => quote! { rt::iall_to_all(req, &#cm, &k.sbuf, #n) },
-                            _ => quote! { rt::ireduce_scatter_block(req, &#cm, &#sb, #r) },
+                            Op::Gather => quote! { rt::igather(req, &#cm, #root, &k.sbuf()[..#n]) },
+                            Op::Scatter => quote! { rt::iscatter(req, &#cm, #root, k.sbuf(), #n) },
+                            Op::Allgather => quote! { rt::iall_gather(req, &#cm, &k.sbuf()[..#n]) },
+                            Op::Alltoall => quote! { rt::iall_to_all(req, &#cm, k.sbuf(), #n) },
+                            _ => quote! { rt::ireduce_scatter_block(req, &#cm, #sb, #r) },
                         };
                         quote! { req.put(#s, #start); }
                     }
@@ -1071,11 +1069,9 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
     };
     let at_method = if nd > 0 {
         quote! {
-            impl Kit {
-                #[doc = " The process in direction `d`, if there is one."]
-                fn at(&self, d: usize) -> Option<Process<'_>> {
-                    self.nbr[d].map(|r| self.world.process_at_rank(r))
-                }
+            #[doc = " The process in direction `d`, if there is one."]
+            fn at(&self, d: usize) -> Option<Process<'_>> {
+                self.nbr[d].map(|r| self.world.process_at_rank(r))
             }
         }
     } else {
@@ -1166,21 +1162,36 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
     } else {
         quote! {}
     };
-    let (sbuf_field, sbuf_init) = if uses_sbuf {
+    // One send buffer of doubles, seen as bytes too (as the C skeleton's one `sbuf` serves both).
+    let (send_field, send_init) = if uses_sbuf || uses_sreal {
         (
-            quote! { #[doc = " Sent from (bytes)."] sbuf: Vec<u8>, },
-            quote! { sbuf: vec![1; SEND_BYTES], },
+            quote! { #[doc = " Sent from (doubles; `sbuf()` gives its bytes)."] send: Vec<f64>, },
+            quote! { send: vec![1.0; SEND_BYTES.div_ceil(8)], },
         )
     } else {
         (quote! {}, quote! {})
     };
-    let (sreal_field, sreal_init) = if uses_sreal {
-        (
-            quote! { #[doc = " Sent from by reductions (doubles)."] sreal: Vec<f64>, },
-            quote! { sreal: vec![1.0; SEND_BYTES / 8], },
-        )
+    let mut kit_methods = at_method;
+    if uses_sbuf {
+        kit_methods.extend(quote! {
+            #[doc = " The send buffer's bytes."]
+            fn sbuf(&self) -> &[u8] {
+                bytemuck::cast_slice(&self.send)
+            }
+        });
+    }
+    if uses_sreal {
+        kit_methods.extend(quote! {
+            #[doc = " The send buffer's doubles."]
+            fn sreal(&self) -> &[f64] {
+                &self.send
+            }
+        });
+    }
+    let kit_impl = if kit_methods.is_empty() {
+        quote! {}
     } else {
-        (quote! {}, quote! {})
+        quote! { impl Kit { #kit_methods } }
     };
     let items = quote! {
         #[doc = " Name of the skeleton in its report."]
@@ -1202,11 +1213,10 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             #[doc = " `MPI_COMM_WORLD`."]
             all: SimpleCommunicator,
             #(#kit_fields)*
-            #sbuf_field
-            #sreal_field
+            #send_field
         }
 
-        #at_method
+        #kit_impl
 
         #[doc = " Makes the communicators and neighbours of the topology, and the send buffers."]
         fn make_topology(all: SimpleCommunicator) -> Kit {
@@ -1214,8 +1224,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             #setup
             Kit {
                 #(#kit_init)*
-                #sbuf_init
-                #sreal_init
+                #send_init
                 all,
             }
         }
@@ -1226,7 +1235,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             let universe = mpi::initialize().expect("MPI could not be initialised");
             let mut sk = Runtime::init(&universe.world());
             let k = make_topology(universe.world());
-            let mut b = Buffers::new(RECV_BYTES, RECV_BYTES / 8);
+            let mut b = Buffers::new(RECV_BYTES);
             let mut pool = Pool::new();
             #program_pool_let
             #set_dists

@@ -312,21 +312,28 @@ fn g(x: f64, digits: usize) -> String {
     }
 }
 
-/// The receive buffers of the blocking calls.
+/// The receive buffer of the blocking calls: doubles, seen as bytes too (as the C skeleton's
+/// one `rbuf` serves both), so that the skeleton touches as much memory as the C one.
 #[derive(Debug)]
 pub struct Buffers {
-    /// Received into by blocking receives and collectives on bytes.
-    pub recv: Vec<u8>,
-    /// Received into by blocking reductions (on doubles).
-    pub reals: Vec<f64>,
+    data: Vec<f64>,
 }
 
 impl Buffers {
-    /// Buffers of `bytes` bytes and `reals` doubles.
-    pub fn new(bytes: usize, reals: usize) -> Buffers {
-        // Written now, as the C skeleton's memset does: zeroed memory would only be mapped at
-        // its first use, inside a timed phase.
-        Buffers { recv: vec![1; bytes], reals: vec![1.0; reals] }
+    /// A buffer of at least `bytes` bytes, written now, as the C skeleton's memset does: zeroed
+    /// memory would only be mapped at its first use, inside a timed phase.
+    pub fn new(bytes: usize) -> Buffers {
+        Buffers { data: vec![1.0; bytes.div_ceil(8)] }
+    }
+
+    /// The buffer's bytes.
+    pub fn recv(&mut self) -> &mut [u8] {
+        bytemuck::cast_slice_mut(&mut self.data)
+    }
+
+    /// The buffer's doubles.
+    pub fn reals(&mut self) -> &mut [f64] {
+        &mut self.data
     }
 }
 
