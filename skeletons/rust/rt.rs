@@ -19,7 +19,7 @@ use std::io::Write as _;
 
 use bumpalo::Bump;
 use mpi::collective::SystemOperation;
-use mpi::request::{LocalScope, Request, StaticScope};
+use mpi::request::{LocalScope, Request, RequestCollection, StaticScope};
 use mpi::topology::{CartesianCommunicator, Rank};
 use mpi::traits::*;
 
@@ -459,12 +459,27 @@ impl<'p, 's> Requests<'p, 's> {
         self.slots[k] = Some(r.into());
     }
 
-    /// Waits for the requests in `slots`, in order (`MPI_Waitall` in the C skeleton).
+    /// Waits for the requests in `slots` (`MPI_Waitall` in the C skeleton): those on bytes (all
+    /// point-to-point ones) together, with one `MPI_Waitall` through a request collection; the
+    /// others (reductions on doubles, barriers) one by one.
     pub fn wait(&mut self, slots: &[usize]) {
+        let mut bytes = Vec::new();
         for &k in slots {
-            if let Some(p) = self.slots[k].take() {
-                p.wait();
+            match self.slots[k].take() {
+                Some(Pending::Bytes(r)) => bytes.push(r),
+                Some(other) => other.wait(),
+                None => {}
             }
+        }
+        match bytes.len() {
+            0 => {}
+            1 => bytes.into_iter().for_each(|r| r.wait_without_status()),
+            n => mpi::request::multiple_scope(n, |_, all: &mut RequestCollection<'p, [u8]>| {
+                for r in bytes {
+                    all.add(r);
+                }
+                all.wait_all(&mut Vec::with_capacity(n));
+            }),
         }
     }
 
