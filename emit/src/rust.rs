@@ -244,7 +244,10 @@ impl Gen<'_> {
                     }
                     Some(s) => {
                         let s = Self::slot(s);
-                        quote! { req.put(#s, p.immediate_receive_into_with_tag(req.scope(), req.bytes(#n), #t)); }
+                        quote! {
+                            let buf = req.recv_buf(#s, #n);
+                            req.put(#s, p.immediate_receive_into_with_tag(req.scope(), buf, #t));
+                        }
                     }
                 };
                 let mut out = self.with_peer(from, body);
@@ -585,6 +588,23 @@ fn pool_bytes(body: &[Stmt], n_ranks: u64) -> u64 {
             Stmt::Compute { .. } => 0,
         })
         .sum()
+}
+
+/// The largest count each slot's non-blocking receives post.
+fn slot_counts(body: &[Stmt], out: &mut [u64]) {
+    for s in body {
+        match s {
+            Stmt::Call { call: Call::Recv { slot: Some(r), count, .. } } => {
+                for k in slots_of(r) {
+                    if let Some(b) = out.get_mut(k as usize) {
+                        *b = (*b).max(*count);
+                    }
+                }
+            }
+            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => slot_counts(body, out),
+            _ => {}
+        }
+    }
 }
 
 /// Whether a phase of a class under a program-wide scope can still scope its own requests, one
@@ -1109,8 +1129,26 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
         quote! {}
     };
 
+    // Each request slot's own receive buffer: the largest count a receive in it posts.
+    let mut slot_bytes = vec![0u64; skel.n_slots as usize];
+    for c in &skel.classes {
+        for p in &c.phases {
+            slot_counts(&p.body, &mut slot_bytes);
+        }
+    }
+    let slot_bytes_arg = if slot_bytes.iter().any(|&b| b > 0) {
+        let n = Literal::usize_unsuffixed(slot_bytes.len());
+        let v = slot_bytes.iter().map(|b| int(*b));
+        tables.extend(quote! {
+            #[doc = " Bytes of each request slot's own receive buffer (0: the slot receives nothing)."]
+            static SLOT_BYTES: [usize; #n] = [#(#v),*];
+        });
+        quote! { &SLOT_BYTES }
+    } else {
+        quote! { &[] }
+    };
     let program_pool_let = if any_program_scope {
-        quote! { let mut program_pool = Pool::new(); }
+        quote! { let mut program_pool = Pool::new(&[]); }
     } else {
         quote! {}
     };
@@ -1236,7 +1274,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             let mut sk = Runtime::init(&universe.world());
             let k = make_topology(universe.world());
             let mut b = Buffers::new(RECV_BYTES);
-            let mut pool = Pool::new();
+            let mut pool = Pool::new(#slot_bytes_arg);
             #program_pool_let
             #set_dists
             #set_weights

@@ -337,26 +337,40 @@ impl Buffers {
     }
 }
 
-/// Where non-blocking calls get their receive buffers: each its own, all released together
-/// ([`reset`]) once the scope that started them has ended.
-pub type Pool = Bump;
+/// Where non-blocking calls get their receive buffers. Each request slot has a buffer of its
+/// own, kept from scope to scope, that a receive in that slot uses the first time the slot is
+/// started within a scope; later starts of the slot in the same scope (and collectives) take a
+/// fresh buffer from a bump arena, all released together ([`reset`]) once the scope has ended.
+#[derive(Debug)]
+pub struct Pool {
+    bump: Bump,
+    slots: Vec<Vec<u8>>,
+}
 
-/// Gives the pool one chunk of `bytes` bytes, written once, so that the scope using it neither
-/// allocates nor maps fresh pages while it is timed.
+impl Pool {
+    /// A pool whose slot `k` has a buffer of `slot_bytes[k]` bytes (written now, outside any
+    /// timed phase).
+    pub fn new(slot_bytes: &[usize]) -> Pool {
+        Pool { bump: Bump::new(), slots: slot_bytes.iter().map(|&n| vec![1; n]).collect() }
+    }
+}
+
+/// Gives the pool's arena one chunk of `bytes` bytes, written once, so that the scope using it
+/// neither allocates nor maps fresh pages while it is timed.
 pub fn reserve(pool: &mut Pool, bytes: usize) {
-    *pool = Bump::with_capacity(bytes);
-    pool.alloc_slice_fill_copy(bytes, 1u8);
-    pool.reset();
+    pool.bump = Bump::with_capacity(bytes);
+    pool.bump.alloc_slice_fill_copy(bytes, 1u8);
+    pool.bump.reset();
 }
 
 /// Empties the pool for the next scope, keeping its memory: a pool that needed several chunks
 /// is replaced by one chunk as large, so that a loop's scopes stop allocating (and faulting in
 /// fresh pages) after the first iteration.
 pub fn reset(pool: &mut Pool) {
-    let used = pool.allocated_bytes();
-    pool.reset();
-    if pool.allocated_bytes() < used {
-        *pool = Bump::with_capacity(used);
+    let used = pool.bump.allocated_bytes();
+    pool.bump.reset();
+    if pool.bump.allocated_bytes() < used {
+        pool.bump = Bump::with_capacity(used);
     }
 }
 
@@ -414,14 +428,19 @@ impl Pending<'_, '_> {
 pub struct Requests<'p, 's> {
     scope: &'s LocalScope<'p>,
     pool: &'p Bump,
+    /// Each slot's own receive buffer, until a receive in the slot takes it.
+    own: Vec<Option<&'p mut [u8]>>,
     slots: Vec<Option<Pending<'p, 's>>>,
 }
 
 /// Runs `f` with `n` empty request slots whose receive buffers come from `pool`; every request
 /// still pending when `f` returns is waited for. Call [`reset`] afterwards to reuse the pool.
-pub fn scoped<'p, R>(pool: &'p Bump, n: usize, f: impl for<'s> FnOnce(&mut Requests<'p, 's>) -> R) -> R {
+pub fn scoped<'p, R>(pool: &'p mut Pool, n: usize, f: impl for<'s> FnOnce(&mut Requests<'p, 's>) -> R) -> R {
+    let Pool { bump, slots } = pool;
+    let bump: &'p Bump = bump;
+    let own = slots.iter_mut().map(|b| Some(b.as_mut_slice())).collect();
     mpi::request::scope(|scope: &LocalScope<'p>| {
-        let mut req = Requests { scope, pool, slots: (0..n).map(|_| None).collect() };
+        let mut req = Requests { scope, pool: bump, own, slots: (0..n).map(|_| None).collect() };
         let r = f(&mut req);
         for p in req.slots.drain(..).flatten() {
             p.wait();
@@ -434,6 +453,15 @@ impl<'p, 's> Requests<'p, 's> {
     /// The scope requests are registered with.
     pub fn scope(&self) -> &'s LocalScope<'p> {
         self.scope
+    }
+
+    /// The receive buffer of `n` bytes for a receive in slot `k`: the slot's own the first time
+    /// in this scope, a fresh one after.
+    pub fn recv_buf(&mut self, k: usize, n: usize) -> &'p mut [u8] {
+        match self.own.get_mut(k).and_then(Option::take) {
+            Some(b) if b.len() >= n => &mut b[..n],
+            _ => self.fresh(n),
+        }
     }
 
     /// A fresh receive buffer of `n` bytes.
