@@ -130,9 +130,9 @@ enum Action {
 }
 
 /// The actions of one rank's calls. Normalised:
-/// - completions (`Wait*`, `Test*`) are left out: rsmpi has no `MPI_Waitall` over requests of
-///   different buffers, so the Rust skeleton completes requests one by one, and tests in turn
-///   where C calls `MPI_Waitany`;
+/// - completions (`Wait*`, `Test*`) are left out: rsmpi has no `MPI_Waitall` over requests on
+///   different buffer types, so the Rust skeleton waits for reductions and barriers apart from
+///   the point-to-point requests, and tests in turn where C calls `MPI_Waitany`;
 /// - calls toward `MPI_PROC_NULL` are left out (rsmpi has no process for it; MPI does nothing
 ///   with them), and so is the half of a `Sendrecv` that goes there;
 /// - `Comm_free`, `Init` and `Finalize` are left out (rsmpi frees communicators it drops).

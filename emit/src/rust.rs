@@ -8,8 +8,9 @@
 //! Non-blocking calls need their buffers to outlive their requests, which rsmpi enforces with
 //! scopes. Each scope is the smallest part of a phase that completes every request it starts:
 //! one iteration of the phase's loop where possible ([`scope_level`]), otherwise the whole phase.
-//! Requests sit in numbered slots as in the C skeleton (`req[k]`); receive buffers come from a
-//! pool released when the scope ends. rsmpi has no process for `MPI_PROC_NULL`: a call toward a
+//! Requests sit in numbered slots as in the C skeleton (`req[k]`). A receive uses its slot's own
+//! buffer, kept from scope to scope (a scope holds it once); a slot restarted within one scope,
+//! and non-blocking collectives, take a fresh buffer from a bump arena emptied after the scope. rsmpi has no process for `MPI_PROC_NULL`: a call toward a
 //! missing neighbour is skipped, which is what MPI does with it.
 //!
 //! # Complexity
