@@ -15,6 +15,8 @@
 
 static double sk_rate = 1e9; /* kernel iterations per second on this machine (unused under SMPI) */
 static double sk_weight = 1.0; /* this rank's compute weight */
+static double sk_scale = 1.0;  /* --compute-scale: every compute block times this */
+static double sk_fixed_rate;   /* --compute-rate: the recording machine's kernel rate (work mode) */
 #ifndef MPISKEL_SMPI
 static volatile double sk_sink;
 #endif
@@ -86,6 +88,10 @@ void sk_init(int *argc, char ***argv) {
             sk_iterations = atol((*argv)[++i]);
         } else if (strcmp((*argv)[i], "--report") == 0 && i + 1 < *argc) {
             sk_report_file = (*argv)[++i];
+        } else if (strcmp((*argv)[i], "--compute-scale") == 0 && i + 1 < *argc) {
+            sk_scale = atof((*argv)[++i]);
+        } else if (strcmp((*argv)[i], "--compute-rate") == 0 && i + 1 < *argc) {
+            sk_fixed_rate = atof((*argv)[++i]);
         }
     }
     int rank;
@@ -95,7 +101,11 @@ void sk_init(int *argc, char ***argv) {
         sk_uniform();
     }
 #ifndef MPISKEL_SMPI
-    sk_calibrate();
+    if (sk_fixed_rate > 0.0) {
+        sk_rate = sk_fixed_rate; /* a fixed amount of work per recorded second */
+    } else {
+        sk_calibrate();
+    }
 #endif
 }
 
@@ -116,7 +126,7 @@ void sk_rank_weight(const double *weights) {
 }
 
 void sk_compute(double seconds) {
-    seconds *= sk_weight;
+    seconds *= sk_weight * sk_scale;
     if (seconds <= 0.0) {
         return;
     }

@@ -29,7 +29,10 @@ typedef struct {
     int parent;     /* for an inner loop timed on its own: its phase; otherwise -1 */
 } sk_phase;
 
-/* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there). */
+/* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there),
+ * --compute-scale X (every compute block times X; what `mpiskel retune --app-time` sets),
+ * --compute-rate R (R kernel iterations per recorded second instead of calibrating: a fixed
+ * amount of work, which takes longer on a slower processor; `mpiskel retune --work`). */
 void sk_init(int *argc, char ***argv);
 /* The main loop's iterations: the value built in, or as many fewer as --iterations asks of the
  * class with lead_full iterations. */

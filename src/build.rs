@@ -161,6 +161,37 @@ pub struct SkeletonDocument {
     pub stage_seconds: Vec<(String, f64)>,
     /// The program (what both back ends render).
     pub program: Skeleton,
+    /// What `mpiskel retune` set for the machine the skeleton runs on (absent until then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuning: Option<Tuning>,
+}
+
+/// Compute settings `mpiskel retune` chose; `mpiskel run` and run.sh pass them on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Tuning {
+    /// `app-time` (compute scaled so that the recorded ratio holds for a measured application
+    /// time) or `work` (a fixed amount of kernel work per recorded second).
+    pub mode: String,
+    /// Every compute block times this (`app-time`).
+    pub compute_scale: Option<f64>,
+    /// Kernel iterations per recorded second (`work`): the rate of the recording machine.
+    pub compute_rate: Option<f64>,
+    /// How the values were found.
+    pub note: String,
+}
+
+impl Tuning {
+    /// The skeleton's own options that apply the tuning.
+    pub fn skeleton_args(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(s) = self.compute_scale {
+            v.extend(["--compute-scale".to_string(), format!("{s}")]);
+        }
+        if let Some(r) = self.compute_rate {
+            v.extend(["--compute-rate".to_string(), format!("{r}")]);
+        }
+        v
+    }
 }
 
 pub const KIND: &str = "mpiskel-skeleton";
@@ -287,6 +318,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         check: built.check.clone(),
         stage_seconds: built.stage_seconds.clone(),
         program: built.skeleton.clone(),
+        tuning: None,
     };
     write_folder(&a.output, &files, &serde_json::to_string_pretty(&doc)?, a.force)?;
     progress(a.quiet, &t0, &format!("wrote {}", a.output.display()));

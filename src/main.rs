@@ -4,11 +4,13 @@
 
 mod build;
 mod compress;
+mod harness;
 mod inspect;
 mod logicalize;
 mod record;
 mod run;
 mod symbols;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -19,7 +21,8 @@ use clap::{Parser, Subcommand};
 /// Record an application once with `mpiskel trace`, make its skeleton with `mpiskel build`, run
 /// the skeleton anywhere with `mpiskel run` (or its own run.sh) to predict the application's
 /// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
-/// single stages.
+/// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
+/// `mpiskel validate` measures predictions across platforms.
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
@@ -36,6 +39,8 @@ enum Command {
     Build(build::BuildArgs),
     Run(run::RunArgs),
     Tracer(record::TracerArgs),
+    Validate(validate::ValidateArgs),
+    Retune(validate::retune::RetuneArgs),
 }
 
 /// Exit codes: 0 success; 1 the work failed (bad input, failed run); 2 usage error (clap).
@@ -49,6 +54,8 @@ fn main() -> ExitCode {
         Command::Build(a) => build::build(a),
         Command::Run(a) => run::run(a),
         Command::Tracer(a) => record::tracer(a),
+        Command::Validate(a) => validate::validate(a),
+        Command::Retune(a) => validate::retune::retune(a),
     };
     match result {
         Ok(code) => code,

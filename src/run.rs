@@ -1,9 +1,8 @@
 //! `mpiskel run`: compile a skeleton folder, run it, print measured and predicted times.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -31,40 +30,71 @@ use crate::build::read_skeleton_document;
 ///       --hostfile ../shared/fixtures/npb/platforms/hostfile_1perhost.txt
 ///   mpiskel run bt.skel --json -- --iterations 40
 ///   mpiskel run halo-rs --mpi mpich --target-dir /tmp/skeleton-builds/mpich
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
     /// The skeleton folder (written by `mpiskel build`).
-    dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Number of ranks (must be what the skeleton was made for; default: that).
     #[arg(short = 'n', long = "np", value_name = "N")]
-    np: Option<u32>,
+    pub(crate) np: Option<u32>,
     /// Which MPI to build and run with.
     #[arg(long, value_enum, default_value_t = Mpi::Openmpi)]
-    mpi: Mpi,
+    pub(crate) mpi: Mpi,
     /// SimGrid platform file (--mpi smpi).
     #[arg(long, value_name = "FILE")]
-    platform: Option<PathBuf>,
+    pub(crate) platform: Option<PathBuf>,
     /// SimGrid host file (--mpi smpi; default: the platform's hosts in order).
     #[arg(long, value_name = "FILE")]
-    hostfile: Option<PathBuf>,
+    pub(crate) hostfile: Option<PathBuf>,
     /// Extra SimGrid options, e.g. --smpi-cfg smpi/coll-selector:mpich (repeatable).
     #[arg(long = "smpi-cfg", value_name = "KEY:VALUE")]
-    smpi_cfg: Vec<String>,
+    pub(crate) smpi_cfg: Vec<String>,
     /// Seconds before the run is killed.
     #[arg(long, default_value_t = 600)]
-    timeout: u64,
+    pub(crate) timeout: u64,
     /// Print the skeleton's JSON report instead of the summary.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     /// Rust skeletons: cargo's target folder [default: DIR/target/<mpi>]. The mpi crate does not
     /// rebuild when the MPI library changes, so use one folder per library; skeletons sharing a
     /// folder need different names (`mpiskel build --name`), which name their binaries.
     #[arg(long, value_name = "DIR")]
-    target_dir: Option<PathBuf>,
-    /// Arguments for the skeleton itself (e.g. --iterations 40).
+    pub(crate) target_dir: Option<PathBuf>,
+    /// An option for the launcher (mpirun), e.g. --mpirun-arg=--mca --mpirun-arg=btl
+    /// (repeatable).
+    #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub(crate) mpirun_args: Vec<String>,
+    /// Ignore the compute scale or reference rate `mpiskel retune` stored in the folder.
+    #[arg(long)]
+    pub(crate) untuned: bool,
+    /// Arguments for the skeleton itself (e.g. --iterations 40, --compute-scale 1.1).
     #[arg(last = true)]
-    skeleton_args: Vec<String>,
+    pub(crate) skeleton_args: Vec<String>,
+    /// Words put before the launcher (a namespace or cgroup of the validation harness).
+    #[arg(skip)]
+    pub(crate) prefix: Vec<std::ffi::OsString>,
+}
+
+impl RunArgs {
+    /// A run of the skeleton in `dir` under `mpi` with every other option at its default.
+    pub(crate) fn new(dir: &Path, mpi: Mpi) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+            np: None,
+            mpi,
+            platform: None,
+            hostfile: None,
+            smpi_cfg: Vec::new(),
+            timeout: 600,
+            json: false,
+            target_dir: None,
+            mpirun_args: Vec::new(),
+            untuned: false,
+            skeleton_args: Vec::new(),
+            prefix: Vec::new(),
+        }
+    }
 }
 
 /// MPI implementations.
@@ -79,7 +109,7 @@ pub enum Mpi {
 }
 
 impl Mpi {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mpi::Openmpi => "openmpi",
             Mpi::Mpich => "mpich",
@@ -203,42 +233,14 @@ pub fn compile_rust(
     Ok(target.join("release").join(mpiskel_emit::rust::package_name(name)))
 }
 
-/// Runs `cmd`, killing it after `timeout`; returns (stdout, stderr) of a successful run.
-fn run_with_timeout(mut cmd: Command, timeout: Duration, what: &str) -> Result<(String, String)> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting {what}"))?;
-    let mut so = child.stdout.take().context("stdout")?;
-    let mut se = child.stderr.take().context("stderr")?;
-    let out_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        so.read_to_string(&mut s).ok();
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = String::new();
-        se.read_to_string(&mut s).ok();
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if start.elapsed() > timeout {
-            child.kill().ok();
-            child.wait().ok();
-            bail!("{what} did not finish within {} s; killed", timeout.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (out, err) = (out_t.join().unwrap_or_default(), err_t.join().unwrap_or_default());
-    if !status.success() {
-        bail!("{what} failed ({status}):\n{err}{out}");
+/// Runs `cmd` in its own process group, killing the group after `timeout`; returns (stdout,
+/// stderr) of a successful run.
+fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<(String, String)> {
+    let out = crate::harness::run_group(cmd, timeout, what)?;
+    if !out.status.success() {
+        bail!("{what} failed ({}):\n{}{}", out.status, out.stderr, out.stdout);
     }
-    Ok((out, err))
+    Ok((out.stdout, out.stderr))
 }
 
 /// Compiles and runs a skeleton folder; returns its report and the launcher's output.
@@ -254,15 +256,25 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
         "rust" => compile_rust(&a.dir, a.mpi, &doc.name, a.target_dir.as_deref())?,
         _ => std::path::absolute(compile(&a.dir, a.mpi)?)?,
     };
-    let mut cmd;
+    let launcher = match a.mpi {
+        Mpi::Openmpi => "mpirun.openmpi",
+        Mpi::Mpich => "mpirun.mpich",
+        Mpi::Smpi => "smpirun",
+    };
+    let mut cmd = match a.prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(launcher);
+            c
+        }
+        None => Command::new(launcher),
+    };
     match a.mpi {
         Mpi::Openmpi => {
-            cmd = Command::new("mpirun.openmpi");
             cmd.args(["--oversubscribe", "--allow-run-as-root"]);
             cmd.args(["-np", &np.to_string()]);
         }
         Mpi::Mpich => {
-            cmd = Command::new("mpirun.mpich");
             cmd.args(["-np", &np.to_string()]);
         }
         Mpi::Smpi => {
@@ -277,7 +289,6 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
                     p.canonicalize()?
                 }
             };
-            cmd = Command::new("smpirun");
             cmd.args(["-np", &np.to_string(), "-platform"]).arg(&platform);
             if let Some(h) = &a.hostfile {
                 cmd.arg("-hostfile")
@@ -300,8 +311,12 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
     }
     let report_path = a.dir.join(format!("report-{}.json", a.mpi.name()));
     std::fs::remove_file(&report_path).ok();
+    cmd.args(&a.mpirun_args);
     cmd.current_dir(&a.dir).arg(&bin);
     cmd.arg("--report").arg(report_path.file_name().unwrap_or_default());
+    if !a.untuned {
+        cmd.args(doc.tuning.as_ref().map(|t| t.skeleton_args()).unwrap_or_default());
+    }
     cmd.args(&a.skeleton_args);
     let (out, err) = run_with_timeout(cmd, Duration::from_secs(a.timeout), "the skeleton")?;
     let line = out

@@ -63,6 +63,8 @@ pub struct Runtime {
     rate: f64,
     /// This rank's compute weight.
     weight: f64,
+    /// `--compute-scale`: every compute block times this.
+    scale: f64,
     iterations: Option<i64>,
     report_file: Option<String>,
     state: u64,
@@ -74,12 +76,15 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Reads `--iterations N` (main loop iterations) and `--report FILE` (also write the JSON
-    /// there) from the command line, seeds the generator by rank and calibrates the kernel.
+    /// Reads `--iterations N` (main loop iterations), `--report FILE` (also write the JSON
+    /// there), `--compute-scale X` (every compute block times X) and `--compute-rate R` (R
+    /// kernel iterations per recorded second instead of calibrating: a fixed amount of work)
+    /// from the command line, seeds the generator by rank and calibrates the kernel.
     pub fn init(world: &impl Communicator) -> Runtime {
         let mut rt = Runtime {
             rate: 1e9,
             weight: 1.0,
+            scale: 1.0,
             iterations: None,
             report_file: None,
             state: 0x9E37_79B9_7F4A_7C15,
@@ -89,11 +94,16 @@ impl Runtime {
             t0: 0.0,
             begun: 0.0,
         };
+        let mut fixed_rate: Option<f64> = None;
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
             match a.as_str() {
                 "--iterations" => rt.iterations = args.next().and_then(|n| n.parse().ok()),
                 "--report" => rt.report_file = args.next(),
+                "--compute-scale" => {
+                    rt.scale = args.next().and_then(|x| x.parse().ok()).unwrap_or(1.0);
+                }
+                "--compute-rate" => fixed_rate = args.next().and_then(|x| x.parse().ok()),
                 _ => {}
             }
         }
@@ -101,7 +111,10 @@ impl Runtime {
         for _ in 0..8 {
             rt.uniform();
         }
-        rt.calibrate();
+        match fixed_rate {
+            Some(r) if r > 0.0 => rt.rate = r,
+            _ => rt.calibrate(),
+        }
         rt
     }
 
@@ -168,7 +181,7 @@ impl Runtime {
 
     /// Busy computation for `seconds` of the recording machine (times this rank's weight).
     pub fn compute(&mut self, seconds: f64) {
-        let s = seconds * self.weight;
+        let s = seconds * self.weight * self.scale;
         if s > 0.0 {
             self.spin((s * self.rate + 0.5) as u64);
         }

@@ -1,0 +1,522 @@
+//! The validation results, and their Markdown tables and SVG charts.
+//!
+//! Errors are signed, `predicted / truth − 1`, in percent. A row has one main ground truth
+//! (the application itself: NPB run under SimGrid, or the program run natively here) and, for
+//! SimGrid scenarios, SimGrid's replay of the full trace — both a second ground truth (the
+//! skeleton's method error, without measurement noise) and a peer predictor of the real run.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// Median, minimum and maximum of repeated measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub runs: usize,
+}
+
+impl Stat {
+    /// The statistics of `v` (not empty).
+    pub fn of(v: &[f64]) -> Stat {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        };
+        Stat {
+            median,
+            min: s.first().copied().unwrap_or(f64::NAN),
+            max: s.last().copied().unwrap_or(f64::NAN),
+            runs: n,
+        }
+    }
+
+    /// One deterministic value.
+    pub fn one(x: f64) -> Stat {
+        Stat { median: x, min: x, max: x, runs: 1 }
+    }
+
+    /// The spread around the median, percent: (below, above).
+    pub fn spread(&self) -> (f64, f64) {
+        ((self.min / self.median - 1.0) * 100.0, (self.max / self.median - 1.0) * 100.0)
+    }
+}
+
+/// Signed error of `predicted` against `truth`, percent.
+pub fn err(predicted: f64, truth: f64) -> f64 {
+    (predicted / truth - 1.0) * 100.0
+}
+
+/// One (case, scenario) measurement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    /// `smpi` or `native`.
+    pub suite: String,
+    /// The application (`bt.W.16`, `halo2d`, `lammps-melt`).
+    pub case: String,
+    pub ranks: u32,
+    /// The scenario (`bw5MBps`, `quota50`).
+    pub scenario: String,
+    /// Its class (`bandwidth`, `shared processors` …).
+    pub class: String,
+    /// What the scenario is, in words.
+    pub setting: String,
+    /// Measured skeleton time.
+    pub skeleton: Stat,
+    /// Predicted application time, per phase.
+    pub by_phase: Stat,
+    /// Predicted application time, skeleton time × the recorded factor.
+    pub by_ratio: Stat,
+    /// The application's time in the scenario (SMPI: NPB under SimGrid; native: the program).
+    pub truth: Stat,
+    /// SimGrid's replay of the full trace in the scenario, where there is one.
+    pub replay: Option<f64>,
+}
+
+/// A retuned skeleton against the application, in one scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RetuneRow {
+    pub suite: String,
+    pub case: String,
+    pub scenario: String,
+    /// `app-time` or `work`.
+    pub mode: String,
+    /// What was given to or measured by `mpiskel retune`.
+    pub setting: String,
+    /// The application's time there.
+    pub truth: Stat,
+    /// SimGrid's replay of the full trace there, where there is one.
+    pub replay: Option<f64>,
+    /// Predictions (by ratio, by phase) before and after retuning.
+    pub ratio_before: f64,
+    pub ratio_after: f64,
+    pub phase_before: f64,
+    pub phase_after: f64,
+}
+
+/// Everything one `mpiskel validate` run measured.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Validation {
+    /// The machine and date of the measurements.
+    pub machine: String,
+    pub rows: Vec<Row>,
+    #[serde(default)]
+    pub retune: Vec<RetuneRow>,
+}
+
+fn mean_max(v: &[f64]) -> (f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let a: Vec<f64> = v.iter().map(|x| x.abs()).collect();
+    (a.iter().sum::<f64>() / a.len() as f64, a.iter().copied().fold(0.0, f64::max))
+}
+
+fn pct(x: f64) -> String {
+    if x.is_nan() {
+        "–".into()
+    } else {
+        format!("{x:+.1} %")
+    }
+}
+
+fn mm(v: &[f64]) -> String {
+    let (mean, max) = mean_max(v);
+    if mean.is_nan() {
+        "–".into()
+    } else {
+        format!("{mean:.1} / {max:.1} %")
+    }
+}
+
+fn secs(x: f64) -> String {
+    if x >= 10.0 {
+        format!("{x:.2}")
+    } else if x >= 1.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// Rows grouped by (suite, class), in the order classes first appear.
+fn by_class<'a>(rows: &'a [Row], suite: &str) -> Vec<(String, Vec<&'a Row>)> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.suite == suite) {
+        if !groups.contains_key(&r.class) {
+            order.push(r.class.clone());
+        }
+        groups.entry(r.class.clone()).or_default().push(r);
+    }
+    order.into_iter().map(|c| (c.clone(), groups.remove(&c).unwrap_or_default())).collect()
+}
+
+/// The summary per scenario class: mean / max |error|.
+pub fn summary_markdown(v: &Validation) -> String {
+    let mut o = String::new();
+    if v.rows.iter().any(|r| r.suite == "smpi") {
+        o.push_str("### SimGrid SMPI (NPB)\n\n");
+        o.push_str(
+            "Mean / max |error|. *Against the replay*: the skeleton's method error (the \
+                    replay is deterministic). *Against the real runs*: NPB itself under SimGrid, \
+                    whose measured CPU bursts spread by the amount given (max − min over median, \
+                    mean over the class); SimGrid's replay of the full trace is the peer.\n\n",
+        );
+        o.push_str("| class | rows | by phase vs replay | by ratio vs replay | by phase vs real | by ratio vs real | replay vs real (peer) | real runs' spread | skeleton / app (max) |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        let mut all: [Vec<f64>; 5] = Default::default();
+        for (class, rows) in by_class(&v.rows, "smpi") {
+            let mut e: [Vec<f64>; 5] = Default::default();
+            let mut spread = Vec::new();
+            let mut ratio: f64 = 0.0;
+            for r in &rows {
+                if let Some(rep) = r.replay {
+                    e[0].push(err(r.by_phase.median, rep));
+                    e[1].push(err(r.by_ratio.median, rep));
+                    e[4].push(err(rep, r.truth.median));
+                }
+                e[2].push(err(r.by_phase.median, r.truth.median));
+                e[3].push(err(r.by_ratio.median, r.truth.median));
+                if r.truth.runs > 1 {
+                    spread.push((r.truth.max - r.truth.min) / r.truth.median * 100.0);
+                }
+                ratio = ratio.max(r.skeleton.median / r.replay.unwrap_or(r.truth.median));
+            }
+            let spread = if spread.is_empty() {
+                "1 run".to_string()
+            } else {
+                format!("{:.1} %", spread.iter().sum::<f64>() / spread.len() as f64)
+            };
+            let _ = writeln!(
+                o,
+                "| {class} | {} | {} | {} | {} | {} | {} | {spread} | {ratio:.3} |",
+                rows.len(),
+                mm(&e[0]),
+                mm(&e[1]),
+                mm(&e[2]),
+                mm(&e[3]),
+                mm(&e[4])
+            );
+            for (a, b) in all.iter_mut().zip(e) {
+                a.extend(b);
+            }
+        }
+        let _ = writeln!(
+            o,
+            "| **all** | | {} | {} | {} | {} | {} | | |\n",
+            mm(&all[0]),
+            mm(&all[1]),
+            mm(&all[2]),
+            mm(&all[3]),
+            mm(&all[4])
+        );
+    }
+    if v.rows.iter().any(|r| r.suite == "native") {
+        o.push_str("### Real MPI on this machine\n\n");
+        o.push_str(
+            "Mean / max |error| of the medians against the application's median, beside \
+                    the spread of the application's own runs (max − min over median, mean over \
+                    the class).\n\n",
+        );
+        o.push_str("| class | rows | by phase | by ratio | application runs' spread | skeleton / app (max) |\n");
+        o.push_str("|---|---|---|---|---|---|\n");
+        let mut all: [Vec<f64>; 2] = Default::default();
+        for (class, rows) in by_class(&v.rows, "native") {
+            let e0: Vec<f64> =
+                rows.iter().map(|r| err(r.by_phase.median, r.truth.median)).collect();
+            let e1: Vec<f64> =
+                rows.iter().map(|r| err(r.by_ratio.median, r.truth.median)).collect();
+            let spread = rows
+                .iter()
+                .map(|r| (r.truth.max - r.truth.min) / r.truth.median * 100.0)
+                .sum::<f64>()
+                / rows.len() as f64;
+            let ratio = rows.iter().map(|r| r.skeleton.median / r.truth.median).fold(0.0, f64::max);
+            let _ = writeln!(
+                o,
+                "| {class} | {} | {} | {} | {spread:.1} % | {ratio:.3} |",
+                rows.len(),
+                mm(&e0),
+                mm(&e1)
+            );
+            all[0].extend(e0);
+            all[1].extend(e1);
+        }
+        let _ = writeln!(o, "| **all** | | {} | {} | | |\n", mm(&all[0]), mm(&all[1]));
+    }
+    o
+}
+
+/// Every row.
+pub fn rows_markdown(v: &Validation, suite: &str) -> String {
+    let mut o = String::new();
+    let smpi = suite == "smpi";
+    if smpi {
+        o.push_str("| case | scenario | setting | real (s) | spread | replay (s) | replay vs real | skeleton (s) | by phase (s) | vs replay | vs real | by ratio (s) | vs replay | vs real |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    } else {
+        o.push_str("| case | ranks | scenario | setting | application (s) | spread | runs | skeleton (s) | skeleton / app | by phase (s) | error | by ratio (s) | error |\n");
+        o.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    }
+    for r in v.rows.iter().filter(|r| r.suite == suite) {
+        let (lo, hi) = r.truth.spread();
+        let spread =
+            if r.truth.runs > 1 { format!("{lo:+.0} / {hi:+.0} %") } else { "1 run".into() };
+        if smpi {
+            let rep = r.replay.map(secs).unwrap_or_else(|| "–".into());
+            let vs = |p: f64| r.replay.map(|x| pct(err(p, x))).unwrap_or_else(|| "–".into());
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {spread} | {rep} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.case,
+                r.scenario,
+                r.setting,
+                secs(r.truth.median),
+                r.replay.map(|x| pct(err(x, r.truth.median))).unwrap_or_else(|| "–".into()),
+                secs(r.skeleton.median),
+                secs(r.by_phase.median),
+                vs(r.by_phase.median),
+                pct(err(r.by_phase.median, r.truth.median)),
+                secs(r.by_ratio.median),
+                vs(r.by_ratio.median),
+                pct(err(r.by_ratio.median, r.truth.median)),
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "| {} | {} | {} | {} | {} | {spread} | {} | {} | {:.3} | {} | {} | {} | {} |",
+                r.case,
+                r.ranks,
+                r.scenario,
+                r.setting,
+                secs(r.truth.median),
+                r.truth.runs,
+                secs(r.skeleton.median),
+                r.skeleton.median / r.truth.median,
+                secs(r.by_phase.median),
+                pct(err(r.by_phase.median, r.truth.median)),
+                secs(r.by_ratio.median),
+                pct(err(r.by_ratio.median, r.truth.median)),
+            );
+        }
+    }
+    o
+}
+
+/// The retune table.
+pub fn retune_markdown(v: &Validation) -> String {
+    let mut o = String::new();
+    o.push_str("| case | scenario | mode | setting | application (s) | replay (s) | by ratio before | after | by phase before | after |\n");
+    o.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for r in &v.retune {
+        let t = r.truth.median;
+        let _ = writeln!(
+            o,
+            "| {} | {} | {} | {} | {} | {} | {} ({}) | {} ({}) | {} ({}) | {} ({}) |",
+            r.case,
+            r.scenario,
+            r.mode,
+            r.setting,
+            secs(t),
+            r.replay.map(secs).unwrap_or_else(|| "–".into()),
+            secs(r.ratio_before),
+            pct(err(r.ratio_before, t)),
+            secs(r.ratio_after),
+            pct(err(r.ratio_after, t)),
+            secs(r.phase_before),
+            pct(err(r.phase_before, t)),
+            secs(r.phase_after),
+            pct(err(r.phase_after, t)),
+        );
+    }
+    o
+}
+
+const COLOURS: [&str; 8] =
+    ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
+
+/// Predicted (per phase) against measured, log–log, one colour per class, with the diagonal
+/// and a ±8 % band.
+pub fn chart_svg(v: &Validation, suite: &str, title: &str) -> String {
+    let rows: Vec<&Row> = v.rows.iter().filter(|r| r.suite == suite).collect();
+    let truth = |r: &Row| r.replay.unwrap_or(r.truth.median);
+    let vals: Vec<f64> = rows
+        .iter()
+        .flat_map(|r| [truth(r), r.by_phase.median])
+        .filter(|x| *x > 0.0 && x.is_finite())
+        .collect();
+    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min).max(1e-6);
+    let hi = vals.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
+    let (l0, l1) = ((lo / 1.5).log10().floor(), (hi * 1.5).log10().ceil());
+    let (w, h, left, top) = (560.0, 560.0, 70.0, 50.0);
+    let sx = |x: f64| left + (x.log10() - l0) / (l1 - l0) * w;
+    let sy = |y: f64| top + h - (y.log10() - l0) / (l1 - l0) * h;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">"#,
+        left + w + 220.0,
+        top + h + 60.0
+    );
+    let _ = writeln!(o, "<title>{}</title>", escape(title));
+    let _ = writeln!(o, r#"<text x="{left}" y="24" font-size="14">{}</text>"#, escape(title));
+    let _ = writeln!(
+        o,
+        r##"<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fff" stroke="#999"/>"##
+    );
+    let mut d = l0;
+    while d <= l1 + 1e-9 {
+        let x = 10f64.powf(d);
+        let _ = writeln!(
+            o,
+            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{1}" stroke="#eee"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
+            sx(x),
+            top + h,
+            top + h + 16.0,
+            fmt_tick(x)
+        );
+        let _ = writeln!(
+            o,
+            r##"<line x1="{left}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#eee"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
+            sy(x),
+            left + w,
+            left - 6.0,
+            sy(x) + 4.0,
+            fmt_tick(x)
+        );
+        d += 1.0;
+    }
+    let (a, b) = (10f64.powf(l0), 10f64.powf(l1));
+    for (f, dash) in [(1.0, ""), (1.08, "4 4"), (1.0 / 1.08, "4 4")] {
+        let _ = writeln!(
+            o,
+            r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888" stroke-dasharray="{dash}"/>"##,
+            sx(a),
+            sy(a * f),
+            sx(b),
+            sy(b * f)
+        );
+    }
+    let truth_name = if suite == "smpi" { "replay of the full trace" } else { "application" };
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{}" text-anchor="middle">measured: {truth_name} (s)</text>"#,
+        left + w / 2.0,
+        top + h + 40.0
+    );
+    let _ = writeln!(
+        o,
+        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">predicted by the skeleton, per phase (s)</text>"#,
+        top + h / 2.0
+    );
+    let classes: Vec<String> = by_class(&v.rows, suite).into_iter().map(|(c, _)| c).collect();
+    for r in &rows {
+        let k = classes.iter().position(|c| *c == r.class).unwrap_or(0) % COLOURS.len();
+        let (x, y) = (truth(r), r.by_phase.median);
+        if x > 0.0 && y > 0.0 {
+            let _ = writeln!(
+                o,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{}" fill-opacity="0.8"><title>{} {}: {} s predicted, {} s measured ({})</title></circle>"#,
+                sx(x),
+                sy(y),
+                COLOURS[k],
+                escape(&r.case),
+                escape(&r.scenario),
+                secs(y),
+                secs(x),
+                pct(err(y, x))
+            );
+        }
+    }
+    for (k, c) in classes.iter().enumerate() {
+        let y = top + 10.0 + 18.0 * k as f64;
+        let _ = writeln!(
+            o,
+            r#"<circle cx="{}" cy="{y}" r="4" fill="{}"/><text x="{}" y="{}">{}</text>"#,
+            left + w + 20.0,
+            COLOURS[k % COLOURS.len()],
+            left + w + 30.0,
+            y + 4.0,
+            escape(c)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{}">dashed: ±8 %</text>"#,
+        left + w + 20.0,
+        top + 20.0 + 18.0 * classes.len() as f64
+    );
+    o.push_str("</svg>\n");
+    o
+}
+
+fn fmt_tick(x: f64) -> String {
+    if x >= 1.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(class: &str, phase: f64, truth: f64, replay: Option<f64>) -> Row {
+        Row {
+            suite: "smpi".into(),
+            case: "bt.W.16".into(),
+            ranks: 16,
+            scenario: class.into(),
+            class: class.into(),
+            setting: String::new(),
+            skeleton: Stat::one(truth / 10.0),
+            by_phase: Stat::one(phase),
+            by_ratio: Stat::one(phase),
+            truth: Stat::of(&[truth * 0.9, truth, truth * 1.2]),
+            replay,
+        }
+    }
+
+    #[test]
+    fn medians_and_spreads() {
+        let s = Stat::of(&[3.0, 1.0, 2.0, 10.0]);
+        assert_eq!((s.median, s.min, s.max, s.runs), (2.5, 1.0, 10.0, 4));
+        let (lo, hi) = Stat::of(&[0.9, 1.0, 1.1]).spread();
+        assert!((lo + 10.0).abs() < 1e-9 && (hi - 10.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_summary_averages_absolute_errors_per_class() {
+        let v = Validation {
+            machine: "here".into(),
+            rows: vec![
+                row("bandwidth", 1.02, 1.0, Some(1.0)),
+                row("bandwidth", 0.96, 1.0, Some(1.0)),
+                row("latency", 1.0, 1.0, None),
+            ],
+            retune: Vec::new(),
+        };
+        let md = summary_markdown(&v);
+        // bandwidth: errors +2 % and −4 %: mean 3.0, max 4.0.
+        assert!(md.contains("| bandwidth | 2 | 3.0 / 4.0 % |"), "{md}");
+        // latency has no replay: its replay columns are empty.
+        assert!(md.contains("| latency | 1 | – | – | 0.0 / 0.0 % |"), "{md}");
+        let svg = chart_svg(&v, "smpi", "t");
+        assert_eq!(svg.matches("<circle").count(), 3 + 2, "points and legend");
+    }
+}

@@ -1,0 +1,235 @@
+//! The SimGrid suite: NPB skeletons run under SMPI on the fixtures' foreign platforms, against
+//! NPB itself on those platforms and against SimGrid's replay of the full trace (both in the
+//! fixture's `ground-truth.csv`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::report::{Row, Stat};
+use super::Progress;
+use crate::run::{run_skeleton, Mpi, RunArgs};
+
+/// One simulated platform.
+#[derive(Debug, Clone, Copy)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub class: &'static str,
+    pub setting: &'static str,
+    platform: &'static str,
+    hostfile: &'static str,
+    cfg: &'static [&'static str],
+}
+
+const fn sc(
+    name: &'static str,
+    class: &'static str,
+    setting: &'static str,
+    platform: &'static str,
+    hostfile: &'static str,
+    cfg: &'static [&'static str],
+) -> Scenario {
+    Scenario { name, class, setting, platform, hostfile, cfg }
+}
+
+const ONE: &str = "hostfile_1perhost.txt";
+
+/// The scenarios of `../shared/fixtures/npb/platforms` (see its README).
+pub const SCENARIOS: &[Scenario] = &[
+    sc("ref", "reference", "1 Gflop/s hosts, 10 Gb/s 1 µs links", "ref.xml", ONE, &[]),
+    sc("bw50MBps", "bandwidth", "links at 50 MB/s", "bw50MBps.xml", ONE, &[]),
+    sc("bw20MBps", "bandwidth", "links at 20 MB/s", "bw20MBps.xml", ONE, &[]),
+    sc("bw5MBps", "bandwidth", "links at 5 MB/s", "bw5MBps.xml", ONE, &[]),
+    sc("lat10x", "latency", "10 µs links", "lat10x.xml", ONE, &[]),
+    sc("speedhalf", "CPU speed", "hosts at 0.5 Gflop/s", "speedhalf.xml", ONE, &[]),
+    sc(
+        "share2",
+        "shared processors",
+        "16 ranks on 8 hosts",
+        "ref.xml",
+        "hostfile_2perhost.txt",
+        &[],
+    ),
+    sc(
+        "share4",
+        "shared processors",
+        "16 ranks on 4 hosts",
+        "ref.xml",
+        "hostfile_4perhost.txt",
+        &[],
+    ),
+    sc(
+        "coll_mpich",
+        "collectives",
+        "MPICH's algorithms",
+        "ref.xml",
+        ONE,
+        &["smpi/coll-selector:mpich"],
+    ),
+    sc(
+        "coll_ompi",
+        "collectives",
+        "OpenMPI's algorithms",
+        "ref.xml",
+        ONE,
+        &["smpi/coll-selector:ompi"],
+    ),
+    sc(
+        "coll_ompi_nb",
+        "collectives",
+        "OpenMPI's, default bcast",
+        "ref.xml",
+        ONE,
+        &["smpi/coll-selector:ompi", "smpi/bcast:default"],
+    ),
+];
+
+/// One row of `ground-truth.csv`: (real median, min, max, runs, replay).
+#[derive(Debug, Clone, Copy)]
+pub struct Truth {
+    pub real: Stat,
+    pub replay: Option<f64>,
+}
+
+fn read_truth(csv: &Path, bench: &str, class: &str, np: &str, scenario: &str) -> Result<Truth> {
+    let text =
+        std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
+    let mut lines = text.lines().enumerate();
+    let header: Vec<&str> = lines.next().map(|(_, l)| l.split(',').collect()).unwrap_or_default();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .with_context(|| format!("{}: no column {name:?} in the header", csv.display()))
+    };
+    let (cb, cc, cn, cs) = (col("benchmark")?, col("class")?, col("np")?, col("scenario")?);
+    let (cr, cmed, cmin, cmax, crep) = (
+        col("real_runs")?,
+        col("real_median_s")?,
+        col("real_min_s")?,
+        col("real_max_s")?,
+        col("replay_s")?,
+    );
+    for (i, line) in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() < header.len() {
+            continue;
+        }
+        if (f[cb], f[cc], f[cn], f[cs]) != (bench, class, np, scenario) {
+            continue;
+        }
+        let num = |c: usize| -> Result<f64> {
+            f[c].parse::<f64>().with_context(|| {
+                format!("{} line {}: column {:?} is {:?}", csv.display(), i + 1, header[c], f[c])
+            })
+        };
+        return Ok(Truth {
+            real: Stat {
+                median: num(cmed)?,
+                min: num(cmin)?,
+                max: num(cmax)?,
+                runs: num(cr)? as usize,
+            },
+            replay: if f[crep].is_empty() { None } else { Some(num(crep)?) },
+        });
+    }
+    bail!("{}: no row for {bench}.{class}.{np} in scenario {scenario}", csv.display())
+}
+
+/// The ground truth of NPB trace `t` (`bt.W.16`) in `scenario`.
+pub fn truth_of(npb: &Path, t: &str, scenario: &str) -> Result<Truth> {
+    let parts: Vec<&str> = t.split('.').collect();
+    let [bench, class, np] = parts[..] else {
+        bail!("{t}: expected an NPB trace name like bt.W.16");
+    };
+    read_truth(&npb.join("ground-truth.csv"), bench, class, np, scenario)
+}
+
+/// Builds the C skeleton of each trace and runs it in each scenario (simulated runs are
+/// deterministic: one run each).
+pub fn run(
+    npb: &Path,
+    traces: &[String],
+    scenarios: &[Scenario],
+    work: &Path,
+    progress: &Progress,
+) -> Result<Vec<Row>> {
+    let platforms = npb.join("platforms");
+    let mut rows = Vec::new();
+    for t in traces {
+        let trace = npb.join(t).join("trace.txt");
+        let dir: PathBuf = work.join("skeletons").join(t);
+        progress.say(&format!("{t}: building the skeleton"));
+        super::build_skeleton(&trace, &dir, &[])?;
+        for s in scenarios {
+            let truth = truth_of(npb, t, s.name)?;
+            let mut a = RunArgs::new(&dir, Mpi::Smpi);
+            a.platform = Some(platforms.join(s.platform));
+            a.hostfile = Some(platforms.join(s.hostfile));
+            a.smpi_cfg = s.cfg.iter().map(|c| c.to_string()).collect();
+            let (r, _) = run_skeleton(&a).with_context(|| format!("{t} in scenario {}", s.name))?;
+            progress.say(&format!(
+                "{t} {}: {:.4} s predicted, {} real, replay {}",
+                s.name,
+                r.predicted_s,
+                truth.real.median,
+                truth.replay.map(|x| x.to_string()).unwrap_or_else(|| "–".into())
+            ));
+            rows.push(Row {
+                suite: "smpi".into(),
+                case: t.clone(),
+                ranks: r.ranks,
+                scenario: s.name.into(),
+                class: s.class.into(),
+                setting: s.setting.into(),
+                skeleton: Stat::one(r.skeleton_s),
+                by_phase: Stat::one(r.predicted_s),
+                by_ratio: Stat::one(r.predicted_ratio_s),
+                truth: truth.real,
+                replay: truth.replay,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// The scenarios named (all when none are).
+pub fn select(names: &[String]) -> Result<Vec<Scenario>> {
+    if names.is_empty() {
+        return Ok(SCENARIOS.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            SCENARIOS.iter().find(|s| s.name == n).copied().with_context(|| {
+                let all: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+                format!("unknown SimGrid scenario {n:?} (known: {})", all.join(", "))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ground_truth_rows_are_found_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let csv = dir.path().join("g.csv");
+        std::fs::write(
+            &csv,
+            "benchmark,class,np,scenario,real_runs,real_median_s,real_min_s,real_max_s,npb_timed_median_s,replay_s\n\
+             bt,W,16,ref,8,0.32,0.28,0.37,0.3,0.33\n\
+             bt,W,16,coll_ompi,3,0.32,0.31,0.33,0.31,\n\
+             bt,W,16,bad,3,x,0.31,0.33,0.31,\n",
+        )
+        .unwrap();
+        let t = read_truth(&csv, "bt", "W", "16", "ref").unwrap();
+        assert_eq!((t.real.median, t.real.runs, t.replay), (0.32, 8, Some(0.33)));
+        assert_eq!(read_truth(&csv, "bt", "W", "16", "coll_ompi").unwrap().replay, None);
+        let e = read_truth(&csv, "bt", "W", "16", "bad").unwrap_err().to_string();
+        assert!(e.contains("line 4") && e.contains("real_median_s"), "{e}");
+        assert!(read_truth(&csv, "cg", "W", "16", "ref").is_err());
+    }
+}
