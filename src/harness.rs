@@ -53,13 +53,22 @@ fn fresh_name() -> String {
     format!("mpiskel-{}-{}", std::process::id(), SERIAL.fetch_add(1, Ordering::Relaxed))
 }
 
-fn register(r: Resource) -> Result<()> {
-    let mut reg = registry();
-    if reg.closing {
-        bail!("interrupted");
+/// Registers `r` and creates it with `make`, holding the registry so that a signal's clean-up
+/// waits until the resource exists. On failure, what was made of it is removed.
+fn created(r: Resource, make: impl FnOnce() -> Result<()>) -> Result<()> {
+    let result = {
+        let mut reg = registry();
+        if reg.closing {
+            bail!("interrupted");
+        }
+        reg.live.push(r.clone());
+        make()
+    };
+    if result.is_err() {
+        remove(&r);
+        unregister(&r);
     }
-    reg.live.push(r);
-    Ok(())
+    result
 }
 
 fn unregister(r: &Resource) {
@@ -149,16 +158,17 @@ impl Netns {
     /// Creates the namespace; `rate` (tc syntax, e.g. `100mbit`) adds a token-bucket filter on
     /// its loopback with a burst of `rate`/100 (at least 64 KiB) and 200 ms of queue.
     pub fn create(rate: Option<&str>) -> Result<Self> {
-        let name = fresh_name();
-        register(Resource::Netns(name.clone()))?;
-        let ns = Netns { name };
-        quiet(Command::new("ip").args(["netns", "add", &ns.name]))
-            .context("creating a network namespace (needs root and iproute2)")?;
-        quiet(Command::new("ip").args(["-n", &ns.name, "link", "set", "lo", "up"]))?;
-        if let Some(rate) = rate {
-            let burst = (rate_bits(rate)? / 8 / 100).max(65536);
-            quiet(Command::new("ip").args(["netns", "exec", &ns.name, "tc", "qdisc", "add"]).args(
-                [
+        let burst = match rate {
+            Some(r) => (rate_bits(r)? / 8 / 100).max(65536),
+            None => 0,
+        };
+        let ns = Netns { name: fresh_name() };
+        created(Resource::Netns(ns.name.clone()), || {
+            quiet(Command::new("ip").args(["netns", "add", &ns.name]))
+                .context("creating a network namespace (needs root and iproute2)")?;
+            quiet(Command::new("ip").args(["-n", &ns.name, "link", "set", "lo", "up"]))?;
+            if let Some(rate) = rate {
+                quiet(Command::new("ip").args(["netns", "exec", &ns.name, "tc", "qdisc", "add"]).args([
                     "dev",
                     "lo",
                     "root",
@@ -169,10 +179,11 @@ impl Netns {
                     &burst.to_string(),
                     "latency",
                     "200ms",
-                ],
-            ))
-            .context("adding the tbf qdisc (needs tc from iproute2)")?;
-        }
+                ]))
+                .context("adding the tbf qdisc (needs tc from iproute2)")?;
+            }
+            Ok(())
+        })?;
         Ok(ns)
     }
 
@@ -232,22 +243,22 @@ impl Cgroup {
     pub fn create(percent: u32) -> Result<Self> {
         anyhow::ensure!(percent > 0, "a CPU quota must be positive");
         let (root, v2) = cpu_controller()?;
-        let path = root.join(fresh_name());
-        register(Resource::Cgroup(path.clone()))?;
-        let cg = Cgroup { path };
-        std::fs::create_dir(&cg.path)
-            .with_context(|| format!("creating {} (needs root)", cg.path.display()))?;
-        let quota = u64::from(percent) * 1000;
-        let write = |file: &str, value: String| {
-            std::fs::write(cg.path.join(file), &value)
-                .with_context(|| format!("writing {value} to {}", cg.path.join(file).display()))
-        };
-        if v2 {
-            write("cpu.max", format!("{quota} 100000"))?;
-        } else {
-            write("cpu.cfs_period_us", "100000".into())?;
-            write("cpu.cfs_quota_us", quota.to_string())?;
-        }
+        let cg = Cgroup { path: root.join(fresh_name()) };
+        created(Resource::Cgroup(cg.path.clone()), || {
+            std::fs::create_dir(&cg.path)
+                .with_context(|| format!("creating {} (needs root)", cg.path.display()))?;
+            let quota = u64::from(percent) * 1000;
+            let write = |file: &str, value: String| {
+                std::fs::write(cg.path.join(file), &value)
+                    .with_context(|| format!("writing {value} to {}", cg.path.join(file).display()))
+            };
+            if v2 {
+                write("cpu.max", format!("{quota} 100000"))
+            } else {
+                write("cpu.cfs_period_us", "100000".into())?;
+                write("cpu.cfs_quota_us", quota.to_string())
+            }
+        })?;
         Ok(cg)
     }
 

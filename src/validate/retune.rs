@@ -3,7 +3,8 @@
 //! - **app-time** (seed 001 §5: the skeleton's time keeps the ratio it had to the application
 //!   where it was recorded): given one application time T measured here, the skeleton runs once
 //!   as built and once with no computation (`--compute-scale 0`). Its predicted time by ratio is
-//!   linear in the compute scale c, P(c) = P₀ + c·(P₁ − P₀), so c = (T − P₀) / (P₁ − P₀).
+//!   nearly linear in the compute scale c, P(c) ≈ P₀ + c·(P₁ − P₀), so c = (T − P₀) / (P₁ − P₀);
+//!   up to three check runs refine c by secant steps until P(c) is within 2 % of T.
 //! - **work**: compute blocks become a fixed number of kernel iterations, the recording
 //!   machine's rate times the recorded seconds, instead of recorded seconds re-timed on each
 //!   machine; a slower processor then takes longer, as the application would. Run it where the
@@ -65,6 +66,11 @@ pub struct RetuneArgs {
     run: RunArgs,
 }
 
+/// Relative distance from the application time at which app-time retuning stops.
+const TOLERANCE: f64 = 0.02;
+/// Check runs (secant steps) of app-time retuning at most.
+const MAX_STEPS: usize = 3;
+
 /// Runs the skeleton untuned with extra skeleton options.
 fn run_untuned(base: &RunArgs, extra: &[&str]) -> Result<RunReport> {
     let mut a = base.clone();
@@ -114,9 +120,26 @@ pub fn tune(
     if let Some(t) = app_time {
         anyhow::ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
         let none = run_untuned(base, &["--compute-scale", "0"])?;
-        let c = scale_for(t, before.predicted_ratio_s, none.predicted_ratio_s)?;
+        let mut c = scale_for(t, before.predicted_ratio_s, none.predicted_ratio_s)?;
+        // Where computation and communication overlap (or a CPU quota throttles), time is not
+        // quite linear in the scale: a few secant steps from the last two points.
+        let mut last = (1.0, before.predicted_ratio_s);
+        let mut steps = 0;
+        for _ in 0..MAX_STEPS {
+            let r = run_untuned(base, &["--compute-scale", &format!("{c}")])?.predicted_ratio_s;
+            steps += 1;
+            if (r / t - 1.0).abs() <= TOLERANCE || (r - last.1).abs() < 1e-12 {
+                break;
+            }
+            let next = c + (t - r) * (c - last.0) / (r - last.1);
+            last = (c, r);
+            if !(next > 0.0 && next.is_finite()) {
+                break;
+            }
+            c = next;
+        }
         let note = format!(
-            "application {t} s here; skeleton predicted {:.6} s by ratio as built, {:.6} s without computation",
+            "application {t} s here; skeleton predicted {:.6} s by ratio as built, {:.6} s without computation; {steps} check runs",
             before.predicted_ratio_s, none.predicted_ratio_s
         );
         return Ok((

@@ -1,0 +1,239 @@
+//! `mpiskel validate` and `mpiskel retune`: the SimGrid suite on a small NPB trace, the native
+//! suite's harness (network namespace with tbf, CPU cgroup) cleaned up after a normal end and
+//! after SIGINT / SIGTERM, and retuning under SimGrid, where runs are deterministic.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::{mpiskel, root, scratch, shared};
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn run_ok(mut c: Command, what: &str) -> String {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Namespaces whose names start with `prefix`.
+fn namespaces(prefix: &str) -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(prefix))
+        .map(String::from)
+        .collect()
+}
+
+/// CPU cgroups whose names start with `prefix`.
+fn cgroups(prefix: &str) -> Vec<String> {
+    ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup"]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// Processes whose command line mentions `path`.
+fn processes(path: &Path) -> Vec<String> {
+    let out = Command::new("pgrep").arg("-af").arg(path.as_os_str()).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().map(String::from).collect()
+}
+
+fn validate_native(out: &Path, case: &str, scenario: &str, reps: &str) -> Command {
+    let mut c = mpiskel();
+    c.args(["validate", "-q", "--suite", "native", "--case", case, "--scenario", scenario]);
+    c.args(["--reps", reps, "--timeout", "300", "--programs"]);
+    c.arg(root().join("fixtures").join("programs")).arg("-o").arg(out);
+    c
+}
+
+fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Starts `c`, waits until `ready` (the harness's resource exists and the application runs in
+/// it), sends `signal`, and checks that namespaces, cgroups and processes are gone.
+fn interrupt(mut c: Command, out: &Path, signal: &str, ready: impl Fn(&str) -> bool) {
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child: Child = c.spawn().unwrap();
+    let prefix = format!("mpiskel-{}-", child.id());
+    wait_until("the scenario to start", Duration::from_secs(120), || {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("validate ended ({st}) before the scenario started");
+        }
+        ready(&prefix) && processes(&out.join("programs")).len() >= 2
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let st = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(st.success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "validate did not stop on {signal}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "{status}");
+    assert!(err.contains("removing what the harness set up"), "{err}");
+    assert_eq!(namespaces(&prefix), Vec::<String>::new());
+    assert_eq!(cgroups(&prefix), Vec::<String>::new());
+    // The killed processes may take a moment to be reaped by init.
+    wait_until("the processes to go", Duration::from_secs(10), || {
+        processes(&out.join("programs")).is_empty()
+    });
+    assert!(!out.join("results.json").exists(), "no results are written for an interrupted run");
+}
+
+#[test]
+fn sigint_during_a_bandwidth_scenario_removes_the_namespace_its_qdisc_and_the_processes() {
+    let out = scratch("validate-sigint");
+    interrupt(validate_native(&out, "ring", "bw200mbit", "3"), &out, "-INT", |prefix| {
+        let ns = namespaces(prefix);
+        ns.len() == 1 && {
+            let q = Command::new("ip")
+                .args(["netns", "exec", &ns[0], "tc", "qdisc", "show", "dev", "lo"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&q.stdout).contains("tbf")
+        }
+    });
+}
+
+#[test]
+fn sigterm_during_a_cpu_quota_scenario_removes_the_cgroup_and_the_processes() {
+    let out = scratch("validate-sigterm");
+    interrupt(validate_native(&out, "ring", "quota25", "3"), &out, "-TERM", |prefix| {
+        cgroups(prefix).len() == 1
+    });
+}
+
+#[test]
+fn a_native_validation_reports_every_scenario_and_leaves_nothing_behind() {
+    let out = scratch("validate-native");
+    let mut c = validate_native(&out, "ring", "tcp,quota100,mpich", "1");
+    c.stdout(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let prefix = format!("mpiskel-{}-", child.id());
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&out.join("results.json"));
+    let rows = v["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["scenario"].as_str().unwrap()).collect();
+    assert_eq!(names, ["tcp", "quota100", "mpich"]);
+    for r in rows {
+        assert_eq!(r["truth"]["runs"], 1);
+        assert!(r["truth"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["by_phase"]["median"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let md = std::fs::read_to_string(out.join("VALIDATION.md")).unwrap();
+    assert!(md.contains("| ring | 4 | quota100 | CPU quota 100 % |"), "{md}");
+    assert!(std::fs::read_to_string(out.join("native.svg")).unwrap().contains("<circle"));
+    assert_eq!(namespaces(&prefix), Vec::<String>::new());
+    assert_eq!(cgroups(&prefix), Vec::<String>::new());
+    assert!(processes(&out.join("programs")).is_empty());
+}
+
+#[test]
+fn the_smpi_suite_predicts_the_replay_of_a_small_npb_trace() {
+    let out = scratch("validate-smpi");
+    let mut c = mpiskel();
+    c.args(["validate", "-q", "--suite", "smpi", "--trace", "bt.S.4"]);
+    c.args(["--scenario", "ref,bw5MBps,share4,coll_mpich", "--fixtures"]);
+    c.arg(shared().join("fixtures")).arg("-o").arg(&out);
+    let summary = run_ok(c, "validate --suite smpi");
+    assert!(summary.contains("| bandwidth | 1 |"), "{summary}");
+    let v = json(&out.join("results.json"));
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        let phase = r["by_phase"]["median"].as_f64().unwrap();
+        match r["replay"].as_f64() {
+            // The method's error against SimGrid's replay of the full trace.
+            Some(replay) => assert!((phase / replay - 1.0).abs() < 0.08, "{r}"),
+            None => assert_eq!(r["scenario"], "coll_mpich", "only MPICH's collectives lack a replay"),
+        }
+    }
+    // Retuning on the CPU-speed-½ platform, given NPB's time there, meets it by ratio.
+    let rt = &v["retune"][0];
+    assert_eq!(rt["scenario"], "speedhalf");
+    let (given, after) = (rt["truth"]["median"].as_f64().unwrap(), rt["ratio_after"].as_f64().unwrap());
+    assert!((after / given - 1.0).abs() <= 0.02, "{rt}");
+    // Re-rendering keeps text around the generated part.
+    let md = out.join("VALIDATION.md");
+    let text = std::fs::read_to_string(&md).unwrap();
+    std::fs::write(&md, format!("{text}\n## Analysis\n\nkept\n")).unwrap();
+    let mut c = mpiskel();
+    c.args(["validate", "-q", "--from-json", "-o"]).arg(&out);
+    run_ok(c, "validate --from-json");
+    let again = std::fs::read_to_string(&md).unwrap();
+    assert!(again.ends_with("## Analysis\n\nkept\n") && again.contains("| bt.S.4 | share4 |"), "{again}");
+}
+
+#[test]
+fn retune_stores_its_scale_runs_apply_it_and_reset_removes_it() {
+    let out = scratch("retune");
+    let skel = out.join("bt.skel");
+    let mut c = mpiskel();
+    c.args(["build", "-q"]).arg(shared().join("fixtures/npb/bt.S.4/trace.txt")).arg("-o").arg(&skel);
+    run_ok(c, "build");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut c = mpiskel();
+        c.args(["run", "--mpi", "smpi", "--json"]).args(extra).arg(&skel);
+        serde_json::from_str(&run_ok(c, "run")).unwrap()
+    };
+    let before = run(&[])["predicted_ratio_s"].as_f64().unwrap();
+    let target = before * 1.3;
+    let mut c = mpiskel();
+    c.args(["retune", "--mpi", "smpi", "--app-time", &target.to_string()]).arg(&skel);
+    let said = run_ok(c, "retune --app-time");
+    assert!(said.contains("--compute-scale"), "{said}");
+    let doc = json(&skel.join("skeleton.json"));
+    let scale = doc["tuning"]["compute_scale"].as_f64().unwrap();
+    assert!(scale > 1.0, "more computation is needed to take longer: {scale}");
+    assert_eq!(doc["tuning"]["mode"], "app-time");
+    let args = std::fs::read_to_string(skel.join("tuning.args")).unwrap();
+    assert!(args.starts_with("--compute-scale "), "{args}");
+    // SimGrid runs are deterministic: the tuned skeleton meets the target.
+    let after = run(&[])["predicted_ratio_s"].as_f64().unwrap();
+    assert!((after / target - 1.0).abs() <= 0.02, "{after} against {target}");
+    let untuned = run(&["--untuned"])["predicted_ratio_s"].as_f64().unwrap();
+    assert!((untuned / before - 1.0).abs() < 1e-9, "{untuned} against {before}");
+    // Work mode is for real processors.
+    let mut c = mpiskel();
+    c.args(["retune", "--mpi", "smpi", "--work"]).arg(&skel);
+    let e = c.output().unwrap();
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("simulated work already"));
+    let mut c = mpiskel();
+    c.args(["retune", "--reset"]).arg(&skel);
+    run_ok(c, "retune --reset");
+    assert!(json(&skel.join("skeleton.json")).get("tuning").is_none());
+    assert!(!skel.join("tuning.args").exists());
+    // Asking for nothing is an error that says what to ask.
+    let mut c = mpiskel();
+    c.arg("retune").arg(&skel);
+    let e = c.output().unwrap();
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--app-time SECONDS, --work, or --reset"));
+}
