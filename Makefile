@@ -1,5 +1,5 @@
 # mpiskel tasks. `make demo` and `make test` set up everything they need on Debian.
-.PHONY: deps demo test lint bench fixtures
+.PHONY: deps demo test lint bench fixtures validate
 
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
@@ -36,3 +36,10 @@ bench: deps
 fixtures: deps
 	cargo build --release
 	fixtures/record.sh
+
+# Predictions across platforms: VALIDATION.md, validation/results.json and validation/*.svg.
+# The SimGrid suite needs ../shared/fixtures; the native suite runs real MPI under network
+# namespaces and CPU cgroups, as root (about 25 minutes on 2 cores).
+validate: deps
+	cargo build --release
+	target/release/mpiskel validate -o validation --markdown VALIDATION.md --reps 3
