@@ -168,18 +168,22 @@ impl Netns {
                 .context("creating a network namespace (needs root and iproute2)")?;
             quiet(Command::new("ip").args(["-n", &ns.name, "link", "set", "lo", "up"]))?;
             if let Some(rate) = rate {
-                quiet(Command::new("ip").args(["netns", "exec", &ns.name, "tc", "qdisc", "add"]).args([
-                    "dev",
-                    "lo",
-                    "root",
-                    "tbf",
-                    "rate",
-                    rate,
-                    "burst",
-                    &burst.to_string(),
-                    "latency",
-                    "200ms",
-                ]))
+                quiet(
+                    Command::new("ip")
+                        .args(["netns", "exec", &ns.name, "tc", "qdisc", "add"])
+                        .args([
+                            "dev",
+                            "lo",
+                            "root",
+                            "tbf",
+                            "rate",
+                            rate,
+                            "burst",
+                            &burst.to_string(),
+                            "latency",
+                            "200ms",
+                        ]),
+                )
                 .context("adding the tbf qdisc (needs tc from iproute2)")?;
             }
             Ok(())

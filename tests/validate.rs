@@ -172,13 +172,16 @@ fn the_smpi_suite_predicts_the_replay_of_a_small_npb_trace() {
         match r["replay"].as_f64() {
             // The method's error against SimGrid's replay of the full trace.
             Some(replay) => assert!((phase / replay - 1.0).abs() < 0.08, "{r}"),
-            None => assert_eq!(r["scenario"], "coll_mpich", "only MPICH's collectives lack a replay"),
+            None => {
+                assert_eq!(r["scenario"], "coll_mpich", "only MPICH's collectives lack a replay")
+            }
         }
     }
     // Retuning on the CPU-speed-½ platform, given NPB's time there, meets it by ratio.
     let rt = &v["retune"][0];
     assert_eq!(rt["scenario"], "speedhalf");
-    let (given, after) = (rt["truth"]["median"].as_f64().unwrap(), rt["ratio_after"].as_f64().unwrap());
+    let (given, after) =
+        (rt["truth"]["median"].as_f64().unwrap(), rt["ratio_after"].as_f64().unwrap());
     assert!((after / given - 1.0).abs() <= 0.02, "{rt}");
     // Re-rendering keeps text around the generated part.
     let md = out.join("VALIDATION.md");
@@ -188,7 +191,10 @@ fn the_smpi_suite_predicts_the_replay_of_a_small_npb_trace() {
     c.args(["validate", "-q", "--from-json", "-o"]).arg(&out);
     run_ok(c, "validate --from-json");
     let again = std::fs::read_to_string(&md).unwrap();
-    assert!(again.ends_with("## Analysis\n\nkept\n") && again.contains("| bt.S.4 | share4 |"), "{again}");
+    assert!(
+        again.ends_with("## Analysis\n\nkept\n") && again.contains("| bt.S.4 | share4 |"),
+        "{again}"
+    );
 }
 
 #[test]
@@ -196,7 +202,10 @@ fn retune_stores_its_scale_runs_apply_it_and_reset_removes_it() {
     let out = scratch("retune");
     let skel = out.join("bt.skel");
     let mut c = mpiskel();
-    c.args(["build", "-q"]).arg(shared().join("fixtures/npb/bt.S.4/trace.txt")).arg("-o").arg(&skel);
+    c.args(["build", "-q"])
+        .arg(shared().join("fixtures/npb/bt.S.4/trace.txt"))
+        .arg("-o")
+        .arg(&skel);
     run_ok(c, "build");
     let run = |extra: &[&str]| -> serde_json::Value {
         let mut c = mpiskel();

@@ -380,7 +380,7 @@ impl Gen<'_> {
                         let start = match op {
                             Op::Barrier => quote! { #cm.immediate_barrier() },
                             Op::Bcast => {
-                                quote! { #cm.process_at_rank(#root).immediate_broadcast_into(req.scope(), req.bytes(#n)) }
+                                quote! { #cm.process_at_rank(#root).immediate_broadcast_into(req.scope(), buf) }
                             }
                             Op::Reduce => quote! { rt::ireduce(req, &#cm, #root, &#sb[..#r]) },
                             Op::Allreduce => {
@@ -398,7 +398,15 @@ impl Gen<'_> {
                             Op::Alltoall => quote! { rt::iall_to_all(req, &#cm, k.sbuf(), #n) },
                             _ => quote! { rt::ireduce_scatter_block(req, &#cm, #sb, #r) },
                         };
-                        quote! { req.put(#s, #start); }
+                        if *op == Op::Bcast {
+                            // The slot's own buffer, as for a receive.
+                            quote! {
+                                let buf = req.recv_buf(#s, #n);
+                                req.put(#s, #start);
+                            }
+                        } else {
+                            quote! { req.put(#s, #start); }
+                        }
                     }
                 };
                 let blocking_name = traced.name().strip_prefix('I').unwrap_or(traced.name());
@@ -595,7 +603,10 @@ fn pool_bytes(body: &[Stmt], n_ranks: u64) -> u64 {
 fn slot_counts(body: &[Stmt], out: &mut [u64]) {
     for s in body {
         match s {
-            Stmt::Call { call: Call::Recv { slot: Some(r), count, .. } } => {
+            Stmt::Call { call: Call::Recv { slot: Some(r), count, .. } }
+            | Stmt::Call {
+                call: Call::Collective { op: Op::Bcast, slot: Some(r), bytes: count, .. },
+            } => {
                 for k in slots_of(r) {
                     if let Some(b) = out.get_mut(k as usize) {
                         *b = (*b).max(*count);
