@@ -14,7 +14,7 @@
 //!    interleaved under OpenMPI; medians of their predicted application times.
 //!
 //! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
-//! BENCH_ONLY=smpi|native|rust to run one part).
+//! BENCH_ONLY=smpi|native|rust to run one part; BENCH_CASES=collectives,ring to run some cases).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -159,6 +159,17 @@ fn native_cases() -> Vec<(&'static str, u32, Vec<String>)> {
     ]
 }
 
+/// The cases BENCH_CASES names (comma-separated; all when unset).
+fn selected(cases: Vec<(&'static str, u32, Vec<String>)>) -> Vec<(&'static str, u32, Vec<String>)> {
+    match std::env::var("BENCH_CASES") {
+        Ok(v) if !v.is_empty() => {
+            let names: Vec<&str> = v.split(',').collect();
+            cases.into_iter().filter(|c| names.contains(&c.0)).collect()
+        }
+        _ => cases,
+    }
+}
+
 /// Traces `cmd` on `np` ranks under OpenMPI (`--cpu-time`) into `t`.
 fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
     let mut c = mpiskel();
@@ -174,7 +185,7 @@ fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
 }
 
 fn native(reps: usize) {
-    let cases = native_cases();
+    let cases = selected(native_cases());
     println!("## Native, OpenMPI on this machine: predicted vs measured application time ({reps} runs each, medians)");
     println!("| program | ranks | measured app (s) | skeleton (s) | skeleton / app | by phase (s) | error | by ratio (s) | error |");
     println!("|---|---|---|---|---|---|---|---|---|");
@@ -211,7 +222,7 @@ fn native(reps: usize) {
 /// same trace, run them REPS times each, interleaved, under OpenMPI; compare the medians of
 /// their predicted application times.
 fn rust(reps: usize) {
-    let cases = native_cases();
+    let cases = selected(native_cases());
     let target = root().join("target").join("bench-rust-skeletons").join("openmpi");
     println!("## Rust against C skeletons, OpenMPI on this machine ({reps} runs each, interleaved, medians)");
     println!("| program | ranks | C predicted (s) | C spread | Rust predicted (s) | Rust spread | Rust / C |");
