@@ -28,7 +28,9 @@ pub struct Case {
     args: &'static [&'static str],
 }
 
-/// The applications: two fixture programs and LAMMPS (Debian's, which links OpenMPI only).
+/// The applications: two fixture programs and LAMMPS (Debian's, which links OpenMPI only) on
+/// its `melt` example run for 1000 steps (`melt-long.in` in the programs' folder). `{programs}`
+/// in an argument stands for that folder.
 pub const CASES: &[Case] = &[
     Case { name: "halo2d", ranks: 4, program: "halo", args: &["2x2", "1", "1500", "16384"] },
     Case { name: "ring", ranks: 4, program: "ring", args: &["1500", "32768"] },
@@ -177,7 +179,13 @@ fn build_programs(programs: &Path, work: &Path, mpi: Mpi) -> Result<PathBuf> {
 }
 
 /// The application's command line.
-fn app_command(case: &Case, bin: &Path, mpi: Mpi, setting: Setting) -> Vec<OsString> {
+fn app_command(
+    case: &Case,
+    programs: &Path,
+    bin: &Path,
+    mpi: Mpi,
+    setting: Setting,
+) -> Result<Vec<OsString>> {
     let mut v: Vec<OsString> = Vec::new();
     match mpi {
         Mpi::Mpich => v.push("mpirun.mpich".into()),
@@ -196,8 +204,14 @@ fn app_command(case: &Case, bin: &Path, mpi: Mpi, setting: Setting) -> Vec<OsStr
     } else {
         v.push(bin.join(case.program).into());
     }
-    v.extend(case.args.iter().map(OsString::from));
-    v
+    let programs = std::path::absolute(programs)?;
+    for a in case.args {
+        match a.strip_prefix("{programs}") {
+            Some(rest) => v.push(format!("{}{rest}", programs.display()).into()),
+            None => v.push(a.into()),
+        }
+    }
+    Ok(v)
 }
 
 /// Traces one run of the application (with the prefix of its scenario); returns its time.
@@ -259,7 +273,7 @@ pub fn retune_under_quota(
     let setting = Setting::Quota(percent);
     let scenario = format!("quota{percent}");
     let bin = build_programs(o.programs, o.work, Mpi::Openmpi)?;
-    let cmd = app_command(case, &bin, Mpi::Openmpi, setting);
+    let cmd = app_command(case, o.programs, &bin, Mpi::Openmpi, setting)?;
     let (plain, by_time, by_work) =
         (dir.join("skeleton"), dir.join("skeleton-app-time"), dir.join("skeleton-work"));
     for d in [&by_time, &by_work] {
@@ -342,7 +356,7 @@ pub fn run(
         let bin = bins["openmpi"].clone();
         progress.say(&format!("{}: tracing the reference run", case.name));
         let trace = dir.join("reference.trace");
-        let cmd = app_command(case, &bin, Mpi::Openmpi, Setting::Reference);
+        let cmd = app_command(case, o.programs, &bin, Mpi::Openmpi, Setting::Reference)?;
         run_app(case, &cmd, &[], &trace, o.timeout)?;
         let skel = dir.join("skeleton");
         super::build_skeleton(&trace, &skel, &[])?;
@@ -359,7 +373,7 @@ pub fn run(
                 bins.insert(mpi.name(), build_programs(o.programs, o.work, mpi)?);
             }
             let bin = &bins[mpi.name()];
-            let cmd = app_command(case, bin, mpi, s.setting);
+            let cmd = app_command(case, o.programs, bin, mpi, s.setting)?;
             let env = Env::enter(s.setting)?;
             let prefix = env.prefix();
             let (mut app, mut sk, mut ph, mut ra) =
