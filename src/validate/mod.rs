@@ -133,6 +133,27 @@ pub fn build_skeleton(trace: &Path, dir: &Path, extra: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// The entries of `all` named in `names`, in that order (all of them when none are named).
+pub fn pick<T: Clone>(
+    all: &[T],
+    names: &[String],
+    name: impl Fn(&T) -> &str,
+    what: &str,
+) -> Result<Vec<T>> {
+    if names.is_empty() {
+        return Ok(all.to_vec());
+    }
+    names
+        .iter()
+        .map(|n| {
+            all.iter().find(|x| name(x) == n).cloned().with_context(|| {
+                let known: Vec<&str> = all.iter().map(&name).collect();
+                format!("unknown {what} {n:?} (known: {})", known.join(", "))
+            })
+        })
+        .collect()
+}
+
 fn default_fixtures() -> PathBuf {
     match std::env::var_os("MPISKEL_SHARED") {
         Some(s) => PathBuf::from(s).join("fixtures"),
@@ -308,6 +329,16 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scenarios_are_picked_by_name_in_the_order_given() {
+        let all = ["ref", "bw5MBps", "lat10x"];
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(pick(&all, &[], |s| s, "x").unwrap(), all);
+        assert_eq!(pick(&all, &names(&["lat10x", "ref"]), |s| s, "x").unwrap(), ["lat10x", "ref"]);
+        let e = pick(&all, &names(&["fast"]), |s| s, "SimGrid scenario").unwrap_err().to_string();
+        assert_eq!(e, "unknown SimGrid scenario \"fast\" (known: ref, bw5MBps, lat10x)");
+    }
 
     #[test]
     fn the_report_keeps_the_text_around_its_markers() {

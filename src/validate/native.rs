@@ -29,8 +29,7 @@ pub struct Case {
 }
 
 /// The applications: two fixture programs and LAMMPS (Debian's, which links OpenMPI only) on
-/// its `melt` example run for 1000 steps (`melt-long.in` in the programs' folder). `{programs}`
-/// in an argument stands for that folder.
+/// its `melt` example. `{programs}` in an argument stands for the programs' folder.
 pub const CASES: &[Case] = &[
     Case { name: "halo2d", ranks: 4, program: "halo", args: &["2x2", "1", "1500", "16384"] },
     Case { name: "ring", ranks: 4, program: "ring", args: &["1500", "32768"] },
@@ -419,31 +418,8 @@ pub fn run(
 
 /// Picks cases and scenarios by name (all when none are named).
 pub fn select(cases: &[String], scenarios: &[String]) -> Result<(Vec<Case>, Vec<Scenario>)> {
-    let c = if cases.is_empty() {
-        CASES.to_vec()
-    } else {
-        cases
-            .iter()
-            .map(|n| {
-                CASES.iter().find(|c| c.name == n).cloned().with_context(|| {
-                    let all: Vec<&str> = CASES.iter().map(|c| c.name).collect();
-                    format!("unknown case {n:?} (known: {})", all.join(", "))
-                })
-            })
-            .collect::<Result<_>>()?
-    };
-    let s = if scenarios.is_empty() {
-        SCENARIOS.to_vec()
-    } else {
-        scenarios
-            .iter()
-            .map(|n| {
-                SCENARIOS.iter().find(|s| s.name == n).copied().with_context(|| {
-                    let all: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-                    format!("unknown native scenario {n:?} (known: {})", all.join(", "))
-                })
-            })
-            .collect::<Result<_>>()?
-    };
-    Ok((c, s))
+    Ok((
+        super::pick(CASES, cases, |c| c.name, "case")?,
+        super::pick(SCENARIOS, scenarios, |s| s.name, "native scenario")?,
+    ))
 }

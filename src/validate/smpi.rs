@@ -195,18 +195,7 @@ pub fn run(
 
 /// The scenarios named (all when none are).
 pub fn select(names: &[String]) -> Result<Vec<Scenario>> {
-    if names.is_empty() {
-        return Ok(SCENARIOS.to_vec());
-    }
-    names
-        .iter()
-        .map(|n| {
-            SCENARIOS.iter().find(|s| s.name == n).copied().with_context(|| {
-                let all: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-                format!("unknown SimGrid scenario {n:?} (known: {})", all.join(", "))
-            })
-        })
-        .collect()
+    super::pick(SCENARIOS, names, |s| s.name, "SimGrid scenario")
 }
 
 #[cfg(test)]
