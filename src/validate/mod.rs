@@ -11,6 +11,8 @@ pub mod report;
 pub mod retune;
 pub mod smpi;
 
+use crate::compress::write_atomic;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
@@ -159,13 +161,6 @@ fn default_fixtures() -> PathBuf {
         Some(s) => PathBuf::from(s).join("fixtures"),
         None => PathBuf::from("../shared/fixtures"),
     }
-}
-
-/// Writes `text` to `path` through a temporary file in the same folder.
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
 const BEGIN: &str = "<!-- validate: begin -->";

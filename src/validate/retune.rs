@@ -24,6 +24,7 @@ use super::native::{Case, Options};
 use super::report::RetuneRow;
 use super::Progress;
 use crate::build::{read_skeleton_document, Tuning};
+use crate::compress::write_atomic;
 use crate::run::{run_skeleton, Mpi, RunArgs, RunReport};
 
 /// Adjust a skeleton's compute blocks for the machine it now runs on.
@@ -98,7 +99,7 @@ pub fn store(dir: &Path, tuning: Option<Tuning>) -> Result<()> {
         .with_context(|| format!("{}: not a skeleton folder (no skeleton.json)", dir.display()))?;
     let args = dir.join("tuning.args");
     match &tuning {
-        Some(t) => super::write_atomic(&args, &format!("{}\n", t.skeleton_args().join(" ")))?,
+        Some(t) => write_atomic(&args, &format!("{}\n", t.skeleton_args().join(" ")))?,
         None => {
             if args.exists() {
                 std::fs::remove_file(&args)
@@ -107,7 +108,7 @@ pub fn store(dir: &Path, tuning: Option<Tuning>) -> Result<()> {
         }
     }
     doc.tuning = tuning;
-    super::write_atomic(&dir.join("skeleton.json"), &(serde_json::to_string_pretty(&doc)? + "\n"))
+    write_atomic(&dir.join("skeleton.json"), &serde_json::to_string_pretty(&doc)?)
 }
 
 /// Finds the tuning of one mode; returns it with the untuned report.
