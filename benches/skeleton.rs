@@ -220,13 +220,14 @@ fn native(reps: usize) {
 
 /// Rust against C: for each native case, trace once, build the C and the Rust skeleton of the
 /// same trace, run them REPS times each, interleaved, under OpenMPI; compare the medians of
-/// their predicted application times.
+/// their predicted application times, and give the median of the ratios of each Rust run to the
+/// C run just before it (the machine's slow drifts hit both runs of a pair alike).
 fn rust(reps: usize) {
     let cases = selected(native_cases());
     let target = root().join("target").join("bench-rust-skeletons").join("openmpi");
     println!("## Rust against C skeletons, OpenMPI on this machine ({reps} runs each, interleaved, medians)");
-    println!("| program | ranks | C predicted (s) | C spread | Rust predicted (s) | Rust spread | Rust / C |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| program | ranks | C predicted (s) | C spread | Rust predicted (s) | Rust spread | Rust / C | paired runs |");
+    println!("|---|---|---|---|---|---|---|---|");
     for (name, np, cmd) in cases {
         let work = root().join("target").join("bench-rust").join(name);
         std::fs::create_dir_all(&work).unwrap();
@@ -254,11 +255,13 @@ fn rust(reps: usize) {
             format!("{:+.0} / {:+.0} %", (lo / m - 1.0) * 100.0, (hi / m - 1.0) * 100.0)
         };
         let (c_med, r_med) = (median(cp.clone()), median(rp.clone()));
+        let paired = median(rp.iter().zip(&cp).map(|(r, c)| r / c).collect());
         println!(
-            "| {name} | {np} | {c_med:.4} | {} | {r_med:.4} | {} | {:+.1} % |",
+            "| {name} | {np} | {c_med:.4} | {} | {r_med:.4} | {} | {:+.1} % | {:+.1} % |",
             spread(&cp),
             spread(&rp),
-            (r_med / c_med - 1.0) * 100.0
+            (r_med / c_med - 1.0) * 100.0,
+            (paired - 1.0) * 100.0
         );
     }
 }

@@ -22,6 +22,10 @@ static volatile double sk_sink;
 #endif
 static sk_phase *sk_phases;
 static int sk_nphases;
+/* Per phase, for the computation not run (sk_compute_less): seconds removed, and the seconds
+ * asked of and taken by the parts that ran, whose pace prices the removed ones. */
+static double (*sk_cut)[3];
+static int sk_current = -1;  /* the phase being timed */
 static double sk_t0, sk_begun;
 static long sk_iterations = -1;
 static const char *sk_report_file;
@@ -125,8 +129,8 @@ void sk_rank_weight(const double *weights) {
     sk_weight = weights[rank];
 }
 
-void sk_compute(double seconds) {
-    seconds *= sk_weight * sk_scale;
+/* Computes for `seconds` of the recording machine, weight and scale already applied. */
+static void sk_run(double seconds) {
     if (seconds <= 0.0) {
         return;
     }
@@ -137,6 +141,25 @@ void sk_compute(double seconds) {
 #endif
 }
 
+void sk_compute(double seconds) {
+    sk_run(seconds * sk_weight * sk_scale);
+}
+
+void sk_compute_less(double seconds, double removed) {
+    seconds *= sk_weight * sk_scale;
+    removed *= sk_scale;
+    double kept = seconds - removed;
+    if (removed <= 0.0 || kept <= 0.0 || sk_current < 0 || !sk_cut) {
+        sk_run(seconds);
+        return;
+    }
+    double start = MPI_Wtime();
+    sk_run(kept);
+    sk_cut[sk_current][0] += removed;
+    sk_cut[sk_current][1] += kept;
+    sk_cut[sk_current][2] += MPI_Wtime() - start;
+}
+
 static const double (*sk_dists)[SK_QUANTILES];
 static int sk_ndists;
 
@@ -145,11 +168,12 @@ void sk_distributions(const double (*dists)[SK_QUANTILES], int n) {
     sk_ndists = n;
 }
 
-void sk_compute_drawn(int i) {
+/* A duration drawn from distribution i (inverse CDF, linear between quantiles); 0 without it. */
+static double sk_draw(int i) {
     static const double p[SK_QUANTILES] = {0.0, 0.01, 0.05, 0.1, 0.25, 0.5,
                                            0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
     if (!sk_dists || i < 0 || i >= sk_ndists) {
-        return;
+        return 0.0;
     }
     const double *q = sk_dists[i];
     double u = sk_uniform();
@@ -158,31 +182,52 @@ void sk_compute_drawn(int i) {
         k++;
     }
     double f = (u - p[k]) / (p[k + 1] - p[k]);
-    sk_compute(q[k] * (1.0 - f) + q[k + 1] * f);
+    return q[k] * (1.0 - f) + q[k + 1] * f;
+}
+
+void sk_compute_drawn(int i) {
+    sk_compute(sk_draw(i));
+}
+
+void sk_compute_drawn_less(int i, double removed) {
+    sk_compute_less(sk_draw(i), removed);
 }
 
 void sk_start(sk_phase *phases, int n) {
     sk_phases = phases;
     sk_nphases = n;
+    free(sk_cut);
+    sk_cut = calloc((size_t)n, sizeof *sk_cut);
     MPI_Barrier(MPI_COMM_WORLD);
     sk_t0 = MPI_Wtime();
 }
 
 void sk_phase_begin(int i) {
-    (void)i;
+    sk_current = i;
     sk_begun = MPI_Wtime();
 }
 
 void sk_phase_end(int i) {
     sk_phases[i].seconds += MPI_Wtime() - sk_begun;
+    sk_current = -1;
 }
 
 void sk_phase_add(int i, double seconds) {
     sk_phases[i].seconds += seconds;
 }
 
+/* Seconds of removed computation added back to phase i: what was removed, at the pace the
+ * parts that ran kept over the whole phase. */
+static double sk_restored_of(int i) {
+    if (!sk_cut || sk_cut[i][1] <= 0.0) {
+        return 0.0;
+    }
+    return sk_cut[i][0] * sk_cut[i][2] / sk_cut[i][1];
+}
+
 /* Predicted application seconds of phase i: its own time (less its timed inner loops) scaled
- * by its iterations, plus each inner loop's time scaled by the inner loop's. */
+ * by its iterations, plus each inner loop's time scaled by the inner loop's, plus the removed
+ * computation added back. */
 static double sk_predicted(int i) {
     const sk_phase *p = &sk_phases[i];
     double own = p->seconds, inner = 0.0;
@@ -192,7 +237,7 @@ static double sk_predicted(int i) {
             inner += sk_predicted(j);
         }
     }
-    return (p->run > 0 ? own * (double)p->full / (double)p->run : 0.0) + inner;
+    return (p->run > 0 ? own * (double)p->full / (double)p->run : 0.0) + inner + sk_restored_of(i);
 }
 
 void sk_report(const char *name, double factor, double recorded_app_s) {
@@ -232,8 +277,9 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
         const sk_phase *p = &sk_phases[i];
         at += snprintf(json + at, sizeof json - (size_t)at,
                        "%s{\"name\":\"%s\",\"full\":%ld,\"run\":%ld,\"seconds\":%.9g,"
-                       "\"predicted_s\":%.9g}",
-                       i ? "," : "", p->name, p->full, p->run, p->seconds, sk_predicted(i));
+                       "\"restored_s\":%.9g,\"predicted_s\":%.9g}",
+                       i ? "," : "", p->name, p->full, p->run, p->seconds, sk_restored_of(i),
+                       sk_predicted(i));
     }
     snprintf(json + at, sizeof json - (size_t)at, "]}");
     printf("MPISKEL_REPORT %s\n", json);

@@ -50,6 +50,11 @@ void sk_distributions(const double (*dists)[SK_QUANTILES], int n);
 /* Busy computation for a duration drawn from distribution i (inverse CDF, linear between
  * quantiles; the generator is seeded by the rank, so runs repeat). */
 void sk_compute_drawn(int i);
+/* sk_compute and sk_compute_drawn less `removed` seconds of the recording machine, which are
+ * not run: the time they would take here, at the pace the rest of the block ran, is added to
+ * the prediction of the phase being timed (the set-up's cut; every rank removes the same). */
+void sk_compute_less(double seconds, double removed);
+void sk_compute_drawn_less(int i, double removed);
 
 /* Timing of phases; sk_start synchronises all ranks and starts the clock. */
 void sk_start(sk_phase *phases, int n);

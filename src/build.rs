@@ -53,7 +53,8 @@ pub struct BuildArgs {
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
     /// Seconds the skeleton should run on the recording machine [default: the shorter of 60 s
-    /// and a tenth of the application's time].
+    /// and a twelfth of the application's time, so that it stays under a tenth where the
+    /// platform slows the parts that run whole more than the main loop].
     #[arg(long, value_name = "SECONDS")]
     target_time: Option<f64>,
     /// Language of the skeleton.
@@ -326,6 +327,12 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     if !s.note.is_empty() {
         eprintln!("note: main loop {}", s.note);
     }
+    if s.setup_removed_s > 0.0 {
+        eprintln!(
+            "note: {:.6} s of set-up computation per rank are not run; the skeleton adds their time back to its prediction",
+            s.setup_removed_s
+        );
+    }
     println!(
         "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; recorded {:.4} s, skeleton ≈ {:.4} s (×{:.3})",
         a.output.display(),
@@ -461,6 +468,13 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
         sc.skeleton_estimate_s,
         sc.factor
     );
+    if sc.setup_removed_s > 0.0 {
+        let _ = writeln!(
+            s,
+            "           set-up: {:.6} s of computation per rank not run, added back to the prediction",
+            sc.setup_removed_s
+        );
+    }
     if !sc.note.is_empty() {
         let _ = writeln!(s, "           main loop {}", sc.note);
     }

@@ -360,10 +360,28 @@ impl Names<'_> {
         let pad = "    ".repeat(indent);
         for s in body {
             match s {
-                Stmt::Compute { seconds: x, dist: None } => {
+                Stmt::Compute { seconds: x, dist: None, removed } if *removed > 0.0 => {
+                    out.push(format!(
+                        "{pad}sk_compute_less({}, {}); /* {} s of it are not run but added to the \
+                         prediction */",
+                        seconds(*x),
+                        seconds(*removed),
+                        seconds(*removed)
+                    ));
+                }
+                Stmt::Compute { seconds: x, dist: None, .. } => {
                     out.push(format!("{pad}sk_compute({});", seconds(*x)));
                 }
-                Stmt::Compute { seconds: x, dist: Some(d) } => out.push(format!(
+                Stmt::Compute { seconds: x, dist: Some(d), removed } if *removed > 0.0 => {
+                    out.push(format!(
+                        "{pad}sk_compute_drawn_less({d}, {}); /* {} s on average, of which {} s \
+                         are not run but added to the prediction */",
+                        seconds(*removed),
+                        seconds(*x),
+                        seconds(*removed)
+                    ));
+                }
+                Stmt::Compute { seconds: x, dist: Some(d), .. } => out.push(format!(
                     "{pad}sk_compute_drawn({d}); /* {} s on average */",
                     seconds(*x)
                 )),
@@ -749,6 +767,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         app_time_source => scaling.app_time_source,
         skeleton_estimate => format!("{:.6}", scaling.skeleton_estimate_s),
         factor => format!("{:.6}", scaling.factor),
+        setup_removed => if scaling.setup_removed_s > 0.0 {
+            crate::c::seconds(scaling.setup_removed_s)
+        } else {
+            String::new()
+        },
         target => format!("{:.6}", scaling.target_s),
         slurm_time => slurm_time(scaling.skeleton_estimate_s),
         matching => skel.matching,

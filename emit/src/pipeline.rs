@@ -91,7 +91,13 @@ pub fn make(
         }
         for p in skeleton.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
             p.run = p.full;
+            for s in &mut p.body {
+                if let crate::program::Stmt::Compute { removed, .. } = s {
+                    *removed = 0.0;
+                }
+            }
         }
+        scaling.setup_removed_s = 0.0;
         (programs, reused) = instantiate(&skeleton);
         if let Some(d) = check(&programs) {
             return Err(PipelineError::Deadlock(d));

@@ -239,6 +239,12 @@ pub enum Stmt {
         /// Where the recorded gaps spread: the distribution (index into
         /// [`Skeleton::distributions`]) each execution draws its duration from.
         dist: Option<usize>,
+        /// Seconds taken out of every rank's duration to shorten the skeleton (a long set-up
+        /// block; see [`crate::scale`]): the same amount on every rank, so that the ranks'
+        /// differences, and the waiting they cause, stay. The runtime adds the time it would
+        /// have taken back into its phase's prediction.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        removed: f64,
     },
     /// An MPI call.
     Call {
@@ -1271,10 +1277,10 @@ fn lower(
                     // Merge with a preceding plain compute block (dropped calls leave two in a
                     // row).
                     match out.last_mut() {
-                        Some(Stmt::Compute { seconds, dist: None }) if dist.is_none() => {
+                        Some(Stmt::Compute { seconds, dist: None, .. }) if dist.is_none() => {
                             *seconds += g;
                         }
-                        _ => out.push(Stmt::Compute { seconds: g, dist }),
+                        _ => out.push(Stmt::Compute { seconds: g, dist, removed: 0.0 }),
                     }
                 }
                 if let Some(c) = &calls[*leaf] {
@@ -1302,6 +1308,11 @@ fn lower(
             }
         }
     }
+}
+
+/// Whether a number is zero (left out of the JSON).
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Recorded compute seconds of one pass over `body` (loops at their counts; guards once).

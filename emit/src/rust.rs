@@ -429,11 +429,28 @@ impl Gen<'_> {
         let mut out = TokenStream::new();
         for s in body {
             out.extend(match s {
-                Stmt::Compute { seconds: x, dist: None } => {
+                Stmt::Compute { seconds: x, dist: None, removed } if *removed > 0.0 => {
+                    let n = note(&format!(
+                        "{} s of it are not run but added to the prediction",
+                        seconds(*removed)
+                    ));
+                    let (x, r) = (float(*x), float(*removed));
+                    quote! { #n sk.compute_less(#x, #r); }
+                }
+                Stmt::Compute { seconds: x, dist: None, .. } => {
                     let x = float(*x);
                     quote! { sk.compute(#x); }
                 }
-                Stmt::Compute { seconds: x, dist: Some(d) } => {
+                Stmt::Compute { seconds: x, dist: Some(d), removed } if *removed > 0.0 => {
+                    let n = note(&format!(
+                        "{} s on average, of which {} s are not run but added to the prediction",
+                        seconds(*x),
+                        seconds(*removed)
+                    ));
+                    let (d, r) = (Literal::usize_unsuffixed(*d), float(*removed));
+                    quote! { #n sk.compute_drawn_less(#d, #r); }
+                }
+                Stmt::Compute { seconds: x, dist: Some(d), .. } => {
                     let n = note(&format!("{} s on average", seconds(*x)));
                     let d = Literal::usize_unsuffixed(*d);
                     quote! { #n sk.compute_drawn(#d); }
@@ -661,6 +678,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         app_time_source => scaling.app_time_source,
         skeleton_estimate => format!("{:.6}", scaling.skeleton_estimate_s),
         factor => format!("{:.6}", scaling.factor),
+        setup_removed => if scaling.setup_removed_s > 0.0 {
+            crate::c::seconds(scaling.setup_removed_s)
+        } else {
+            String::new()
+        },
         target => format!("{:.6}", scaling.target_s),
         slurm_time => slurm_time(scaling.skeleton_estimate_s),
         matching => skel.matching,
@@ -1176,13 +1198,26 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
     }
     header.push_str(&format!(
         "Scaling:   main loop runs {} of {} iterations; recorded application\n\
-         time {:.6} s, expected skeleton time {:.6} s (factor {:.6}).\n\n\
-         The report at the end gives the predicted application time two ways: each phase's measured\n\
+         time {:.6} s, expected skeleton time {:.6} s (factor {:.6}).\n",
+        scaling.main_run,
+        scaling.main_full,
+        scaling.app_time_s,
+        scaling.skeleton_estimate_s,
+        scaling.factor
+    ));
+    if scaling.setup_removed_s > 0.0 {
+        header.push_str(&format!(
+            "Set-up:    {:.6} s of computation per rank not run, its time added back to\n\
+             the prediction (`compute_less`).\n",
+            scaling.setup_removed_s
+        ));
+    }
+    header.push_str(
+        "\nThe report at the end gives the predicted application time two ways: each phase's measured\n\
          time x (full iterations / iterations run), and the whole run x the factor above.\n\
          Build with `cargo build --release` (MPICC=... or MPI_PKG_CONFIG=... chooses the MPI library),\n\
          run with ./run.sh; see README.md.",
-        scaling.main_run, scaling.main_full, scaling.app_time_s, scaling.skeleton_estimate_s, scaling.factor
-    ));
+    );
     let header_lines =
         header.lines().map(|l| if l.is_empty() { String::new() } else { format!(" {l}") });
 

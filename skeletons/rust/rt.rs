@@ -40,14 +40,28 @@ pub struct Phase {
     /// Iterations this skeleton runs.
     pub run: i64,
     seconds: f64,
+    /// Computation not run (see [`Runtime::compute_less`]): seconds removed, and the seconds
+    /// asked of and taken by the parts that ran, whose pace prices the removed ones.
+    cut: [f64; 3],
     /// For an inner loop timed on its own: its phase.
     parent: Option<usize>,
 }
 
 impl Phase {
+    /// Seconds of removed computation added back: what was removed, at the pace the parts that
+    /// ran kept over the whole phase.
+    fn restored(&self) -> f64 {
+        let [removed, kept, took] = self.cut;
+        if kept > 0.0 {
+            removed * took / kept
+        } else {
+            0.0
+        }
+    }
+
     /// A phase of `full` iterations in the application, of which the skeleton runs `run`.
     pub fn new(name: &'static str, full: i64, run: i64) -> Phase {
-        Phase { name, full, run, seconds: 0.0, parent: None }
+        Phase { name, full, run, seconds: 0.0, cut: [0.0; 3], parent: None }
     }
 
     /// An inner loop of phase `parent`, timed on its own.
@@ -73,6 +87,8 @@ pub struct Runtime {
     phases: Vec<Phase>,
     t0: f64,
     begun: f64,
+    /// The phase being timed.
+    current: Option<usize>,
 }
 
 impl Runtime {
@@ -93,6 +109,7 @@ impl Runtime {
             phases: Vec::new(),
             t0: 0.0,
             begun: 0.0,
+            current: None,
         };
         let mut fixed_rate: Option<f64> = None;
         let mut args = std::env::args().skip(1);
@@ -181,17 +198,53 @@ impl Runtime {
 
     /// Busy computation for `seconds` of the recording machine (times this rank's weight).
     pub fn compute(&mut self, seconds: f64) {
-        let s = seconds * self.weight * self.scale;
-        if s > 0.0 {
-            self.spin((s * self.rate + 0.5) as u64);
+        self.run_for(seconds * self.weight * self.scale);
+    }
+
+    /// Busy computation for `seconds`, weight and scale already applied.
+    fn run_for(&mut self, seconds: f64) {
+        if seconds > 0.0 {
+            self.spin((seconds * self.rate + 0.5) as u64);
         }
+    }
+
+    /// [`Runtime::compute`] less `removed` seconds of the recording machine, which are not run:
+    /// the time they would take here, at the pace the rest of the block ran, is added to the
+    /// prediction of the phase being timed (the set-up's cut; every rank removes the same).
+    pub fn compute_less(&mut self, seconds: f64, removed: f64) {
+        let seconds = seconds * self.weight * self.scale;
+        let removed = removed * self.scale;
+        let kept = seconds - removed;
+        let Some(i) = self.current.filter(|_| removed > 0.0 && kept > 0.0) else {
+            self.run_for(seconds);
+            return;
+        };
+        let start = mpi::time();
+        self.run_for(kept);
+        let took = mpi::time() - start;
+        let cut = &mut self.phases[i].cut;
+        cut[0] += removed;
+        cut[1] += kept;
+        cut[2] += took;
     }
 
     /// Busy computation for a duration drawn from distribution `i` (inverse CDF, linear
     /// between quantiles).
     pub fn compute_drawn(&mut self, i: usize) {
+        let x = self.draw(i);
+        self.compute(x);
+    }
+
+    /// [`Runtime::compute_drawn`] less `removed` seconds, as [`Runtime::compute_less`].
+    pub fn compute_drawn_less(&mut self, i: usize, removed: f64) {
+        let x = self.draw(i);
+        self.compute_less(x, removed);
+    }
+
+    /// A duration drawn from distribution `i`; 0 without it.
+    fn draw(&mut self, i: usize) -> f64 {
         let Some(q) = self.dists.get(i).copied() else {
-            return;
+            return 0.0;
         };
         let u = self.uniform();
         let mut k = 0;
@@ -199,7 +252,7 @@ impl Runtime {
             k += 1;
         }
         let f = (u - LEVELS[k]) / (LEVELS[k + 1] - LEVELS[k]);
-        self.compute(q[k] * (1.0 - f) + q[k + 1] * f);
+        q[k] * (1.0 - f) + q[k + 1] * f
     }
 
     /// Synchronises all ranks and starts the clock.
@@ -215,13 +268,15 @@ impl Runtime {
     }
 
     /// Starts timing phase `i`.
-    pub fn phase_begin(&mut self, _i: usize) {
+    pub fn phase_begin(&mut self, i: usize) {
+        self.current = Some(i);
         self.begun = mpi::time();
     }
 
     /// Stops timing phase `i`.
     pub fn phase_end(&mut self, i: usize) {
         self.phases[i].seconds += mpi::time() - self.begun;
+        self.current = None;
     }
 
     /// Adds seconds to phase `i` (an inner loop timed inside its phase).
@@ -230,7 +285,8 @@ impl Runtime {
     }
 
     /// Predicted application seconds of phase `i`: its own time (less its timed inner loops)
-    /// scaled by its iterations, plus each inner loop's time scaled by the inner loop's.
+    /// scaled by its iterations, plus each inner loop's time scaled by the inner loop's, plus
+    /// the removed computation added back.
     fn predicted(&self, i: usize) -> f64 {
         let p = &self.phases[i];
         let (mut own, mut inner) = (p.seconds, 0.0);
@@ -240,7 +296,7 @@ impl Runtime {
                 inner += self.predicted(j);
             }
         }
-        (if p.run > 0 { own * p.full as f64 / p.run as f64 } else { 0.0 }) + inner
+        (if p.run > 0 { own * p.full as f64 / p.run as f64 } else { 0.0 }) + inner + p.restored()
     }
 
     /// Gathers the times and prints the report on rank 0. `factor`: application time /
@@ -273,11 +329,12 @@ impl Runtime {
             .enumerate()
             .map(|(i, p)| {
                 format!(
-                    "{{\"name\":\"{}\",\"full\":{},\"run\":{},\"seconds\":{},\"predicted_s\":{}}}",
+                    "{{\"name\":\"{}\",\"full\":{},\"run\":{},\"seconds\":{},\"restored_s\":{},\"predicted_s\":{}}}",
                     p.name,
                     p.full,
                     p.run,
                     g(p.seconds, 9),
+                    g(p.restored(), 9),
                     g(self.predicted(i), 9)
                 )
             })
