@@ -57,6 +57,12 @@ pub struct BuildArgs {
     /// platform slows the parts that run whole more than the main loop].
     #[arg(long, value_name = "SECONDS")]
     target_time: Option<f64>,
+    /// Run the computation outside loops (set-up, steps between loops, finish) whole, even when
+    /// the skeleton is then over its target. By default, when the loops are cut as far as they
+    /// go and the skeleton is still over, every rank skips the same seconds of that computation
+    /// and adds their time, at the pace of the part it runs, back to the prediction.
+    #[arg(long)]
+    whole_setup: bool,
     /// Language of the skeleton.
     #[arg(long, value_enum, default_value_t = Lang::C)]
     lang: Lang,
@@ -246,7 +252,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         ),
     };
     let target = a.target_time.unwrap_or_else(|| default_target(app_time));
-    let built = match make(&lt, app_time, &source, target) {
+    let built = match make(&lt, app_time, &source, target, !a.whole_setup) {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             eprint!("{d}");

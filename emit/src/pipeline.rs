@@ -64,12 +64,14 @@ pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
 }
 
 /// Builds, scales and checks the skeleton of `lt` for `target_s` seconds, given the recorded
-/// application time.
+/// application time; `setup_cut`: whether a set-up over the budget may be cut
+/// ([`crate::scale`]).
 pub fn make(
     lt: &LogicalTrace,
     app_time_s: f64,
     app_time_source: &str,
     target_s: f64,
+    setup_cut: bool,
 ) -> Result<Built, PipelineError> {
     let mut stage_seconds = Vec::new();
     let t = Instant::now();
@@ -77,7 +79,7 @@ pub fn make(
     stage_seconds.push(("loop nests".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
     let mut skeleton = build(lt, &nests)?;
-    let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s);
+    let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s, setup_cut);
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
     let (mut programs, mut reused) = instantiate(&skeleton);

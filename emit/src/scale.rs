@@ -233,8 +233,15 @@ pub fn default_target(app_time_s: f64) -> f64 {
     (app_time_s / 12.0).min(60.0)
 }
 
-/// Cuts the main loops of `skel` for `target_s` (see the module documentation).
-pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) -> Scaling {
+/// Cuts the main loops of `skel` for `target_s` (see the module documentation); with
+/// `setup_cut` false, the straight-line phases keep all their computation.
+pub fn scale(
+    skel: &mut Skeleton,
+    app_time_s: f64,
+    source: &str,
+    target_s: f64,
+    setup_cut: bool,
+) -> Scaling {
     // The largest class by computation decides the split.
     let weight = |c: &crate::program::ClassProgram| -> (f64, f64) {
         let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
@@ -297,7 +304,7 @@ pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) 
         estimate = cut_inner(skel, estimate, target_s, &seconds_of);
     }
     let mut setup_removed_s = 0.0;
-    if estimate > target_s && k == 1 && lead_compute > 0.0 {
+    if setup_cut && estimate > target_s && k == 1 && lead_compute > 0.0 {
         (estimate, setup_removed_s) = cut_setup(skel, estimate, target_s, &seconds_of);
     }
     Scaling {
