@@ -19,7 +19,7 @@ use std::io::Write as _;
 
 use bumpalo::Bump;
 use mpi::collective::SystemOperation;
-use mpi::request::{LocalScope, Request, RequestCollection, StaticScope};
+use mpi::request::{LocalScope, Request, StaticScope};
 use mpi::topology::{CartesianCommunicator, Rank};
 use mpi::traits::*;
 
@@ -490,6 +490,18 @@ impl Pending<'_, '_> {
             Pending::Barrier(r) => r.wait_without_status(),
         }
     }
+
+    /// The raw request, taken out of its scope's count.
+    ///
+    /// # Safety
+    /// The request must be completed (`MPI_Wait…`) before its buffer's lifetime `'p` ends.
+    unsafe fn into_raw(self) -> mpi::ffi::MPI_Request {
+        match self {
+            Pending::Bytes(r) => r.into_raw().0,
+            Pending::Reals(r) => r.into_raw().0,
+            Pending::Barrier(r) => r.into_raw().0,
+        }
+    }
 }
 
 /// The request slots of one scope: slot `k` holds the request of the `k`-th non-blocking call
@@ -557,27 +569,25 @@ impl<'p, 's> Requests<'p, 's> {
         self.slots[k] = Some(r.into());
     }
 
-    /// Waits for the requests in `slots` (`MPI_Waitall` in the C skeleton): those on bytes (all
-    /// point-to-point ones) together, with one `MPI_Waitall` through a request collection; the
-    /// others (reductions on doubles, barriers) one by one.
+    /// Waits for the requests in `slots` together, with one `MPI_Waitall` as the C skeleton
+    /// does (rsmpi's request collections hold requests on one buffer type only, so the raw
+    /// requests are passed to MPI directly).
     pub fn wait(&mut self, slots: &[usize]) {
-        let mut bytes = Vec::new();
-        for &k in slots {
-            match self.slots[k].take() {
-                Some(Pending::Bytes(r)) => bytes.push(r),
-                Some(other) => other.wait(),
-                None => {}
-            }
-        }
-        match bytes.len() {
+        let mut raw: Vec<mpi::ffi::MPI_Request> =
+            slots.iter().filter_map(|&k| self.slots[k].take())
+                // SAFETY: `MPI_Waitall` below completes every request before this returns, while
+                // their buffers (borrowed for `'p`) are alive.
+                .map(|p| unsafe { p.into_raw() })
+                .collect();
+        match raw.len() {
             0 => {}
-            1 => bytes.into_iter().for_each(|r| r.wait_without_status()),
-            n => mpi::request::multiple_scope(n, |_, all: &mut RequestCollection<'p, [u8]>| {
-                for r in bytes {
-                    all.add(r);
+            n => {
+                let n = i32::try_from(n).expect("fewer requests than i32::MAX");
+                // SAFETY: `raw` holds `n` valid requests; statuses are ignored.
+                unsafe {
+                    mpi::ffi::MPI_Waitall(n, raw.as_mut_ptr(), mpi::ffi::RSMPI_STATUSES_IGNORE);
                 }
-                all.wait_all(&mut Vec::with_capacity(n));
-            }),
+            }
         }
     }
 
