@@ -221,13 +221,17 @@ fn native(reps: usize) {
 /// Rust against C: for each native case, trace once, build the C and the Rust skeleton of the
 /// same trace, run them REPS times each, interleaved, under OpenMPI; compare the medians of
 /// their predicted application times, and give the median of the ratios of each Rust run to the
-/// C run just before it (the machine's slow drifts hit both runs of a pair alike).
+/// C run just before it (the machine's slow drifts hit both runs of a pair alike), each with a
+/// 95 % bootstrap interval (pairs resampled together). Every run's prediction is kept in
+/// target/bench-rust/NAME/runs.json.
 fn rust(reps: usize) {
     let cases = selected(native_cases());
     let target = root().join("target").join("bench-rust-skeletons").join("openmpi");
     println!("## Rust against C skeletons, OpenMPI on this machine ({reps} runs each, interleaved, medians)");
-    println!("| program | ranks | C predicted (s) | C spread | Rust predicted (s) | Rust spread | Rust / C | paired runs |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| program | ranks | C predicted (s) | C spread | Rust predicted (s) | Rust spread | Rust / C | 95 % interval | paired runs | 95 % interval |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, np, cmd) in cases {
         let work = root().join("target").join("bench-rust").join(name);
         std::fs::create_dir_all(&work).unwrap();
@@ -254,16 +258,53 @@ fn rust(reps: usize) {
             let hi = v.iter().copied().fold(0.0, f64::max);
             format!("{:+.0} / {:+.0} %", (lo / m - 1.0) * 100.0, (hi / m - 1.0) * 100.0)
         };
+        // Every run's prediction, for a closer look (target/bench-rust/NAME/runs.json).
+        let runs = serde_json::json!({ "c_predicted_s": cp, "rust_predicted_s": rp });
+        std::fs::write(work.join("runs.json"), runs.to_string()).unwrap();
+        let ratio_of_medians = |picks: &[usize]| {
+            median(picks.iter().map(|&i| rp[i]).collect())
+                / median(picks.iter().map(|&i| cp[i]).collect())
+        };
+        let median_of_ratios =
+            |picks: &[usize]| median(picks.iter().map(|&i| rp[i] / cp[i]).collect());
+        let all: Vec<usize> = (0..reps).collect();
+        let pct = |x: f64| (x - 1.0) * 100.0;
         let (c_med, r_med) = (median(cp.clone()), median(rp.clone()));
-        let paired = median(rp.iter().zip(&cp).map(|(r, c)| r / c).collect());
+        let (lo, hi) = bootstrap(reps, ratio_of_medians);
+        let (plo, phi) = bootstrap(reps, median_of_ratios);
         println!(
-            "| {name} | {np} | {c_med:.4} | {} | {r_med:.4} | {} | {:+.1} % | {:+.1} % |",
+            "| {name} | {np} | {c_med:.4} | {} | {r_med:.4} | {} | {:+.1} % | {:+.1} … {:+.1} % | {:+.1} % | {:+.1} … {:+.1} % |",
             spread(&cp),
             spread(&rp),
-            (r_med / c_med - 1.0) * 100.0,
-            (paired - 1.0) * 100.0
+            pct(ratio_of_medians(&all)),
+            pct(lo),
+            pct(hi),
+            pct(median_of_ratios(&all)),
+            pct(plo),
+            pct(phi)
         );
     }
+}
+
+/// The 2.5 % and 97.5 % points of `stat` over 2000 resamples (with replacement) of the `n` run
+/// pairs, each resample given as the indices it picked; a fixed xorshift generator, so the
+/// interval is repeatable for the same runs.
+fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> f64) -> (f64, f64) {
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let mut values: Vec<f64> = (0..2000)
+        .map(|_| {
+            let picks: Vec<usize> = (0..n).map(|_| next()).collect();
+            stat(&picks)
+        })
+        .collect();
+    values.sort_by(f64::total_cmp);
+    (values[values.len() * 25 / 1000], values[values.len() * 975 / 1000])
 }
 
 fn main() {
