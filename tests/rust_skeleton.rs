@@ -14,7 +14,8 @@ use std::process::Command;
 
 use mpiskel_trace::{Event, OpClass, Payload, Peer, Rank, ReadOptions, TraceSet};
 use support::{
-    fixture, mpi_lock, mpiskel, npb, root, run_with_timeout, scratch, skeleton_fixture_tests,
+    check_report, fixture, mpi_lock, mpiskel, npb, root, run_skeleton, run_with_timeout, scratch,
+    skeleton_fixture_tests,
 };
 
 /// One library's cargo target folder, shared by every skeleton (the `mpi` crate is built once
@@ -69,33 +70,8 @@ fn cargo(dir: &Path, mpi: &str, args: &[&str]) {
 
 /// Builds and runs the skeleton with `mpiskel run --json`; returns the report.
 fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
-    let mut cmd = mpiskel();
-    cmd.args(["run", "--json", "--mpi", mpi, "--timeout", &timeout.to_string(), "--target-dir"])
-        .arg(target_dir(mpi))
-        .arg(dir);
-    let out = run_with_timeout(cmd, timeout + 600);
-    assert!(
-        out.status.success(),
-        "running {} under {mpi}:\n{}{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
-    let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{mpi}: report lacks {k}: {r}"));
-    assert_eq!(r["ranks"].as_u64(), Some(ranks), "{mpi}: {r}");
-    assert!(f("skeleton_s") > 0.0, "{mpi}: {r}");
-    assert!(
-        f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.9,
-        "{mpi}: {r}"
-    );
-    assert!(f("predicted_ratio_s").is_finite() && f("predicted_ratio_s") > 0.0, "{mpi}: {r}");
-    assert!(f("compute_rate") > 0.0, "{mpi}: {r}");
-    assert!(!r["phases"].as_array().expect("phases").is_empty(), "{mpi}: {r}");
-    assert_eq!(r["smpi"].as_bool(), Some(false), "{mpi}: {r}");
+    let target = target_dir(mpi);
+    run_skeleton(dir, mpi, timeout, 600, &["--target-dir".as_ref(), target.as_os_str()])
 }
 
 /// Traces `bin` on `np` ranks under OpenMPI into `out`.

@@ -8,8 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::{
-    fixture, mpi_lock, mpiskel, npb, root, run_with_timeout, scratch, skeleton_fixture_tests,
+    check_report, fixture, mpi_lock, mpiskel, npb, root, run_skeleton, run_with_timeout, scratch,
+    skeleton_fixture_tests,
 };
+
+/// Runs the skeleton with `mpiskel run --json`; returns the report.
+fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
+    run_skeleton(dir, mpi, timeout, 60, &[])
+}
 
 /// Builds the skeleton of `trace` into scratch folder `name`.
 fn build(name: &str, trace: &Path) -> PathBuf {
@@ -55,37 +61,6 @@ fn compile_strict(dir: &Path, cc: &str, extra: &[&str]) {
         dir.display(),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// Runs the skeleton with `mpiskel run --json`; returns the report.
-fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
-    let mut cmd = mpiskel();
-    cmd.args(["run", "--json", "--mpi", mpi, "--timeout", &timeout.to_string()]).arg(dir);
-    let out = run_with_timeout(cmd, timeout + 60);
-    assert!(
-        out.status.success(),
-        "running {} under {mpi}:\n{}{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
-    let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{mpi}: report lacks {k}: {r}"));
-    assert_eq!(r["ranks"].as_u64(), Some(ranks), "{mpi}: {r}");
-    assert!(f("skeleton_s") > 0.0, "{mpi}: {r}");
-    assert!(
-        // The prediction scales the phases up; time outside them (a few calls to the clock) is
-        // not in it.
-        f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.9,
-        "{mpi}: {r}"
-    );
-    assert!(f("predicted_ratio_s").is_finite() && f("predicted_ratio_s") > 0.0, "{mpi}: {r}");
-    let phases = r["phases"].as_array().expect("phases");
-    assert!(!phases.is_empty(), "{mpi}: {r}");
-    assert_eq!(r["smpi"].as_bool(), Some(mpi == "smpi"), "{mpi}: {r}");
 }
 
 /// The whole check for one trace.

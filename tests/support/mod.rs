@@ -3,6 +3,7 @@
 // Each test binary uses part of these helpers.
 #![allow(dead_code, unused_macros, unused_imports)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -105,6 +106,48 @@ pub fn trace_program(lib: Lib, np: usize, program: &str, args: &[&str], dir: &Pa
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Runs a skeleton folder with `mpiskel run --json --mpi MPI --timeout TIMEOUT`, `extra`
+/// arguments before the folder; returns its report. The whole command may take `slack`
+/// seconds beyond the skeleton's own timeout (a Rust skeleton is compiled first).
+pub fn run_skeleton(
+    dir: &Path,
+    mpi: &str,
+    timeout: u64,
+    slack: u64,
+    extra: &[&OsStr],
+) -> serde_json::Value {
+    let mut cmd = mpiskel();
+    cmd.args(["run", "--json", "--mpi", mpi, "--timeout", &timeout.to_string()]);
+    cmd.args(extra).arg(dir);
+    let out = run_with_timeout(cmd, timeout + slack);
+    assert!(
+        out.status.success(),
+        "running {} under {mpi}:\n{}{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Checks a skeleton's report (C or Rust, the same format) from a run on `ranks` ranks under
+/// `mpi`: times measured, predictions finite and the phases there.
+pub fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
+    let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{mpi}: report lacks {k}: {r}"));
+    assert_eq!(r["ranks"].as_u64(), Some(ranks), "{mpi}: {r}");
+    assert!(f("skeleton_s") > 0.0, "{mpi}: {r}");
+    assert!(
+        // The prediction scales the phases up; time outside them (a few calls to the clock) is
+        // not in it.
+        f("predicted_s").is_finite() && f("predicted_s") >= f("skeleton_s") * 0.9,
+        "{mpi}: {r}"
+    );
+    assert!(f("predicted_ratio_s").is_finite() && f("predicted_ratio_s") > 0.0, "{mpi}: {r}");
+    assert!(f("compute_rate") > 0.0, "{mpi}: {r}");
+    assert!(!r["phases"].as_array().expect("phases").is_empty(), "{mpi}: {r}");
+    assert_eq!(r["smpi"].as_bool(), Some(mpi == "smpi"), "{mpi}: {r}");
 }
 
 /// Runs a command, killing it after `secs` seconds.
