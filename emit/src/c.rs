@@ -483,6 +483,30 @@ pub(crate) fn comm_name(c: &Comm, grid_dims: usize) -> (String, String) {
 }
 
 /// A Slurm time limit: ten times the expected run, at least ten minutes.
+/// The template variables both languages take from the scaling and the matching report: loop
+/// counts, times, factor, set-up removed, target, Slurm time limit.
+pub(crate) fn scaling_context<M: serde::Serialize>(
+    scaling: &Scaling,
+    matching: &M,
+) -> minijinja::Value {
+    context! {
+        main_run => scaling.main_run,
+        main_full => scaling.main_full,
+        app_time => format!("{:.6}", scaling.app_time_s),
+        app_time_source => scaling.app_time_source,
+        skeleton_estimate => format!("{:.6}", scaling.skeleton_estimate_s),
+        factor => format!("{:.6}", scaling.factor),
+        setup_removed => if scaling.setup_removed_s > 0.0 {
+            seconds(scaling.setup_removed_s)
+        } else {
+            String::new()
+        },
+        target => format!("{:.6}", scaling.target_s),
+        slurm_time => slurm_time(scaling.skeleton_estimate_s),
+        matching => matching,
+    }
+}
+
 pub(crate) fn slurm_time(estimate_s: f64) -> String {
     let s = (estimate_s * 10.0).clamp(600.0, 99.0 * 3600.0) as u64;
     format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
@@ -761,20 +785,6 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         setup => setup,
         send_bytes => skel.send_bytes,
         recv_bytes => skel.recv_bytes,
-        main_run => scaling.main_run,
-        main_full => scaling.main_full,
-        app_time => format!("{:.6}", scaling.app_time_s),
-        app_time_source => scaling.app_time_source,
-        skeleton_estimate => format!("{:.6}", scaling.skeleton_estimate_s),
-        factor => format!("{:.6}", scaling.factor),
-        setup_removed => if scaling.setup_removed_s > 0.0 {
-            crate::c::seconds(scaling.setup_removed_s)
-        } else {
-            String::new()
-        },
-        target => format!("{:.6}", scaling.target_s),
-        slurm_time => slurm_time(scaling.skeleton_estimate_s),
-        matching => skel.matching,
         distributions => skel
             .distributions
             .iter()
@@ -789,6 +799,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         } else {
             Vec::new()
         },
+        ..scaling_context(scaling, &skel.matching),
     };
     let mut files = Vec::new();
     for (name, _) in templates {

@@ -25,7 +25,8 @@ use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::c::{
-    comm_name, phase_comment, ranks_text, seconds, slurm_time, tag_stem, File, Meta, RenderError,
+    comm_name, phase_comment, ranks_text, scaling_context, seconds, tag_stem, File, Meta,
+    RenderError,
 };
 use crate::program::{Call, Comm, Completion, Layout, Peer, Phase, Skeleton, SlotRef, Stmt};
 use crate::scale::Scaling;
@@ -672,20 +673,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         version => meta.version,
         n_ranks => skel.n_ranks,
         crates => CRATES.iter().map(|(n, v)| context! { name => n, version => v }).collect::<Vec<_>>(),
-        main_run => scaling.main_run,
-        main_full => scaling.main_full,
-        app_time => format!("{:.6}", scaling.app_time_s),
-        app_time_source => scaling.app_time_source,
-        skeleton_estimate => format!("{:.6}", scaling.skeleton_estimate_s),
-        factor => format!("{:.6}", scaling.factor),
-        setup_removed => if scaling.setup_removed_s > 0.0 {
-            crate::c::seconds(scaling.setup_removed_s)
-        } else {
-            String::new()
-        },
-        target => format!("{:.6}", scaling.target_s),
-        slurm_time => slurm_time(scaling.skeleton_estimate_s),
-        matching => skel.matching,
+        ..scaling_context(scaling, &skel.matching),
     };
     let mut files = Vec::new();
     for (name, _) in templates {
