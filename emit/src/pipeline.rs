@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::deadlock::{check, Deadlock};
 use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
-use crate::scale::{scale, Scaling};
+use crate::scale::{scale, uncut, Scaling};
 use crate::symbols::symbolize_class;
 
 /// What the deadlock check did.
@@ -91,25 +91,16 @@ pub fn make(
         if !cut {
             return Err(PipelineError::Deadlock(d));
         }
-        for p in skeleton.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
-            p.run = p.full;
-            for s in &mut p.body {
-                if let crate::program::Stmt::Compute { removed, .. } = s {
-                    *removed = 0.0;
-                }
-            }
-        }
-        scaling.setup_removed_s = 0.0;
+        uncut(
+            &mut skeleton,
+            &mut scaling,
+            "not cut: with the main loop cut, some ranks would wait for messages that ranks of \
+             other classes no longer send",
+        );
         (programs, reused) = instantiate(&skeleton);
         if let Some(d) = check(&programs) {
             return Err(PipelineError::Deadlock(d));
         }
-        scaling.main_run = scaling.main_full;
-        scaling.skeleton_estimate_s = scaling.app_time_s;
-        scaling.factor = 1.0;
-        scaling.note = "not cut: with the main loop cut, some ranks would wait for messages \
-                        that ranks of other classes no longer send"
-            .into();
     }
     skeleton.reused_slots = reused.into_iter().collect();
     let operations = programs.iter().map(Vec::len).sum();

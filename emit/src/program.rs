@@ -1311,7 +1311,7 @@ fn lower(
 }
 
 /// Whether a number is zero (left out of the JSON).
-fn is_zero(x: &f64) -> bool {
+pub(crate) fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 

@@ -27,7 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{compute_of, InnerCut, Skeleton, Stmt};
+use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
 
 /// Iterations of a cut inner loop that always run.
 const MIN_INNER: u64 = 8;
@@ -182,6 +182,24 @@ fn cut_setup(
     (estimate - share * seconds_of(total), share * total)
 }
 
+/// Undoes every cut of [`scale`]: each phase runs all its iterations and every compute block
+/// all its computation; `scaling` then says so, with `note` for why.
+pub fn uncut(skel: &mut Skeleton, scaling: &mut Scaling, note: &str) {
+    for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
+        p.run = p.full;
+        for s in &mut p.body {
+            if let Stmt::Compute { removed, .. } = s {
+                *removed = 0.0;
+            }
+        }
+    }
+    scaling.main_run = scaling.main_full;
+    scaling.skeleton_estimate_s = scaling.app_time_s;
+    scaling.factor = 1.0;
+    scaling.setup_removed_s = 0.0;
+    scaling.note = note.into();
+}
+
 /// Guards of a cut loop's body name its last iteration by count: keep them on the new one.
 fn set_guard_counts(body: &mut [Stmt], old: u64, new: u64) {
     for s in body {
@@ -219,11 +237,6 @@ pub struct Scaling {
     /// Why the cut differs from the target's, if it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
-}
-
-/// Whether a number is zero (left out of the JSON).
-fn is_zero(x: &f64) -> bool {
-    *x == 0.0
 }
 
 /// The default target: the shorter of 60 s and a twelfth of the application's time — under a
