@@ -216,8 +216,8 @@ void sk_phase_add(int i, double seconds) {
     sk_phases[i].seconds += seconds;
 }
 
-/* Seconds of removed computation added back to phase i: what was removed, at the pace the
- * parts that ran kept over the whole phase. */
+/* Seconds of removed computation added back to the iterations phase i ran: what was removed,
+ * at the pace the parts that ran kept over the whole phase. */
 static double sk_restored_of(int i) {
     if (!sk_cut || sk_cut[i][1] <= 0.0) {
         return 0.0;
@@ -225,9 +225,9 @@ static double sk_restored_of(int i) {
     return sk_cut[i][0] * sk_cut[i][2] / sk_cut[i][1];
 }
 
-/* Predicted application seconds of phase i: its own time (less its timed inner loops) scaled
- * by its iterations, plus each inner loop's time scaled by the inner loop's, plus the removed
- * computation added back. */
+/* Predicted application seconds of phase i: its own time (less its timed inner loops) plus the
+ * removed computation at the pace of the part that ran, scaled by its iterations; plus each
+ * inner loop's time scaled by the inner loop's. */
 static double sk_predicted(int i) {
     const sk_phase *p = &sk_phases[i];
     double own = p->seconds, inner = 0.0;
@@ -237,7 +237,8 @@ static double sk_predicted(int i) {
             inner += sk_predicted(j);
         }
     }
-    return (p->run > 0 ? own * (double)p->full / (double)p->run : 0.0) + inner + sk_restored_of(i);
+    double scaled = p->run > 0 ? (own + sk_restored_of(i)) * (double)p->full / (double)p->run : 0.0;
+    return scaled + inner;
 }
 
 void sk_report(const char *name, double factor, double recorded_app_s) {

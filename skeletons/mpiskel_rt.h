@@ -52,7 +52,8 @@ void sk_distributions(const double (*dists)[SK_QUANTILES], int n);
 void sk_compute_drawn(int i);
 /* sk_compute and sk_compute_drawn less `removed` seconds of the recording machine, which are
  * not run: the time they would take here, at the pace the rest of the block ran, is added to
- * the prediction of the phase being timed (the set-up's cut; every rank removes the same). */
+ * the prediction of the phase being timed, per iteration run (the compute cut; every rank removes
+ * the same). */
 void sk_compute_less(double seconds, double removed);
 void sk_compute_drawn_less(int i, double removed);
 

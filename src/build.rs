@@ -57,12 +57,13 @@ pub struct BuildArgs {
     /// platform slows the parts that run whole more than the main loop].
     #[arg(long, value_name = "SECONDS")]
     target_time: Option<f64>,
-    /// Run the computation outside loops (set-up, steps between loops, finish) whole, even when
-    /// the skeleton is then over its target. By default, when the loops are cut as far as they
-    /// go and the skeleton is still over, every rank skips the same seconds of that computation
-    /// and adds their time, at the pace of the part it runs, back to the prediction.
-    #[arg(long)]
-    whole_setup: bool,
+    /// Run every compute block whole, even when the skeleton is then over its target. By
+    /// default, when the loops are cut as far as they go (or cannot be cut) and the skeleton is
+    /// still over, every rank skips the same seconds of the long compute blocks (set-up, steps
+    /// between loops, the bodies of loops of a few long iterations, a program without loops) and
+    /// adds their time, at the pace of the part it runs, back to the prediction.
+    #[arg(long, alias = "whole-setup")]
+    whole_compute: bool,
     /// Language of the skeleton.
     #[arg(long, value_enum, default_value_t = Lang::C)]
     lang: Lang,
@@ -252,7 +253,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         ),
     };
     let target = a.target_time.unwrap_or_else(|| default_target(app_time));
-    let built = match make(&lt, app_time, &source, target, !a.whole_setup) {
+    let built = match make(&lt, app_time, &source, target, !a.whole_compute) {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             eprint!("{d}");
@@ -333,10 +334,10 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     if !s.note.is_empty() {
         eprintln!("note: main loop {}", s.note);
     }
-    if s.setup_removed_s > 0.0 {
+    if s.compute_removed_s > 0.0 {
         eprintln!(
-            "note: {:.6} s of set-up computation per rank are not run; the skeleton adds their time back to its prediction",
-            s.setup_removed_s
+            "note: {:.6} s of computation per rank are not run; the skeleton adds their time back to its prediction",
+            s.compute_removed_s
         );
     }
     println!(
@@ -474,11 +475,11 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
         sc.skeleton_estimate_s,
         sc.factor
     );
-    if sc.setup_removed_s > 0.0 {
+    if sc.compute_removed_s > 0.0 {
         let _ = writeln!(
             s,
-            "           set-up: {:.6} s of computation per rank not run, added back to the prediction",
-            sc.setup_removed_s
+            "           compute: {:.6} s of computation per rank not run, added back to the prediction",
+            sc.compute_removed_s
         );
     }
     if !sc.note.is_empty() {

@@ -154,7 +154,7 @@ pub struct PhaseReport {
     pub run: u64,
     /// Measured seconds.
     pub seconds: f64,
-    /// Seconds of set-up computation the skeleton did not run, added back at the pace it
+    /// Seconds of computation the skeleton did not run, added back at the pace it
     /// measured (included in `predicted_s`).
     #[serde(default)]
     pub restored_s: f64,
@@ -351,7 +351,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     println!("  recorded application time:  {:.6} s (where the trace was made)", r.recorded_app_s);
     for p in &r.phases {
         let restored = if p.restored_s > 0.0 {
-            format!(" ({:.6} s of removed set-up computation added back)", p.restored_s)
+            format!(" ({:.6} s of removed computation added back, per iteration run)", p.restored_s)
         } else {
             String::new()
         };

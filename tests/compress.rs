@@ -36,6 +36,11 @@ fn npb_main_loops_have_the_iteration_counts_the_benchmarks_ran() {
         ("cg.W.16", 15, true),
         ("lu.S.4", 50, false),
         ("lu.W.16", 300, true),
+        ("cg.A.16", 15, true),
+        ("mg.S.16", 4, false),
+        ("sp.S.16", 100, false),
+        // NPB IS prints 10: its untimed first iteration makes the same calls, and folds in.
+        ("is.W.16", 11, false),
     ];
     for (name, iters, coverage_bar) in cases {
         let trace = shared().join("fixtures/npb").join(name).join("trace.txt");

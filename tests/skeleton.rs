@@ -97,7 +97,7 @@ fn skeleton(name: &str, trace: &Path) {
 skeleton_fixture_tests!(skeleton);
 
 /// CG's set-up is over the budget of its default target: by default every rank skips the same
-/// part of it (recorded in skeleton.json and visible in the code); `--whole-setup` keeps it whole,
+/// part of it (recorded in skeleton.json and visible in the code); `--whole-compute` keeps it whole,
 /// for a longer skeleton.
 #[test]
 fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
@@ -106,7 +106,7 @@ fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap()
     };
     let mut results = Vec::new();
-    for (name, extra) in [("cut", None), ("whole", Some("--whole-setup"))] {
+    for (name, extra) in [("cut", None), ("whole", Some("--whole-compute"))] {
         let dir = out.join(name);
         let mut c = mpiskel();
         c.args(["build", "-q"]).args(extra).arg(npb("cg.S.16")).arg("-o").arg(&dir);
@@ -116,9 +116,9 @@ fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
         results.push((doc(&dir)["scaling"].clone(), code));
     }
     let (cut, whole) = (&results[0], &results[1]);
-    assert!(cut.0["setup_removed_s"].as_f64().unwrap() > 0.0, "{}", cut.0);
+    assert!(cut.0["compute_removed_s"].as_f64().unwrap() > 0.0, "{}", cut.0);
     assert!(cut.1.contains("sk_compute_drawn_less(") && cut.1.contains("sk_compute_less("));
-    assert!(whole.0.get("setup_removed_s").is_none(), "{}", whole.0);
+    assert!(whole.0.get("compute_removed_s").is_none(), "{}", whole.0);
     assert!(!whole.1.contains("_less("));
     // Both cut the loops alike; the cut set-up makes the expected skeleton shorter.
     assert_eq!(cut.0["main_run"], whole.0["main_run"]);

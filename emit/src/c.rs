@@ -496,8 +496,8 @@ pub(crate) fn scaling_context<M: serde::Serialize>(
         app_time_source => scaling.app_time_source,
         skeleton_estimate => format!("{:.6}", scaling.skeleton_estimate_s),
         factor => format!("{:.6}", scaling.factor),
-        setup_removed => if scaling.setup_removed_s > 0.0 {
-            seconds(scaling.setup_removed_s)
+        compute_removed => if scaling.compute_removed_s > 0.0 {
+            seconds(scaling.compute_removed_s)
         } else {
             String::new()
         },

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::deadlock::{check, Deadlock};
 use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
-use crate::scale::{scale, uncut, Scaling};
+use crate::scale::{cut_compute, scale, uncut, Scaling};
 use crate::symbols::symbolize_class;
 
 /// What the deadlock check did.
@@ -64,14 +64,14 @@ pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
 }
 
 /// Builds, scales and checks the skeleton of `lt` for `target_s` seconds, given the recorded
-/// application time; `setup_cut`: whether a set-up over the budget may be cut
-/// ([`crate::scale`]).
+/// application time; `compute_cut`: whether compute blocks may lose time when cutting loops is
+/// not enough ([`crate::scale::cut_compute`]).
 pub fn make(
     lt: &LogicalTrace,
     app_time_s: f64,
     app_time_source: &str,
     target_s: f64,
-    setup_cut: bool,
+    compute_cut: bool,
 ) -> Result<Built, PipelineError> {
     let mut stage_seconds = Vec::new();
     let t = Instant::now();
@@ -79,7 +79,7 @@ pub fn make(
     stage_seconds.push(("loop nests".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
     let mut skeleton = build(lt, &nests)?;
-    let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s, setup_cut);
+    let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s);
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
     let (mut programs, mut reused) = instantiate(&skeleton);
@@ -101,6 +101,9 @@ pub fn make(
         if let Some(d) = check(&programs) {
             return Err(PipelineError::Deadlock(d));
         }
+    }
+    if compute_cut {
+        cut_compute(&mut skeleton, &mut scaling);
     }
     skeleton.reused_slots = reused.into_iter().collect();
     let operations = programs.iter().map(Vec::len).sum();

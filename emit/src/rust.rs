@@ -1193,11 +1193,11 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
         scaling.skeleton_estimate_s,
         scaling.factor
     ));
-    if scaling.setup_removed_s > 0.0 {
+    if scaling.compute_removed_s > 0.0 {
         header.push_str(&format!(
-            "Set-up:    {:.6} s of computation per rank not run, its time added back to\n\
+            "Compute:   {:.6} s of computation per rank not run, its time added back to\n\
              the prediction (`compute_less`).\n",
-            scaling.setup_removed_s
+            scaling.compute_removed_s
         ));
     }
     header.push_str(

@@ -1,4 +1,4 @@
-//! Scaling (seed 001 §4–5.1): cut the main loop so the skeleton runs about a target time, and
+//! Scaling (Xu & Subhlok 2008, §4–5.1): cut the main loop so the skeleton runs about a target time, and
 //! record the factors that turn skeleton time back into application time.
 //!
 //! The recorded application time T is split by the recorded computation: the main loop's share
@@ -13,13 +13,15 @@
 //! the heaviest inner loop of the main loop's body is cut as well (keeping at least eight
 //! iterations), when every class has it at
 //! the same place with the same count; it is timed on its own so that its time scales by its
-//! own factor. Last, if one iteration of everything is still over the target (a long set-up),
-//! the compute blocks of the straight-line phases lose the same seconds on every rank, and the
-//! runtime adds the time those seconds take back into the prediction ([`cut_setup`]).
+//! own factor. Last, if one iteration of everything is still over the target (a long set-up, a
+//! loop of a few long iterations, a program without loops) or the iterations could not be cut
+//! at all, compute blocks lose the same seconds on every rank, and the runtime adds the time
+//! those seconds take back into the prediction ([`cut_compute`], after the deadlock check: it
+//! changes no message).
 //!
 //! Two predictions come out of a run: the **single ratio** (skeleton time × T / (r + k·t), the
 //! seed's factor) and the **per-phase** one (each phase's measured time × full / run, in the
-//! spirit of the phase weights of seed 003), which does not assume the loop and the rest slowed
+//! spirit of the phase weights of PAS2P, Tirado et al. 2022, §4.3), which does not assume the loop and the rest slowed
 //! down alike.
 //!
 //! # Complexity
@@ -104,28 +106,48 @@ fn cut_inner(
     estimate - drop as f64 * per_inner
 }
 
-/// Share of a straight-line block's smallest duration (over the ranks) that still runs when the
-/// block is cut: enough to time, on the machine the skeleton runs on, how fast it computes.
-const SETUP_KEEP: f64 = 0.2;
+/// The recorded computation of the class that computes most, seconds: what the application's
+/// time is split by.
+fn lead_compute(skel: &Skeleton) -> f64 {
+    skel.classes
+        .iter()
+        .map(|c| c.phases.iter().map(|p| p.compute_s * p.full as f64).sum::<f64>())
+        .fold(0.0, f64::max)
+}
 
-/// Recorded seconds a straight-line block must be able to lose to be cut at all.
+/// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
+/// enough to time, on the machine the skeleton runs on, how fast it computes.
+const KEEP_SHARE: f64 = 0.05;
+
+/// Seconds of a cut block that always run, however short the share: a part long enough to time.
+const KEEP_MIN: f64 = 5e-5;
+
+/// Recorded seconds a block must be able to lose to be cut at all.
 const MIN_REMOVED: f64 = 1e-4;
 
-/// Takes computation out of the compute blocks of the straight-line phases (set-up, the steps
-/// between loops, finish) when the loops are cut as far as they go and the estimate is still over
-/// the target (a long set-up, as NPB CG's matrix generation). Every rank loses the same seconds
-/// from a block, in every class (blocks at the same place of a phase of the same name in all
-/// classes), at most `1 − SETUP_KEEP` of the block's smallest duration on any rank, so that the
-/// differences between ranks, and the waiting they cause in the phases that follow, stay those of
-/// the application; the runtime times the part that runs and adds to the phase's prediction what
-/// the removed part takes at that pace. Returns the new estimate and the recorded seconds removed
-/// from every rank.
-fn cut_setup(
-    skel: &mut Skeleton,
-    estimate: f64,
-    target_s: f64,
-    seconds_of: &dyn Fn(f64) -> f64,
-) -> (f64, f64) {
+/// Takes computation out of compute blocks when cutting iterations is not enough (or not
+/// possible): the straight-line phases (a long set-up, as NPB CG's matrix generation; a program
+/// without loops, as NPB EP), and the blocks directly in a loop's body (a loop of a few long
+/// iterations, as NPB FT's and MG's; a loop whose iterations cannot be cut because classes do
+/// not correspond). Every rank loses the same seconds from a block, in every class (blocks at
+/// the same place of a phase of the same name in all classes), at most all but
+/// max(`KEEP_SHARE`, `KEEP_MIN`) of the block's smallest duration on any rank, so that the
+/// differences between ranks, and the waiting they cause, stay those of the application; the
+/// runtime times the part that runs and adds to the phase's prediction what the removed part
+/// takes at that pace (scaled by the phase's iterations, as its measured time is). Blocks inside
+/// an inner loop of a phase are left whole. Removing computation never changes what is sent,
+/// so the program checked for deadlock stays valid.
+///
+/// Returns the recorded seconds removed from every rank over the skeleton's run; updates
+/// `scaling`'s estimate and factor.
+pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
+    let lead_compute = lead_compute(skel);
+    let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
+    if scaling.skeleton_estimate_s <= target_s || lead_compute <= 0.0 {
+        return;
+    }
+    // Application seconds that a share of the recorded computation stands for.
+    let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
     let weight_min = |ranks: &[u32]| -> f64 {
         let w = ranks
             .iter()
@@ -137,20 +159,22 @@ fn cut_setup(
             1.0
         }
     };
-    // What a block can lose in one class: the smallest draw on any of its ranks.
+    // What a block can lose in one class: the smallest draw on any of its ranks, less what runs.
     let can_of = |c: &crate::program::ClassProgram, phase: &str, at: usize| -> Option<f64> {
-        let p = c.phases.iter().find(|p| p.name == phase && !p.is_loop)?;
+        let p = c.phases.iter().find(|p| p.name == phase)?;
         let Some(Stmt::Compute { seconds, dist, .. }) = p.body.get(at) else { return None };
         let least = match dist {
             Some(d) => skel.distributions.get(*d)?.q.first().copied()?,
             None => *seconds,
-        };
-        Some((1.0 - SETUP_KEEP) * least * weight_min(&c.ranks))
+        } * weight_min(&c.ranks);
+        Some((least - (KEEP_SHARE * least).max(KEEP_MIN)).max(0.0))
     };
-    let Some(first) = skel.classes.first() else { return (estimate, 0.0) };
-    // Blocks every class has, with what all of them can lose.
-    let mut blocks: Vec<(String, usize, f64)> = Vec::new();
-    for p in first.phases.iter().filter(|p| !p.is_loop) {
+    let Some(first) = skel.classes.first() else { return };
+    // Blocks every class has, with what all of them can lose per execution, and how often the
+    // skeleton runs them.
+    let mut blocks: Vec<(String, usize, f64, f64)> = Vec::new();
+    for p in &first.phases {
+        let runs = p.run as f64;
         for at in 0..p.body.len() {
             let can = skel
                 .classes
@@ -158,28 +182,31 @@ fn cut_setup(
                 .map(|c| can_of(c, &p.name, at))
                 .try_fold(f64::INFINITY, |m, x| x.map(|x| m.min(x)));
             // Blocks too short to matter, or to time the part that runs, stay as recorded.
-            if let Some(can) = can.filter(|&c| c >= MIN_REMOVED && seconds_of(c) >= 0.01 * target_s)
+            if let Some(can) =
+                can.filter(|&c| c >= MIN_REMOVED && seconds_of(c * runs) >= 0.01 * target_s)
             {
-                blocks.push((p.name.clone(), at, can));
+                blocks.push((p.name.clone(), at, can, runs));
             }
         }
     }
-    let total: f64 = blocks.iter().map(|b| b.2).sum();
+    let total: f64 = blocks.iter().map(|b| b.2 * b.3).sum();
     if total <= 0.0 {
-        return (estimate, 0.0);
+        return;
     }
-    let share = ((estimate - target_s) / seconds_of(total)).min(1.0);
-    for (name, at, can) in &blocks {
+    let share = ((scaling.skeleton_estimate_s - target_s) / seconds_of(total)).min(1.0);
+    for (name, at, can, _) in &blocks {
         for c in &mut skel.classes {
-            let Some(p) = c.phases.iter_mut().find(|p| &p.name == name && !p.is_loop) else {
-                continue;
-            };
+            let Some(p) = c.phases.iter_mut().find(|p| &p.name == name) else { continue };
             if let Some(Stmt::Compute { removed, .. }) = p.body.get_mut(*at) {
                 *removed = share * can;
             }
         }
     }
-    (estimate - share * seconds_of(total), share * total)
+    scaling.skeleton_estimate_s -= share * seconds_of(total);
+    scaling.compute_removed_s = share * total;
+    if scaling.skeleton_estimate_s > 0.0 {
+        scaling.factor = app_time_s / scaling.skeleton_estimate_s;
+    }
 }
 
 /// Undoes every cut of [`scale`]: each phase runs all its iterations and every compute block
@@ -196,7 +223,7 @@ pub fn uncut(skel: &mut Skeleton, scaling: &mut Scaling, note: &str) {
     scaling.main_run = scaling.main_full;
     scaling.skeleton_estimate_s = scaling.app_time_s;
     scaling.factor = 1.0;
-    scaling.setup_removed_s = 0.0;
+    scaling.compute_removed_s = 0.0;
     scaling.note = note.into();
 }
 
@@ -230,10 +257,10 @@ pub struct Scaling {
     pub skeleton_estimate_s: f64,
     /// Application time / estimated skeleton time: the single-ratio factor.
     pub factor: f64,
-    /// Recorded computation taken out of the straight-line phases (set-up, steps between
-    /// loops) of every rank, seconds; the skeleton adds its time back to the prediction.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub setup_removed_s: f64,
+    /// Recorded computation taken out of every rank's compute blocks over the skeleton's run
+    /// (see [`cut_compute`]), seconds; the skeleton adds its time back to the prediction.
+    #[serde(default, alias = "setup_removed_s", skip_serializing_if = "is_zero")]
+    pub compute_removed_s: f64,
     /// Why the cut differs from the target's, if it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -246,15 +273,9 @@ pub fn default_target(app_time_s: f64) -> f64 {
     (app_time_s / 12.0).min(60.0)
 }
 
-/// Cuts the main loops of `skel` for `target_s` (see the module documentation); with
-/// `setup_cut` false, the straight-line phases keep all their computation.
-pub fn scale(
-    skel: &mut Skeleton,
-    app_time_s: f64,
-    source: &str,
-    target_s: f64,
-    setup_cut: bool,
-) -> Scaling {
+/// Cuts the loops of `skel` for `target_s` (see the module documentation); computation is cut
+/// afterwards by [`cut_compute`].
+pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) -> Scaling {
     // The largest class by computation decides the split.
     let weight = |c: &crate::program::ClassProgram| -> (f64, f64) {
         let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
@@ -302,11 +323,7 @@ pub fn scale(
     let mut estimate = rest + k as f64 * per_iter;
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
-    let lead_compute = skel
-        .classes
-        .iter()
-        .map(|c| c.phases.iter().map(|p| p.compute_s * p.full as f64).sum::<f64>())
-        .fold(0.0, f64::max);
+    let lead_compute = lead_compute(skel);
     // Application seconds that a share of the recorded computation stands for.
     let seconds_of =
         |compute: f64| if lead_compute > 0.0 { compute / lead_compute * app_time_s } else { 0.0 };
@@ -315,10 +332,6 @@ pub fn scale(
     }
     if estimate > target_s && k == 1 && lead_compute > 0.0 {
         estimate = cut_inner(skel, estimate, target_s, &seconds_of);
-    }
-    let mut setup_removed_s = 0.0;
-    if setup_cut && estimate > target_s && k == 1 && lead_compute > 0.0 {
-        (estimate, setup_removed_s) = cut_setup(skel, estimate, target_s, &seconds_of);
     }
     Scaling {
         app_time_s,
@@ -329,7 +342,7 @@ pub fn scale(
         main_share: share,
         skeleton_estimate_s: estimate,
         factor: if estimate > 0.0 { app_time_s / estimate } else { 1.0 },
-        setup_removed_s,
+        compute_removed_s: 0.0,
         note: String::new(),
     }
 }

@@ -210,7 +210,8 @@ impl Runtime {
 
     /// [`Runtime::compute`] less `removed` seconds of the recording machine, which are not run:
     /// the time they would take here, at the pace the rest of the block ran, is added to the
-    /// prediction of the phase being timed (the set-up's cut; every rank removes the same).
+    /// prediction of the phase being timed, per iteration run (the compute cut; every rank
+    /// removes the same).
     pub fn compute_less(&mut self, seconds: f64, removed: f64) {
         let seconds = seconds * self.weight * self.scale;
         let removed = removed * self.scale;
@@ -285,8 +286,8 @@ impl Runtime {
     }
 
     /// Predicted application seconds of phase `i`: its own time (less its timed inner loops)
-    /// scaled by its iterations, plus each inner loop's time scaled by the inner loop's, plus
-    /// the removed computation added back.
+    /// plus the removed computation at the pace of the part that ran, scaled by its iterations;
+    /// plus each inner loop's time scaled by the inner loop's.
     fn predicted(&self, i: usize) -> f64 {
         let p = &self.phases[i];
         let (mut own, mut inner) = (p.seconds, 0.0);
@@ -296,7 +297,8 @@ impl Runtime {
                 inner += self.predicted(j);
             }
         }
-        (if p.run > 0 { own * p.full as f64 / p.run as f64 } else { 0.0 }) + inner + p.restored()
+        let scaled = if p.run > 0 { (own + p.restored()) * p.full as f64 / p.run as f64 } else { 0.0 };
+        scaled + inner
     }
 
     /// Gathers the times and prints the report on rank 0. `factor`: application time /
