@@ -12,9 +12,15 @@
 //!
 //! 3. Rust against C: for the same native cases, the C and the Rust skeleton of one trace, run
 //!    interleaved under OpenMPI; medians of their predicted application times.
+//! 4. Real applications: Debian's LAMMPS on four of its examples (4 ranks): calls, the main
+//!    loop's share of the computation, the compression ratio, the emitted lines and their
+//!    compile time, the build's peak memory, skeleton / application time, and the prediction's
+//!    error (medians) and spread (smallest and largest prediction against the median
+//!    application time).
 //!
 //! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
-//! BENCH_ONLY=smpi|native|rust to run one part; BENCH_CASES=collectives,ring to run some cases).
+//! BENCH_ONLY=smpi|native|rust|apps to run one part; BENCH_CASES=collectives,ring to run some
+//! cases).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -307,6 +313,109 @@ fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> f64) -> (f64, f64) {
     (values[values.len() * 25 / 1000], values[values.len() * 975 / 1000])
 }
 
+/// The real applications: name, the LAMMPS example folder, its input.
+fn app_cases() -> Vec<(&'static str, &'static str, &'static str)> {
+    vec![
+        ("lammps-melt", "melt", "in.melt"),
+        ("lammps-peptide", "peptide", "in.peptide"),
+        ("lammps-crack", "crack", "in.crack"),
+        ("lammps-flow", "flow", "in.flow.pois"),
+    ]
+}
+
+fn apps(reps: usize) {
+    let names: Vec<&str> =
+        selected(app_cases().into_iter().map(|(n, _, _)| (n, 4, Vec::new())).collect::<Vec<_>>())
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+    println!("## Real applications, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
+    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, folder, input) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
+        let work = root().join("target").join("bench-apps").join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        let examples = Path::new("/usr/share/lammps/examples").join(folder);
+        for e in std::fs::read_dir(&examples).unwrap().flatten() {
+            std::fs::copy(e.path(), work.join(e.file_name())).unwrap();
+        }
+        let cmd: Vec<String> =
+            ["lmp", "-in", input, "-log", "none", "-screen", "none"].map(String::from).to_vec();
+        let t0 = work.join("run0.trace");
+        trace_native(&work, &t0, 4, &cmd, name);
+        // The build under /usr/bin/time for its peak memory.
+        let skel = work.join("run0.skel");
+        let mut c = Command::new("/usr/bin/time");
+        c.args([
+            "-f",
+            "MPISKEL_PEAK_KB %M",
+            env!("CARGO_BIN_EXE_mpiskel"),
+            "build",
+            "-q",
+            "--force",
+        ])
+        .arg(&t0)
+        .arg("-o")
+        .arg(&skel);
+        let out = c.output().expect("/usr/bin/time (Debian package time)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let peak_mb = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find_map(|l| l.strip_prefix("MPISKEL_PEAK_KB "))
+            .and_then(|k| k.trim().parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+            / 1024.0;
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(skel.join("skeleton.json")).unwrap())
+                .unwrap();
+        let calls: u64 = doc["classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c["calls"].as_u64().unwrap_or(0)
+                    * c["ranks"].as_array().map_or(1, |r| r.len() as u64)
+            })
+            .sum();
+        let share = doc["scaling"]["main_share"].as_f64().unwrap_or(0.0);
+        let mut c = mpiskel();
+        c.args(["compress", "--json", "--rank", "0"]).arg(&t0);
+        let nest: serde_json::Value = serde_json::from_str(&ok(c, "compressing")).unwrap();
+        let ratio = nest["report"]["ratio"].as_f64().unwrap_or(f64::NAN);
+        let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
+        let lines = source.lines().count();
+        let mut mk = Command::new("make");
+        mk.arg("-s").arg("-B").arg("-C").arg(&skel);
+        let t = std::time::Instant::now();
+        ok(mk, "compiling the skeleton");
+        let compile = t.elapsed().as_secs_f64();
+        let (mut app, mut sk, mut ph) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 1..=reps {
+            let t = work.join(format!("run{k}.trace"));
+            trace_native(&work, &t, 4, &cmd, name);
+            app.push(
+                build(&t, &work.join(format!("run{k}.skel")))["scaling"]["app_time_s"]
+                    .as_f64()
+                    .unwrap(),
+            );
+            let r = run(&skel, &["--mpi", "openmpi"]);
+            sk.push(r["skeleton_s"].as_f64().unwrap());
+            ph.push(r["predicted_s"].as_f64().unwrap());
+        }
+        let (a, s, p) = (median(app), median(sk), median(ph.clone()));
+        let lo = ph.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ph.iter().copied().fold(0.0, f64::max);
+        println!(
+            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % |",
+            share * 100.0,
+            s / a,
+            (p / a - 1.0) * 100.0,
+            (lo / a - 1.0) * 100.0,
+            (hi / a - 1.0) * 100.0
+        );
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing else is accepted.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
@@ -319,5 +428,8 @@ fn main() {
     }
     if only.is_empty() || only == "rust" {
         rust(reps);
+    }
+    if only.is_empty() || only == "apps" {
+        apps(reps);
     }
 }

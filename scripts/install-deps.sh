@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mpiskel's build, tests and demo need, when they are missing
 # (libclang-dev: the Rust skeletons' mpi crate generates its bindings to mpi.h with it;
-# iproute2: network namespaces and tc for `mpiskel validate`; procps: pgrep in its tests).
+# iproute2: network namespaces and tc for `mpiskel validate`; procps: pgrep in its tests;
+# time: /usr/bin/time for the benchmarks' peak memory).
 # Idempotent; uses sudo when not run as root.
 set -euo pipefail
-packages=(make gcc gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev libsimgrid-dev lammps libclang-dev pkg-config iproute2 procps)
+packages=(make gcc gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev libsimgrid-dev lammps libclang-dev pkg-config iproute2 procps time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -97,7 +97,14 @@ pub fn symbolize(rt: &RankTrace) -> Symbolized {
         symbols.push(sym);
         gaps_s.push(e.gap_ns as f64 * 1e-9);
     }
-    Symbolized { symbols, gaps_s, legend }
+    let n_syms = legend.len();
+    Symbolized {
+        shapes: symbols.clone(),
+        symbols,
+        gaps_s,
+        legend,
+        shape_is_world_collective: vec![false; n_syms],
+    }
 }
 
 fn describe(k: &Key) -> String {

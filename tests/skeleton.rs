@@ -233,3 +233,70 @@ fn the_folder_builds_and_runs_with_its_own_makefile_and_script() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     check_report(&report, "openmpi", 16);
 }
+
+/// A time-step loop whose halo sizes drift, which migrates atoms and agrees on new sizes every
+/// tenth step and writes output every 25th (`fixtures/programs/timestep.c`): the exact loop
+/// discovery breaks it at every rebuild; its steps fold into one main loop of a few kinds that
+/// holds nearly all the computation, the skeleton runs a sample of them with every kind, and it
+/// runs under both MPI libraries.
+#[test]
+fn an_irregular_time_step_loop_folds_into_steps_and_is_cut() {
+    let trace = scratch("timestep").join("trace");
+    support::trace_program(
+        support::Lib::OpenMpi,
+        4,
+        "timestep",
+        &["120", "10", "25", "300"],
+        &trace,
+    );
+    let out = mpiskel().args(["compress", "--json", "--rank", "0"]).arg(&trace).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let nest: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let main = nest["main_loop"].as_str().unwrap();
+    assert!(main.starts_with("{…}^"), "not folded into steps: {main}");
+    assert!(nest["report"]["coverage"].as_f64().unwrap() > 0.95, "{}", nest["report"]);
+
+    let dir = build("timestep", &trace);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let s = &doc["scaling"];
+    assert!(s["main_share"].as_f64().unwrap() >= 0.9, "{s}");
+    let (ran_steps, full) = (s["main_run"].as_u64().unwrap(), s["main_full"].as_u64().unwrap());
+    assert!(full >= 120 && ran_steps * 4 <= full, "{ran_steps} of {full} steps run");
+    let phase = doc["program"]["classes"][0]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "main_loop")
+        .unwrap()
+        .clone();
+    let kinds = phase["steps"]["kinds"].as_array().unwrap();
+    let ran: std::collections::BTreeSet<u64> = phase["steps"]["run"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| kinds[i.as_u64().unwrap() as usize].as_u64().unwrap())
+        .collect();
+    let all: std::collections::BTreeSet<u64> = kinds.iter().map(|k| k.as_u64().unwrap()).collect();
+    assert!(all.len() >= 3, "{} kinds", all.len());
+    assert_eq!(ran, all, "every kind of step runs");
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(source.contains("switch (main_loop_kind[it])"));
+
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    let ranks = doc["n_ranks"].as_u64().unwrap();
+    for mpi in ["openmpi", "mpich"] {
+        let r = run(&dir, mpi, 300);
+        check_report(&r, mpi, ranks);
+        // Each kind's timer scales by its own count.
+        let timers = r["phases"].as_array().unwrap();
+        let kind_timers: Vec<_> = timers
+            .iter()
+            .filter(|p| p["name"].as_str().unwrap().starts_with("main_loop.kind"))
+            .collect();
+        assert_eq!(kind_timers.len(), all.len());
+        assert!(kind_timers.iter().all(|p| p["run"].as_u64() >= Some(1)));
+    }
+}

@@ -9,6 +9,7 @@
 //! - [`greedy`]: bottom-up, shortest period first, O(n log n) — the production pass.
 //! - [`exact`]: maximum span covered, then shortest program — the baseline for small inputs.
 //! - [`runs`](runs::runs): all runs (maximal tandem repeats) by Main–Lorentz sampling.
+//! - [`find_steps`]: an irregular time-step loop as steps of a few kinds ([`Node::Steps`]).
 //!
 //! ```
 //! use mpiskel_compress::{greedy, LoopNest};
@@ -23,7 +24,9 @@ mod exact;
 mod greedy;
 mod nest;
 pub mod runs;
+mod steps;
 
 pub use exact::exact;
 pub use greedy::greedy;
 pub use nest::{leaf_count, LoopNest, NestReport, Node, Stats, Sym, When};
+pub use steps::{find_steps, StepFold};

@@ -77,6 +77,14 @@ pub enum Node {
         /// The loop body.
         body: Vec<Node>,
     },
+    /// Time steps of different kinds: iteration `i` runs `kinds[schedule[i]]` (see
+    /// [`crate::find_steps`]). The loop an irregular time-step loop becomes.
+    Steps {
+        /// The kind of each iteration, in order.
+        schedule: Vec<u32>,
+        /// The body of each kind.
+        kinds: Vec<Vec<Node>>,
+    },
     /// Inside a loop body: `body` runs only in the iteration `when` names.
     Guard {
         /// Which iteration of the enclosing loop.
@@ -122,6 +130,10 @@ impl Node {
             Node::Loop { count, body } => {
                 count * regular_len(body) + (seq_len(body) - regular_len(body))
             }
+            Node::Steps { schedule, kinds } => {
+                let lens: Vec<u64> = kinds.iter().map(|k| seq_len(k)).collect();
+                schedule.iter().map(|&k| lens[k as usize]).sum()
+            }
             // Counted once; only meaningful inside a loop, which accounts for it.
             Node::Guard { body, .. } => seq_len(body),
         }
@@ -134,6 +146,18 @@ impl Node {
             Node::Loop { body, .. } | Node::Guard { body, .. } => {
                 1 + body.iter().map(Node::program_len).sum::<u64>()
             }
+            Node::Steps { kinds, .. } => {
+                1 + kinds.iter().flatten().map(Node::program_len).sum::<u64>()
+            }
+        }
+    }
+
+    /// Iterations of a loop (`Loop` or `Steps`); `None` for other nodes.
+    pub fn iterations(&self) -> Option<u64> {
+        match self {
+            Node::Loop { count, .. } => Some(*count),
+            Node::Steps { schedule, .. } => Some(schedule.len() as u64),
+            _ => None,
         }
     }
 }
@@ -174,6 +198,11 @@ impl LoopNest {
                             go(body, out, i, *count);
                         }
                     }
+                    Node::Steps { schedule, kinds } => {
+                        for (i, &k) in schedule.iter().enumerate() {
+                            go(&kinds[k as usize], out, i as u64, schedule.len() as u64);
+                        }
+                    }
                     Node::Guard { when, body } => {
                         if when.runs(iteration, count) {
                             go(body, out, iteration, count);
@@ -189,12 +218,8 @@ impl LoopNest {
     /// Coverage and compression figures.
     pub fn report(&self) -> NestReport {
         let input_len: u64 = self.items.iter().map(Node::expanded_len).sum();
-        let covered: u64 = self
-            .items
-            .iter()
-            .filter(|n| matches!(n, Node::Loop { .. }))
-            .map(Node::expanded_len)
-            .sum();
+        let covered: u64 =
+            self.items.iter().filter(|n| n.iterations().is_some()).map(Node::expanded_len).sum();
         let compressed_len: u64 = self.items.iter().map(Node::program_len).sum();
         NestReport {
             input_len,
@@ -205,17 +230,16 @@ impl LoopNest {
         }
     }
 
-    /// The top-level loop covering the most input positions: the main loop.
+    /// The top-level loop (or time-step loop) covering the most input positions: the main loop.
     pub fn main_loop(&self) -> Option<&Node> {
-        self.items
-            .iter()
-            .filter(|n| matches!(n, Node::Loop { .. }))
-            .max_by_key(|n| n.expanded_len())
+        self.items.iter().filter(|n| n.iterations().is_some()).max_by_key(|n| n.expanded_len())
     }
 
-    /// The program in seed 001's notation: runs of plain symbols as their count, loops as
-    /// `(body)^count`, elements joined by ` + `; e.g. `(13 + (4)^3 + 12)^200`. A part of a
-    /// body that runs only in the first or last iteration is written `[first: …]`/`[last: …]`.
+    /// The program in the notation of Xu & Subhlok (2008, §3): runs of plain symbols as their
+    /// count, loops as `(body)^count`, elements joined by ` + `; e.g. `(13 + (4)^3 + 12)^200`.
+    /// A part of a body that runs only in the first or last iteration is written
+    /// `[first: …]`/`[last: …]`; time steps of several kinds `{24 ×230 | 36 ×12}^242` (each
+    /// kind's body and how many steps are of that kind).
     pub fn notation(&self) -> String {
         notation(&self.items)
     }
@@ -237,6 +261,20 @@ impl LoopNest {
                             ids(body, next, out, i, *count);
                         }
                         *next = start + leaf_count(body);
+                    }
+                    Node::Steps { schedule, kinds } => {
+                        let start = *next;
+                        let mut offset = Vec::with_capacity(kinds.len());
+                        let mut at = start;
+                        for k in kinds {
+                            offset.push(at);
+                            at += leaf_count(k);
+                        }
+                        for (i, &k) in schedule.iter().enumerate() {
+                            *next = offset[k as usize];
+                            ids(&kinds[k as usize], next, out, i as u64, schedule.len() as u64);
+                        }
+                        *next = at;
                     }
                     Node::Guard { when, body } => {
                         if when.runs(iteration, count) {
@@ -267,6 +305,11 @@ impl LoopNest {
                         *k += 1;
                     }
                     Node::Loop { body, .. } | Node::Guard { body, .. } => set(body, accs, k),
+                    Node::Steps { kinds, .. } => {
+                        for body in kinds {
+                            set(body, accs, k);
+                        }
+                    }
                 }
             }
         }
@@ -296,6 +339,22 @@ fn notation(nodes: &[Node]) -> String {
                 let _ = write!(s, "({})^{count}", notation(body));
                 parts.push(s);
             }
+            Node::Steps { schedule, kinds } => {
+                if plain > 0 {
+                    parts.push(plain.to_string());
+                    plain = 0;
+                }
+                let mut counts = vec![0u64; kinds.len()];
+                for &k in schedule {
+                    counts[k as usize] += 1;
+                }
+                let cases: Vec<String> = kinds
+                    .iter()
+                    .zip(&counts)
+                    .map(|(k, c)| format!("{} ×{c}", notation(k)))
+                    .collect();
+                parts.push(format!("{{{}}}^{}", cases.join(" | "), schedule.len()));
+            }
             Node::Guard { when, body } => {
                 if plain > 0 {
                     parts.push(plain.to_string());
@@ -322,6 +381,7 @@ pub fn leaf_count(nodes: &[Node]) -> usize {
         .map(|n| match n {
             Node::Sym { .. } => 1,
             Node::Loop { body, .. } | Node::Guard { body, .. } => leaf_count(body),
+            Node::Steps { kinds, .. } => kinds.iter().map(|k| leaf_count(k)).sum(),
         })
         .sum()
 }

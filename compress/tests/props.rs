@@ -1,7 +1,7 @@
 //! Properties of loop discovery: expansion gives the input back; the greedy pass covers what the
 //! exact mode covers, minus the seed's bound (at most two iterations fewer per loop).
 
-use mpiskel_compress::{exact, greedy, LoopNest, Node, Sym};
+use mpiskel_compress::{exact, find_steps, greedy, LoopNest, Node, Sym};
 use proptest::prelude::*;
 
 /// A random loop-nest program over `alphabet` symbols, expanded.
@@ -28,14 +28,54 @@ fn covered_minus_bound(nest: &LoopNest) -> i64 {
         .iter()
         .map(|n| match n {
             Node::Loop { count, .. } => 2 * n.expanded_len() / count,
-            Node::Sym { .. } | Node::Guard { .. } => 0,
+            Node::Sym { .. } | Node::Guard { .. } | Node::Steps { .. } => 0,
         })
         .sum();
     r.covered as i64 - allowance as i64
 }
 
+/// Time steps: one of a few step bodies (all beginning with the anchor 0) at random, between a
+/// set-up and a finish of other symbols.
+fn stepped() -> impl Strategy<Value = Vec<Sym>> {
+    let bodies: Vec<Vec<Sym>> =
+        vec![vec![0, 1, 2], vec![0, 1, 3, 3, 2], vec![0, 4, 1, 2], vec![0, 1, 1, 1, 2]];
+    (prop::collection::vec(0usize..4, 4..60), prop::collection::vec(5u32..8, 0..5)).prop_map(
+        move |(steps, setup)| {
+            let mut v = setup.clone();
+            for k in steps {
+                v.extend(&bodies[k]);
+            }
+            v.extend(setup.iter().rev());
+            v
+        },
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn steps_expand_to_their_span_and_keep_every_weight(s in stepped()) {
+        let f = find_steps(&s, &s, &[0], 8).expect("at least four steps");
+        let mut nest = LoopNest { items: vec![f.node(&s)] };
+        prop_assert_eq!(nest.expand(), s[f.start..f.end].to_vec());
+        let weights: Vec<f64> = (0..f.end - f.start).map(|i| (i % 7) as f64).collect();
+        nest.attach_weights(&weights);
+        let Node::Steps { kinds, schedule } = &nest.items[0] else { panic!("not steps") };
+        prop_assert_eq!(schedule.len(), f.steps());
+        let mut total = 0.0;
+        fn walk(nodes: &[Node], total: &mut f64) {
+            for node in nodes {
+                match node {
+                    Node::Sym { stats: Some(st), .. } => *total += st.mean * st.n as f64,
+                    Node::Loop { body, .. } | Node::Guard { body, .. } => walk(body, total),
+                    _ => {}
+                }
+            }
+        }
+        kinds.iter().for_each(|k| walk(k, &mut total));
+        prop_assert!((total - weights.iter().sum::<f64>()).abs() < 1e-6);
+    }
 
     #[test]
     fn greedy_expands_to_its_input_random(s in prop::collection::vec(0u32..4, 0..300)) {
@@ -86,6 +126,7 @@ proptest! {
                     }
                     Node::Sym { stats: None, .. } => panic!("stats missing"),
                     Node::Loop { body, .. } | Node::Guard { body, .. } => walk(body, n, sum),
+                    Node::Steps { kinds, .. } => kinds.iter().for_each(|k| walk(k, n, sum)),
                 }
             }
         }

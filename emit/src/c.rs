@@ -102,6 +102,8 @@ struct PhaseCtx {
     full: u64,
     run: u64,
     lines: Vec<String>,
+    /// Lines before the phase's function (a time-step loop's table of kinds).
+    pre_lines: Vec<String>,
     /// Index of its timer.
     timer: usize,
 }
@@ -113,7 +115,8 @@ struct TimerCtx {
     full: u64,
     run: u64,
     parent: i64,
-    /// For a cut inner loop: its iterations run per iteration of the parent.
+    /// For a cut inner loop: its iterations run per iteration of the parent (0 for the kinds
+    /// of a time-step loop, whose counts are fixed).
     inner_run: u64,
 }
 
@@ -395,6 +398,8 @@ impl Names<'_> {
                     self.stmts(body, out, indent + 1);
                     out.push(format!("{pad}}}"));
                 }
+                // Rendered by its phase (each step's kind is in the phase's table).
+                Stmt::Steps { .. } => {}
                 Stmt::Guard { when, depth, body, count } => {
                     let v = Self::loop_var(*depth);
                     let cond = match when {
@@ -703,7 +708,52 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                         inner_run: 0,
                     });
                     let mut lines = Vec::new();
-                    for (i, st) in p.body.iter().enumerate() {
+                    let mut pre_lines = Vec::new();
+                    if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice())
+                    {
+                        let table = format!("{prefix}{}_kind", p.name);
+                        let kinds = steps.run_kinds();
+                        pre_lines.push(String::new());
+                        pre_lines.push(format!(
+                            "/* The kind of each time step {} runs: {} of the application's {},\n * \
+                             chosen so that every kind runs. */",
+                            p.name,
+                            kinds.len(),
+                            steps.kinds.len()
+                        ));
+                        pre_lines.push(format!(
+                            "static const unsigned char {table}[{}] = {{",
+                            kinds.len()
+                        ));
+                        pre_lines.extend(table_lines(&kinds, 24).into_iter().map(|l| format!("    {l}")));
+                        pre_lines.push("};".into());
+                        let first = timers.len();
+                        for (k, case) in cases.iter().enumerate() {
+                            timers.push(TimerCtx {
+                                name: format!("{}.kind{k}", p.name),
+                                full: case.full,
+                                run: case.run,
+                                parent: timer as i64,
+                                inner_run: 0,
+                            });
+                        }
+                        lines.push(
+                            "double t_step = MPI_Wtime(); /* each kind of step is timed on its own */"
+                                .into(),
+                        );
+                        lines.push(format!("switch ({table}[it]) {{"));
+                        for (k, case) in cases.iter().enumerate() {
+                            lines.push(format!(
+                                "case {k}: /* {} of the application's steps are of this kind, {} run: {} */",
+                                case.full, case.run, case.note
+                            ));
+                            names.stmts(&case.body, &mut lines, 1);
+                            lines.push("    break;".into());
+                        }
+                        lines.push("}".into());
+                        lines.push(format!("sk_phase_add({first} + {table}[it], MPI_Wtime() - t_step);"));
+                    }
+                    for (i, st) in p.body.iter().enumerate().filter(|_| p.steps.is_none()) {
                         match p.inner {
                             Some(ic) if ic.index == i => {
                                 let sub = timers.len();
@@ -730,7 +780,9 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                         name: p.name.clone(),
                         comment,
                         is_loop: p.is_loop,
-                        is_main: p.name == "main_loop",
+                        // A time-step loop runs the steps of its table.
+                        is_main: p.name == "main_loop" && p.steps.is_none(),
+                        pre_lines,
                         full: p.full,
                         run: p.run,
                         lines,

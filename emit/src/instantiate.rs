@@ -213,6 +213,8 @@ impl Rank<'_> {
                         iters.pop();
                     }
                 }
+                // Run by the phase, which knows each step's kind.
+                Stmt::Steps { .. } => {}
                 Stmt::Guard { when, body, .. } => {
                     let &(i, n) = iters.last().expect("a guard is inside a loop");
                     let runs = match when {
@@ -245,7 +247,14 @@ pub fn instantiate(skel: &Skeleton) -> (Vec<Vec<CheckOp>>, BTreeSet<u32>) {
             };
             for p in &class.phases {
                 let mut iters = Vec::new();
-                if p.is_loop {
+                if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
+                    let kinds = steps.run_kinds();
+                    for (i, k) in kinds.iter().enumerate() {
+                        iters.push((i as u64, kinds.len() as u64));
+                        r.run(&cases[*k as usize].body, &mut iters);
+                        iters.pop();
+                    }
+                } else if p.is_loop {
                     for i in 0..p.run {
                         iters.push((i, p.run));
                         r.run(&p.body, &mut iters);

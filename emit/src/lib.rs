@@ -2,6 +2,7 @@
 //! class to a program that cannot hang, scaled to a target time, rendered as C or Rust.
 //!
 //! - [`symbols`]: a class's logical program as symbols for loop discovery;
+//! - [`timesteps`]: each class's loop nest, with an irregular time-step loop folded into steps;
 //! - [`program`]: the program IR (classes, phases, statements, calls), built from the logical
 //!   trace and the nests;
 //! - [`matching`]: global and local sends and receives (seed 001 Fig. 3), size balancing;
@@ -24,6 +25,7 @@ pub mod program;
 pub mod rust;
 pub mod scale;
 pub mod symbols;
+pub mod timesteps;
 
 pub use deadlock::{check, Blocked, CheckOp, Deadlock};
 pub use matching::{calls_of_class, match_calls, Call, Mark, Matching, P2pCall};

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use mpiskel_compress::{greedy, LoopNest};
+use mpiskel_compress::LoopNest;
 use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,6 @@ use crate::deadlock::{check, Deadlock};
 use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
 use crate::scale::{cut_compute, scale, uncut, Scaling};
-use crate::symbols::symbolize_class;
 
 /// What the deadlock check did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,18 +49,7 @@ pub enum PipelineError {
     Deadlock(Deadlock),
 }
 
-/// The loop nest of every class's logical program (greedy, with the class's mean gaps).
-pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
-    lt.classes
-        .iter()
-        .map(|c| {
-            let s = symbolize_class(c);
-            let mut nest = greedy(&s.symbols);
-            nest.attach_weights(&s.gaps_s);
-            nest
-        })
-        .collect()
-}
+pub use crate::timesteps::nests_of;
 
 /// Builds, scales and checks the skeleton of `lt` for `target_s` seconds, given the recorded
 /// application time; `compute_cut`: whether compute blocks may lose time when cutting loops is

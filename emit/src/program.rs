@@ -262,6 +262,12 @@ pub enum Stmt {
         /// The loop in seed 001's notation.
         note: String,
     },
+    /// The body of a time-step loop (the phase's loop; see [`StepSchedule`]): each iteration
+    /// runs the case of its step's kind.
+    Steps {
+        /// One case per kind.
+        cases: Vec<StepCase>,
+    },
     /// Runs only in the first or last iteration of the enclosing loop.
     Guard {
         /// Which iteration.
@@ -273,6 +279,36 @@ pub enum Stmt {
         /// Body.
         body: Vec<Stmt>,
     },
+}
+
+/// One kind of time step of a [`Stmt::Steps`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepCase {
+    /// Steps of this kind in the application.
+    pub full: u64,
+    /// Steps of this kind the skeleton runs.
+    pub run: u64,
+    /// One step's statements.
+    pub body: Vec<Stmt>,
+    /// The kind's body in the notation of Xu & Subhlok (2008, §3).
+    pub note: String,
+}
+
+/// Which steps a time-step loop runs: the kind of every step of the application, and the steps
+/// the skeleton runs (all of them until the loop is cut).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSchedule {
+    /// The kind (case of the phase's [`Stmt::Steps`]) of every step of the application.
+    pub kinds: Vec<u32>,
+    /// The steps the skeleton runs, ascending (indices into `kinds`).
+    pub run: Vec<u32>,
+}
+
+impl StepSchedule {
+    /// The kind of each step the skeleton runs, in order.
+    pub fn run_kinds(&self) -> Vec<u32> {
+        self.run.iter().map(|&i| self.kinds[i as usize]).collect()
+    }
 }
 
 /// A top-level part of a class program: a loop of the trace, or the straight-line calls between
@@ -299,6 +335,9 @@ pub struct Phase {
     /// than the skeleton's budget); timed on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inner: Option<InnerCut>,
+    /// For a time-step loop (its body one [`Stmt::Steps`]): the kind of each step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepSchedule>,
 }
 
 /// An inner loop of a phase's body run fewer times than recorded.
@@ -604,6 +643,7 @@ fn leaves(nodes: &[Node], out: &mut Vec<Node>) {
         match n {
             Node::Sym { .. } => out.push(n.clone()),
             Node::Loop { body, .. } | Node::Guard { body, .. } => leaves(body, out),
+            Node::Steps { kinds, .. } => kinds.iter().for_each(|k| leaves(k, out)),
         }
     }
 }
@@ -629,6 +669,17 @@ fn leaf_loops(items: &[Node]) -> Vec<Vec<LoopSpan>> {
                     let hi = lo + mpiskel_compress::leaf_count(body);
                     stack.push(LoopSpan { count: *count, depth, lo, hi });
                     walk(body, depth + 1, stack, out);
+                    stack.pop();
+                }
+                Node::Steps { schedule, kinds } => {
+                    let lo = out.len();
+                    let hi =
+                        lo + kinds.iter().map(|k| mpiskel_compress::leaf_count(k)).sum::<usize>();
+                    let count = schedule.len() as u64;
+                    stack.push(LoopSpan { count, depth, lo, hi });
+                    for k in kinds {
+                        walk(k, depth + 1, stack, out);
+                    }
                     stack.pop();
                 }
                 Node::Guard { body, .. } => walk(body, depth, stack, out),
@@ -740,6 +791,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     let mut max_slots = 0u32;
     let mut distributions: Vec<Dist> = Vec::new();
     let mut rank_weight = vec![1.0f64; n as usize];
+    let collective_sizes = agreed_collective_sizes(lt, nests);
     for (ci, (class, nest)) in lt.classes.iter().zip(nests).enumerate() {
         for &r in class.ranks.iter().chain(&class.folded) {
             if let Some(x) = class_of_rank.get_mut(r as usize) {
@@ -817,10 +869,19 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                 let p = lm.positions[leaf][0];
                 let op = &class.ops[p];
                 // Sizes after balancing: the first occurrence's (balancing is per position
-                // and positions of one leaf share a key).
-                let bytes = match m.bytes.get(p) {
+                // and positions of one leaf share a key) — or, for a leaf of a time step
+                // whose sizes vary from step to step, their mean, which carries the bytes
+                // of the channel over the run.
+                let size = |p: usize| match m.bytes.get(p) {
                     Some(&b) if b > 0 => b,
-                    _ => op.key.bytes,
+                    _ => class.ops[p].key.bytes,
+                };
+                let ps = &lm.positions[leaf];
+                let bytes = if ps.iter().all(|&q| class.ops[q].key.bytes == op.key.bytes) {
+                    size(p)
+                } else {
+                    let total: u128 = ps.iter().map(|&q| u128::from(size(q))).sum();
+                    (total as f64 / ps.len() as f64).round() as u64
                 };
                 let completes: Vec<u32> = completes_leaves
                     .get(&leaf)
@@ -837,7 +898,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     let prev = &class.ops[p - 1].key;
                     prev.op.class() == OpClass::Probe && prev.any_source && prev.peer == op.key.peer
                 };
-                call_of(
+                let mut call = call_of(
                     op,
                     probed_any,
                     bytes,
@@ -847,7 +908,13 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     &directions,
                     &mut comm_index,
                     lt,
-                )
+                );
+                if let (Some(Call::Collective { bytes, .. }), Some(&agreed)) =
+                    (&mut call, collective_sizes.get(&collective_key(op)))
+                {
+                    *bytes = agreed;
+                }
+                call
             })
             .collect();
         // Each rank's systematic weight: its gaps over the class mean at the positions it has.
@@ -990,6 +1057,73 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         distributions,
         rank_weight,
     })
+}
+
+/// What makes calls of a collective the same collective to every rank: operation,
+/// communicator, root (`None` for other calls).
+fn collective_key(op: &mpiskel_logicalize::LogicalOp) -> Option<String> {
+    (op.key.op.class() == OpClass::Collective)
+        .then(|| format!("{:?} {:?} {:?}", op.key.op, op.key.comm, op.key.root))
+}
+
+/// Whether a collective gives each rank its own sizes.
+fn is_vector(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Gatherv
+            | Op::Igatherv
+            | Op::Allgatherv
+            | Op::Iallgatherv
+            | Op::Scatterv
+            | Op::Iscatterv
+            | Op::Alltoallv
+            | Op::Ialltoallv
+            | Op::Alltoallw
+            | Op::Ialltoallw
+            | Op::ReduceScatter
+            | Op::IreduceScatter
+    )
+}
+
+/// Collectives every rank must run with one size that its calls do not give: vector
+/// collectives (each rank its own sizes; they run as their regular form) and collectives whose
+/// size varies at one position of some class's nest (a leaf of a time step whose sizes drift,
+/// where each class would take its own mean). Every call of such a collective, in every class,
+/// runs with the mean size per member of all its calls over all ranks, so that the ranks agree
+/// and the bytes over the run stay those of the application.
+fn agreed_collective_sizes(lt: &LogicalTrace, nests: &[LoopNest]) -> HashMap<Option<String>, u64> {
+    let mut sum: HashMap<Option<String>, (f64, f64)> = HashMap::new();
+    let mut varies = BTreeSet::new();
+    for (class, nest) in lt.classes.iter().zip(nests) {
+        let lm = leaf_map(nest, mpiskel_compress::leaf_count(&nest.items));
+        if lm.leaf_of.len() != class.ops.len() {
+            continue; // reported by the caller
+        }
+        let ranks = (class.ranks.len() + class.folded.len()).max(1) as f64;
+        for ps in &lm.positions {
+            let Some(&first) = ps.first() else { continue };
+            let key = collective_key(&class.ops[first]);
+            if key.is_none() {
+                continue;
+            }
+            let members = comm_size(&Comm::of(&class.ops[first].key.comm), lt);
+            let form = |q: usize| {
+                let k = &class.ops[q].key;
+                collective_form(k.op, k.bytes, k.recv_bytes, members).1
+            };
+            let sizes: Vec<u64> = ps.iter().map(|&q| form(q)).collect();
+            if is_vector(class.ops[first].key.op) || sizes.iter().any(|&b| b != sizes[0]) {
+                varies.insert(key.clone());
+            }
+            let e = sum.entry(key).or_insert((0.0, 0.0));
+            e.0 += sizes.iter().sum::<u64>() as f64 * ranks;
+            e.1 += sizes.len() as f64 * ranks;
+        }
+    }
+    sum.into_iter()
+        .filter(|(k, _)| varies.contains(k))
+        .map(|(k, (total, n))| (k, if n > 0.0 { (total / n).ceil() as u64 } else { 0 }))
+        .collect()
 }
 
 fn round8(b: u64) -> u64 {
@@ -1182,7 +1316,7 @@ fn phases_of(
     let main = items
         .iter()
         .enumerate()
-        .filter(|(_, n)| matches!(n, Node::Loop { .. }))
+        .filter(|(_, n)| n.iterations().is_some())
         .max_by_key(|(_, n)| n.expanded_len())
         .map(|(i, _)| i);
     let mut phases = Vec::new();
@@ -1212,6 +1346,7 @@ fn phases_of(
             compute_s: compute_of(&body),
             calls: calls_in(&body),
             inner: None,
+            steps: None,
             body,
             origin: format!("calls {}–{} of the class program", from + 1, to),
         });
@@ -1237,12 +1372,60 @@ fn phases_of(
                     compute_s: compute_of(&stmts),
                     calls: calls_in(&stmts),
                     inner: None,
+                    steps: None,
                     body: stmts,
                     origin: format!(
                         "calls {}–{} of the class program: ({})^{count}",
                         pos + 1,
                         pos + span,
                         mpiskel_compress::LoopNest { items: body.clone() }.notation()
+                    ),
+                });
+                pos += span;
+                straight_from = pos;
+            }
+            Node::Steps { schedule, kinds } => {
+                flush(&mut straight, straight_from, pos, &mut phases);
+                let span = node.expanded_len();
+                let mut counts = vec![0u64; kinds.len()];
+                for &k in schedule {
+                    counts[k as usize] += 1;
+                }
+                let cases: Vec<StepCase> = kinds
+                    .iter()
+                    .zip(&counts)
+                    .map(|(k, &full)| {
+                        let mut body = Vec::new();
+                        lower(k, 1, 0, calls, gaps, &mut leaf, &mut body);
+                        let note = LoopNest { items: k.clone() }.notation();
+                        StepCase { full, run: full, body, note }
+                    })
+                    .collect();
+                n_loops += 1;
+                let name = if Some(i) == main {
+                    "main_loop".to_owned()
+                } else {
+                    format!("loop_{n_loops}")
+                };
+                let body = vec![Stmt::Steps { cases }];
+                phases.push(Phase {
+                    name,
+                    full: schedule.len() as u64,
+                    run: schedule.len() as u64,
+                    is_loop: true,
+                    compute_s: compute_of(&body),
+                    calls: calls_in(&body),
+                    inner: None,
+                    steps: Some(StepSchedule {
+                        kinds: schedule.clone(),
+                        run: (0..schedule.len() as u32).collect(),
+                    }),
+                    body,
+                    origin: format!(
+                        "calls {}–{} of the class program: {}",
+                        pos + 1,
+                        pos + span,
+                        LoopNest { items: vec![node.clone()] }.notation()
                     ),
                 });
                 pos += span;
@@ -1294,6 +1477,10 @@ fn lower(
                 let note = format!("({})^{count}", LoopNest { items: body.clone() }.notation());
                 out.push(Stmt::Loop { depth, count: *count, body: b, note });
             }
+            Node::Steps { .. } => {
+                // Time steps are a phase of their own (phases_of); never nested.
+                unreachable!("time steps below the top level")
+            }
             Node::Guard { when, body } => {
                 let mut b = Vec::new();
                 lower(body, depth, enclosing, calls, gaps, leaf, &mut b);
@@ -1323,8 +1510,18 @@ pub fn compute_of(body: &[Stmt]) -> f64 {
             Stmt::Call { .. } => 0.0,
             Stmt::Loop { count, body, .. } => *count as f64 * compute_of(body),
             Stmt::Guard { body, .. } => compute_of(body),
+            Stmt::Steps { cases } => per_step(cases, compute_of),
         })
         .sum()
+}
+
+/// The mean over the application's steps of `f` of a step's body.
+fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
+    let n: u64 = cases.iter().map(|c| c.full).sum();
+    if n == 0 {
+        return 0.0;
+    }
+    cases.iter().map(|c| c.full as f64 * f(&c.body)).sum::<f64>() / n as f64
 }
 
 /// MPI calls in one pass over `body`.
@@ -1335,6 +1532,7 @@ pub fn calls_in(body: &[Stmt]) -> u64 {
             Stmt::Call { .. } => 1,
             Stmt::Loop { count, body, .. } => count * calls_in(body),
             Stmt::Guard { body, .. } => calls_in(body),
+            Stmt::Steps { cases } => per_step(cases, |b| calls_in(b) as f64).round() as u64,
         })
         .sum()
 }

@@ -100,6 +100,14 @@ fn simulate(body: &[Stmt], started: &mut BTreeSet<u32>, pending: &mut BTreeSet<u
                 _ => {}
             },
             Stmt::Loop { body, .. } => simulate(body, started, pending),
+            // One case runs per iteration: what any of them leaves pending stays pending.
+            Stmt::Steps { cases } => {
+                for c in cases {
+                    let mut inner = pending.clone();
+                    simulate(&c.body, started, &mut inner);
+                    pending.extend(inner);
+                }
+            }
             Stmt::Guard { body, .. } => {
                 let mut inner = BTreeSet::new();
                 simulate(body, started, &mut inner);
@@ -120,6 +128,8 @@ fn uses_var(body: &[Stmt], depth: usize) -> bool {
             _ => false,
         },
         Stmt::Loop { body, .. } => uses_var(body, depth),
+        // The phase's variable picks the kind.
+        Stmt::Steps { cases } => depth == 0 || cases.iter().any(|c| uses_var(&c.body, depth)),
         Stmt::Guard { depth: d, body, .. } => *d == depth || uses_var(body, depth),
         Stmt::Compute { .. } => false,
     })
@@ -483,6 +493,8 @@ impl Gen<'_> {
                     let inner = self.stmts(body);
                     quote! { if #cond { #n #inner } }
                 }
+                // Rendered by its phase (each step's kind is in the phase's table).
+                Stmt::Steps { .. } => TokenStream::new(),
             });
         }
         out
@@ -494,7 +506,38 @@ impl Gen<'_> {
         let comment = phase_comment(p);
         let d = doc(&comment);
         let mut body = TokenStream::new();
-        for (i, st) in p.body.iter().enumerate() {
+        if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
+            let kinds: Vec<Literal> =
+                steps.run_kinds().iter().map(|&k| Literal::u8_unsuffixed(k as u8)).collect();
+            let n = Literal::usize_unsuffixed(kinds.len());
+            let table = note(&format!(
+                "the kind of each time step this loop runs: {} of the application's {}, chosen so \
+                 that every kind runs; each kind is timed on its own",
+                kinds.len(),
+                steps.kinds.len()
+            ));
+            let arms = cases.iter().enumerate().map(|(k, c)| {
+                let k = Literal::u8_unsuffixed(k as u8);
+                let n = note(&format!(
+                    "{} of the application's steps are of this kind, {} run: {}",
+                    c.full, c.run, c.note
+                ));
+                let b = self.stmts(&c.body);
+                quote! { #k => { #n #b } }
+            });
+            let first = Literal::usize_unsuffixed(sub_timer);
+            body.extend(quote! {
+                #table
+                const KIND: [u8; #n] = [#(#kinds),*];
+                let t_step = mpi::time();
+                match KIND[it as usize] {
+                    #(#arms)*
+                    _ => {}
+                }
+                sk.phase_add(#first + usize::from(KIND[it as usize]), mpi::time() - t_step);
+            });
+        }
+        for (i, st) in p.body.iter().enumerate().filter(|_| p.steps.is_none()) {
             match p.inner {
                 Some(ic) if ic.index == i => {
                     let n = note(&format!(
@@ -589,6 +632,9 @@ fn collect(body: &[Stmt], started: &mut BTreeSet<u32>, completed: &mut BTreeSet<
                 _ => {}
             },
             Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => collect(body, started, completed),
+            Stmt::Steps { cases } => {
+                cases.iter().for_each(|c| collect(&c.body, started, completed));
+            }
             Stmt::Compute { .. } => {}
         }
     }
@@ -612,6 +658,9 @@ fn pool_bytes(body: &[Stmt], n_ranks: u64) -> u64 {
             },
             Stmt::Loop { count, body, .. } => count * pool_bytes(body, n_ranks),
             Stmt::Guard { body, .. } => pool_bytes(body, n_ranks),
+            Stmt::Steps { cases } => {
+                cases.iter().map(|c| pool_bytes(&c.body, n_ranks)).max().unwrap_or(0)
+            }
             Stmt::Compute { .. } => 0,
         })
         .sum()
@@ -961,6 +1010,14 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
             let (name, full, run) = (p.name.clone(), int(p.full), int(p.run));
             timers.push(quote! { Phase::new(#name, #full, #run) });
             let mut sub = 0;
+            if let (Some(_), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
+                sub = timers.len();
+                let t = Literal::usize_unsuffixed(timer);
+                for (k, c) in cases.iter().enumerate() {
+                    let (n, f, r) = (format!("{}.kind{k}", p.name), int(c.full), int(c.run));
+                    timers.push(quote! { Phase::inner(#n, #f, #r, #t) });
+                }
+            }
             if let Some(ic) = p.inner {
                 sub = timers.len();
                 let (n, f, r) =
@@ -971,7 +1028,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
                 let ir = int(ic.run);
                 runs.extend(quote! { phases[#s].run = phases[#t].run * #ir; });
             }
-            if p.name == "main_loop" {
+            if p.name == "main_loop" && p.steps.is_none() {
                 let t = Literal::usize_unsuffixed(timer);
                 // The main loop's iteration count may be changed with --iterations.
                 runs = {

@@ -27,6 +27,8 @@
 //! # Complexity
 //! O(size of the program).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
@@ -104,6 +106,104 @@ fn cut_inner(
         p.inner = Some(InnerCut { index, full: count, run });
     }
     estimate - drop as f64 * per_inner
+}
+
+/// Chooses the steps a time-step main loop runs (see [`crate::timesteps`]): every kind of step
+/// at least once, and each about in its share of the application's steps, for a main loop of
+/// about `budget_s` application seconds (`seconds_of` turns a step's recorded computation into
+/// application seconds). Steps are grouped by the kinds they have in all classes; a group of `c`
+/// steps runs `r = clamp(round(f·c), 1, c)` of them, evenly spread over the group, with the
+/// largest `f` within the budget. Every class runs the same steps, in their order. Each kind is
+/// timed on its own and predicted as its time × its steps in the application / its steps run,
+/// so a kind that runs more (or less) than its share does not bias the prediction.
+///
+/// Returns the main loop's estimated application seconds, or `None` when the main loop is not a
+/// time-step loop in every class (or the classes' steps differ in number).
+fn sample_steps(
+    skel: &mut Skeleton,
+    budget_s: f64,
+    seconds_of: &dyn Fn(f64) -> f64,
+) -> Option<f64> {
+    let mains: Vec<(usize, usize)> = skel
+        .classes
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| c.phases.iter().position(|p| p.name == "main_loop").map(|pi| (ci, pi)))
+        .collect::<Option<_>>()?;
+    let n = {
+        let p = &skel.classes[mains[0].0].phases[mains[0].1];
+        p.steps.as_ref()?.kinds.len()
+    };
+    let mut cost_of_kind: Vec<Vec<f64>> = Vec::new();
+    for &(ci, pi) in &mains {
+        let p = &skel.classes[ci].phases[pi];
+        let (Some(st), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) else {
+            return None;
+        };
+        if st.kinds.len() != n {
+            return None;
+        }
+        cost_of_kind.push(cases.iter().map(|c| seconds_of(compute_of(&c.body))).collect());
+    }
+    // Groups: the kinds a step has in every class.
+    let mut groups: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
+    for i in 0..n {
+        let key: Vec<u32> = mains
+            .iter()
+            .map(|&(ci, pi)| skel.classes[ci].phases[pi].steps.as_ref().map_or(0, |s| s.kinds[i]))
+            .collect();
+        groups.entry(key).or_default().push(i as u32);
+    }
+    let cost: Vec<f64> = groups
+        .keys()
+        .map(|key| key.iter().zip(&cost_of_kind).map(|(&k, c)| c[k as usize]).fold(0.0, f64::max))
+        .collect();
+    let runs = |f: f64| -> Vec<usize> {
+        groups.values().map(|m| ((f * m.len() as f64).round() as usize).clamp(1, m.len())).collect()
+    };
+    let total = |r: &[usize]| r.iter().zip(&cost).map(|(&r, &c)| r as f64 * c).sum::<f64>();
+    // The largest share within the budget (bisection; the cost grows with f).
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    if total(&runs(1.0)) <= budget_s {
+        lo = 1.0;
+    } else {
+        for _ in 0..50 {
+            let mid = (lo + hi) / 2.0;
+            if total(&runs(mid)) <= budget_s {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    let r = runs(lo);
+    let mut sample: Vec<u32> = groups
+        .values()
+        .zip(&r)
+        .flat_map(|(m, &r)| {
+            (0..r).map(move |j| m[((2 * j + 1) * m.len() / (2 * r)).min(m.len() - 1)])
+        })
+        .collect();
+    sample.sort_unstable();
+    for &(ci, pi) in &mains {
+        set_steps(&mut skel.classes[ci].phases[pi], sample.clone());
+    }
+    Some(total(&r))
+}
+
+/// Makes a time-step phase run `sample` (indices into its steps), with each kind's count.
+fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
+    let (Some(st), [Stmt::Steps { cases }]) = (&mut p.steps, p.body.as_mut_slice()) else {
+        return;
+    };
+    for c in cases.iter_mut() {
+        c.run = 0;
+    }
+    for &i in &sample {
+        cases[st.kinds[i as usize] as usize].run += 1;
+    }
+    p.run = sample.len() as u64;
+    st.run = sample;
 }
 
 /// The recorded computation of the class that computes most, seconds: what the application's
@@ -213,6 +313,10 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
 /// all its computation; `scaling` then says so, with `note` for why.
 pub fn uncut(skel: &mut Skeleton, scaling: &mut Scaling, note: &str) {
     for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
+        if let Some(st) = &p.steps {
+            let all = (0..st.kinds.len() as u32).collect();
+            set_steps(p, all);
+        }
         p.run = p.full;
         for s in &mut p.body {
             if let Stmt::Compute { removed, .. } = s {
@@ -321,9 +425,23 @@ pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) 
         }
     }
     let mut estimate = rest + k as f64 * per_iter;
+    let lead_compute = lead_compute(skel);
+    if let Some(main) = sample_steps(skel, target_s - rest, &|compute: f64| {
+        if lead_compute > 0.0 {
+            compute / lead_compute * app_time_s
+        } else {
+            per_iter
+        }
+    }) {
+        estimate = rest + main;
+    }
+    let k = skel
+        .classes
+        .first()
+        .and_then(|c| c.phases.iter().find(|p| p.name == "main_loop"))
+        .map_or(k, |p| p.run);
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
-    let lead_compute = lead_compute(skel);
     // Application seconds that a share of the recorded computation stands for.
     let seconds_of =
         |compute: f64| if lead_compute > 0.0 { compute / lead_compute * app_time_s } else { 0.0 };

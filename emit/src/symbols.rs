@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use mpiskel_compress::Sym;
-use mpiskel_logicalize::{LogicalPeer, ProcessClass};
+use mpiskel_logicalize::{LogicalComm, LogicalPeer, ProcessClass};
 use mpiskel_trace::OpClass;
 use serde::Serialize;
 
@@ -33,6 +33,12 @@ pub struct Symbolized {
     pub gaps_s: Vec<f64>,
     /// What each symbol stands for.
     pub legend: Vec<SymbolInfo>,
+    /// Each call's shape: its symbol without the sizes (what stays the same from one time step
+    /// of an irregular loop to the next).
+    pub shapes: Vec<Sym>,
+    /// Per shape: whether it is a collective over every rank (the same in every class; the
+    /// best anchor for time steps).
+    pub shape_is_world_collective: Vec<bool>,
 }
 
 /// A process class's logical program as symbols, with the mean compute gap before each call.
@@ -40,6 +46,9 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
     let mut by_key: HashMap<String, Sym> = HashMap::new();
     let mut legend = Vec::new();
     let mut symbols = Vec::with_capacity(class.ops.len());
+    let mut shape_key: HashMap<String, Sym> = HashMap::new();
+    let mut shapes = Vec::with_capacity(class.ops.len());
+    let mut shape_is_world_collective = Vec::new();
     let mut gaps_s = Vec::with_capacity(class.ops.len());
     let name = |p: &Option<LogicalPeer>| match p {
         Some(LogicalPeer::Dir(d)) => format!(" {}", d.name),
@@ -83,6 +92,26 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
             ),
             _ => format!("{} {:?}", k.op, k.comm),
         };
+        // The shape: the same without sizes.
+        let shape = match k.op.class() {
+            OpClass::Send | OpClass::Recv | OpClass::Probe if !any => {
+                format!("{}{} tag#{} {:?}", k.op, name(&k.peer), op.tag_class, k.comm)
+            }
+            OpClass::SendRecv => format!("{}{}{}", k.op, name(&k.peer), name(&k.source)),
+            OpClass::Collective => format!(
+                "{} {:?}{}",
+                k.op,
+                k.comm,
+                k.root.as_ref().map_or(String::new(), |r| format!(" root {r:?}"))
+            ),
+            _ => text.clone(),
+        };
+        let next_shape = shape_key.len() as Sym;
+        let world = k.op.class() == OpClass::Collective && k.comm == LogicalComm::World;
+        shapes.push(*shape_key.entry(shape).or_insert_with(|| {
+            shape_is_world_collective.push(world);
+            next_shape
+        }));
         let next = by_key.len() as Sym;
         let sym = *by_key.entry(text.clone()).or_insert_with(|| {
             legend.push(SymbolInfo { sym: next, text });
@@ -91,5 +120,5 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
         symbols.push(sym);
         gaps_s.push(op.gap.mean_s);
     }
-    Symbolized { symbols, gaps_s, legend }
+    Symbolized { symbols, gaps_s, legend, shapes, shape_is_world_collective }
 }

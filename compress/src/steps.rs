@@ -1,0 +1,172 @@
+//! Irregular time-step loops as steps of a few kinds.
+//!
+//! The time-step loop of a real code does not repeat exactly: message sizes drift as particles
+//! migrate, and every so often a step does more (rebuilding neighbour lists, exchanging atoms,
+//! writing output), at a fixed period or whenever the data asks for it. Exact loop discovery
+//! ([`crate::greedy`]) then finds the loop only between two such steps — `(24)^19 + 36 +
+//! (24)^10 + 14 + …` — and the longest of those pieces covers a sliver of the run. ScalaTrace 2
+//! (Wu & Mueller 2011, §3) folds loop bodies that differ by a bounded amount; APPrime
+//! (Zhang et al. 2015, §3) models the parameters that vary. Here the steps themselves are found:
+//!
+//! 1. The caller gives each call a *shape* symbol (its symbol without the sizes) and a few
+//!    candidate *anchors*: shapes (or short runs of shapes) made exactly once per iteration of
+//!    the loop the exact pass found.
+//! 2. For each anchor, the span from its first to its last occurrence is cut at every
+//!    occurrence into steps; steps with the same sequence of shapes are of one *kind*.
+//! 3. The anchor giving the fewest kinds wins (ties: the longest span). Each kind's body is
+//!    compressed on its own; the loop becomes [`Node::Steps`]: the kind of every step, in order,
+//!    and each kind's body. Sizes, compute times and everything else that varies between steps of
+//!    one kind are the per-position statistics of its leaves, as for any loop.
+//!
+//! A kind that occurs once (a second run's set-up between two runs) is a step like any other:
+//! the skeleton runs it once. More than `max_kinds` kinds for every anchor: no fold.
+//!
+//! # Complexity
+//! O(a · n) hash work for `a` anchors over `n` calls, plus the greedy pass over each kind's body.
+
+use std::collections::HashMap;
+
+use crate::greedy::greedy;
+use crate::nest::{Node, Sym};
+
+/// Anchors tried at most, in the caller's order.
+const MAX_ANCHORS: usize = 8;
+
+/// Steps found in a sequence of shapes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepFold {
+    /// First position of the first step.
+    pub start: usize,
+    /// Position after the last step.
+    pub end: usize,
+    /// The anchor shape every step begins with.
+    pub anchor: Sym,
+    /// The kind of each step.
+    pub schedule: Vec<u32>,
+    /// Each kind's first step: (position, length).
+    pub kinds: Vec<(usize, usize)>,
+}
+
+impl StepFold {
+    /// Number of steps.
+    pub fn steps(&self) -> usize {
+        self.schedule.len()
+    }
+
+    /// The loop-nest node: each kind's body compressed (over the shapes) on its own.
+    pub fn node(&self, shapes: &[Sym]) -> Node {
+        let kinds =
+            self.kinds.iter().map(|&(at, len)| greedy(&shapes[at..at + len]).items).collect();
+        Node::Steps { schedule: self.schedule.clone(), kinds }
+    }
+}
+
+/// Cuts `shapes` into steps at every occurrence of the best of `anchors` in `marks` (see the
+/// module documentation; `marks` is `shapes` itself, or a symbol per position for the few
+/// shapes that start there, when no single shape is made once per step). `None` when no
+/// anchor gives at least three steps of at most `max_kinds` kinds.
+pub fn find_steps(
+    shapes: &[Sym],
+    marks: &[Sym],
+    anchors: &[Sym],
+    max_kinds: usize,
+) -> Option<StepFold> {
+    let mut best: Option<StepFold> = None;
+    for &a in anchors.iter().take(MAX_ANCHORS) {
+        let occ: Vec<usize> =
+            marks.iter().enumerate().filter(|(_, &s)| s == a).map(|(i, _)| i).collect();
+        if occ.len() < 4 {
+            continue;
+        }
+        let mut index: HashMap<&[Sym], u32> = HashMap::new();
+        let mut kinds = Vec::new();
+        let mut schedule = Vec::with_capacity(occ.len() - 1);
+        for w in occ.windows(2) {
+            let seg = &shapes[w[0]..w[1]];
+            let next = index.len() as u32;
+            let k = *index.entry(seg).or_insert_with(|| {
+                kinds.push((w[0], seg.len()));
+                next
+            });
+            if index.len() > max_kinds {
+                break;
+            }
+            schedule.push(k);
+        }
+        if index.len() > max_kinds {
+            continue;
+        }
+        let fold = StepFold { start: occ[0], end: occ[occ.len() - 1], anchor: a, schedule, kinds };
+        let better = best.as_ref().is_none_or(|b| {
+            (fold.kinds.len(), std::cmp::Reverse(fold.end - fold.start))
+                < (b.kinds.len(), std::cmp::Reverse(b.end - b.start))
+        });
+        if better {
+            best = Some(fold);
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nest::LoopNest;
+
+    /// Steps `1 2 3` with a rebuild `1 2 9 9 3` every fourth step, after a set-up `7 7`.
+    fn program(steps: usize) -> Vec<Sym> {
+        let mut v = vec![7, 7];
+        for i in 0..steps {
+            if i % 4 == 3 {
+                v.extend([1, 2, 9, 9, 3]);
+            } else {
+                v.extend([1, 2, 3]);
+            }
+        }
+        v.push(8);
+        v
+    }
+
+    #[test]
+    fn a_rebuild_every_fourth_step_is_a_second_kind() {
+        let s = program(12);
+        // Anchor 2 splits as `2 3 1 | 2 9 9 3 1`, anchor 1 as `1 2 3 | 1 2 9 9 3`: two kinds over
+        // the same span either way; the first anchor given wins.
+        assert_eq!(find_steps(&s, &s, &[2, 1], 8).unwrap().anchor, 2);
+        let f = find_steps(&s, &s, &[1, 2], 8).unwrap();
+        assert_eq!(f.anchor, 1);
+        assert_eq!(f.kinds.len(), 2);
+        assert_eq!(f.steps(), 11);
+        assert_eq!(f.schedule, vec![0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
+        let node = f.node(&s);
+        let nest = LoopNest { items: vec![node] };
+        assert_eq!(nest.expand(), s[f.start..f.end].to_vec());
+        assert_eq!(nest.notation(), "{3 ×9 | 2 + (1)^2 + 1 ×2}^11");
+        assert_eq!(nest.leaf_of_position().len(), f.end - f.start);
+    }
+
+    #[test]
+    fn too_many_kinds_or_too_few_steps_give_nothing() {
+        let s: Vec<Sym> = (0..40).flat_map(|i| [1, 100 + i]).collect();
+        assert_eq!(find_steps(&s, &s, &[1], 8), None);
+        assert!(find_steps(&s, &s, &[1], 64).is_some());
+        assert_eq!(find_steps(&[1, 2, 1, 2, 1], &[1, 2, 1, 2, 1], &[1], 8), None);
+        assert_eq!(find_steps(&program(12), &program(12), &[5], 8), None);
+    }
+
+    #[test]
+    fn leaves_of_a_kind_share_their_statistics() {
+        let s = program(8);
+        let f = find_steps(&s, &s, &[1], 8).unwrap();
+        let mut nest = LoopNest { items: vec![f.node(&s)] };
+        let n = f.end - f.start;
+        let weights: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        nest.attach_weights(&weights);
+        let Node::Steps { kinds, .. } = &nest.items[0] else { panic!("not steps") };
+        // Kind 0 `1 2 3` runs in steps 0, 1, 2, 4, 5, 6: its first leaf stands for positions
+        // 0, 3, 6, 14, 17, 20.
+        let Node::Sym { stats: Some(st), .. } = &kinds[0][0] else { panic!("not a leaf") };
+        assert_eq!(st.n, 6);
+        assert!((st.mean - 60.0 / 6.0).abs() < 1e-9);
+    }
+}
