@@ -1,4 +1,4 @@
-//! Loop discovery on the NPB traces of `../shared/fixtures/npb`, next to seed 001 Table 3.
+//! Loop discovery on the NPB traces of `../shared/fixtures/npb`, next to Xu & Subhlok 2008, Table 3.
 //!
 //! Run with `cargo bench --bench compress_npb` (or `make bench`). Calls the release `mpiskel
 //! compress --json` on rank 0 of every trace (greedy; exact too where it has at most 20,000

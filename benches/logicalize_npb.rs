@@ -1,4 +1,4 @@
-//! Topology identification on the 16-rank NPB traces, beside seed 001 Table 2.
+//! Topology identification on the 16-rank NPB traces, beside Xu & Subhlok 2008, Table 2.
 //!
 //! Run with `cargo bench --bench logicalize_npb` (or `make bench`): calls the release
 //! `mpiskel logicalize --json` on each trace (median of 5 runs) and prints a Markdown table with

@@ -109,7 +109,7 @@ impl Lang {
 pub struct ClassDoc {
     /// Ranks.
     pub ranks: Vec<u32>,
-    /// Loop nest in seed notation.
+    /// Loop nest in the notation of Xu & Subhlok (2008).
     pub notation: String,
     /// Calls in the class's logical program.
     pub calls: usize,

@@ -81,9 +81,9 @@ pub struct NestDocument {
     pub seconds: f64,
     /// Coverage and compression figures.
     pub report: NestReport,
-    /// The main loop in seed notation.
+    /// The main loop in the notation of Xu & Subhlok (2008).
     pub main_loop: Option<String>,
-    /// The whole program in seed notation.
+    /// The whole program in the notation of Xu & Subhlok (2008).
     pub notation: String,
     /// What each symbol stands for.
     pub symbols: Vec<SymbolInfoDoc>,

@@ -12,9 +12,9 @@ use mpiskel_logicalize::{logicalize, LogicalComm, LogicalPeer, LogicalTrace, Str
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
 
-/// Find the application's communication topology and write its logical trace (seed 001 §2).
+/// Find the application's communication topology and write its logical trace (Xu & Subhlok 2008, §2).
 ///
-/// Builds the communication matrix, identifies the topology by the seed's decision tree (simple
+/// Builds the communication matrix, identifies the topology by Xu & Subhlok's decision tree (simple
 /// tests → graph spectrum → isomorphism, which gives each rank's coordinates), renames every
 /// peer as a direction (NORTH, EAST, +x, LEFT, …), and groups ranks into process classes, folding
 /// edge ranks of a non-periodic grid into the interior class. Prints the topology, the survivors

@@ -178,7 +178,7 @@ fn a_trace_with_a_receive_cut_out_is_rejected_with_the_rank_that_hangs() {
     assert!(d.to_string().contains("waits for rank 2 to post a matching receive"), "{d}");
 }
 
-/// Matching (seed 001 Fig. 3) on the logical programs of the fixture programs and NPB: every
+/// Matching (Xu & Subhlok 2008, Fig. 3) on the logical programs of the fixture programs and NPB: every
 /// send and receive of the exchange-style codes pairs up globally. Pipelined blocking sweeps
 /// (wavefront, LU) are marked local by Fig. 3's conservative rule (another blocking call lies
 /// between a receive and its partner send): their safety comes from the order across ranks,

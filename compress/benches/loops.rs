@@ -1,4 +1,4 @@
-//! Benchmarks of loop discovery on synthetic sequences shaped like NPB LU (seed 001 Table 3):
+//! Benchmarks of loop discovery on synthetic sequences shaped like NPB LU (Xu & Subhlok 2008, Table 3):
 //! `((4)^160 + (4)^160 + 12)^iters` with distinct symbols per part.
 //!
 //! Run with `cargo bench -p mpiskel-compress` (or `make bench`). Each size runs in a child

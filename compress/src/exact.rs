@@ -1,7 +1,7 @@
 //! Exact loop discovery for small inputs: the quality baseline the greedy pass is measured
-//! against (seed 001 §3, "optimal" column of Table 3).
+//! against (Xu & Subhlok 2008, §3, "optimal" column of Table 3).
 //!
-//! The objective is the seed's: first the largest span of the input covered by loops, then the
+//! The objective is Xu & Subhlok's: first the largest span of the input covered by loops, then the
 //! shortest program ([`Node::program_len`]). Dynamic programming over prefixes: the best program
 //! for `s[..t)` ends either with a plain symbol or with a loop `(s[t-kp .. t-kp+p))^k` inside a
 //! run of primitive period `p`; a loop body is itself compressed optimally for program length

@@ -1,4 +1,4 @@
-//! Greedy bottom-up loop discovery (seed 001 §3; Xu & Subhlok, *Efficient discovery of loop
+//! Greedy bottom-up loop discovery (Xu & Subhlok 2008, §3; Xu & Subhlok, *Efficient discovery of loop
 //! nests in communication traces of parallel programs*, UH-CS-08-08).
 //!
 //! Each round finds the runs of the current sequence ([`crate::runs::runs`]) whose periods lie
@@ -7,7 +7,7 @@
 //! first `p` symbols repeated `⌊L/p⌋` times (the `L mod p` symbols after it stay as they are).
 //! Loops with the same body and count share one symbol. Rounds repeat on the shortened sequence
 //! until nothing repeats; inner (short-period) loops are thus folded before the outer loops that
-//! contain them. By the seed's analysis an outer loop found this way has the same symbols as the
+//! contain them. By Xu & Subhlok's analysis an outer loop found this way has the same symbols as the
 //! optimal one, possibly rotated, and at most two fewer iterations.
 //!
 //! A final pass folds a first or last iteration that differs from the others only by a few

@@ -1,4 +1,4 @@
-//! Loop-nest discovery (seed 001 §3): a symbol sequence → a loop-nest program.
+//! Loop-nest discovery (Xu & Subhlok 2008, §3): a symbol sequence → a loop-nest program.
 //!
 //! This crate knows nothing about MPI: it compresses sequences of [`Sym`]s (the caller decides
 //! what a symbol stands for) into a [`LoopNest`] of symbols and loops whose

@@ -1,4 +1,4 @@
-//! Deadlock check of a program before it is emitted (seed 001 §4: a skeleton must not hang).
+//! Deadlock check of a program before it is emitted (Xu & Subhlok 2008, §4: a skeleton must not hang).
 //!
 //! Every rank's program is executed abstractly, all ranks together, under the strictest MPI
 //! semantics a correct program must survive:

@@ -1,11 +1,11 @@
-//! Skeleton construction (seed 001 §4): from a logical trace and the loop nest of each process
+//! Skeleton construction (Xu & Subhlok 2008, §4): from a logical trace and the loop nest of each process
 //! class to a program that cannot hang, scaled to a target time, rendered as C or Rust.
 //!
 //! - [`symbols`]: a class's logical program as symbols for loop discovery;
 //! - [`timesteps`]: each class's loop nest, with an irregular time-step loop folded into steps;
 //! - [`program`]: the program IR (classes, phases, statements, calls), built from the logical
 //!   trace and the nests;
-//! - [`matching`]: global and local sends and receives (seed 001 Fig. 3), size balancing;
+//! - [`matching`]: global and local sends and receives (Xu & Subhlok 2008, Fig. 3), size balancing;
 //! - [`scale`]: main-loop cut for a target time, and the prediction factors;
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
 //!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;

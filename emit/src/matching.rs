@@ -1,4 +1,4 @@
-//! Global and local communication (seed 001 §4, Fig. 3).
+//! Global and local communication (Xu & Subhlok 2008, §4, Fig. 3).
 //!
 //! In a logical program every rank runs the same calls with peers named by direction, so a send
 //! to EAST is received by the neighbour's receive from WEST. A send or receive is **global** when
@@ -9,7 +9,7 @@
 //! - a blocking call is global when the next unmarked opposite call comes with no other
 //!   blocking send or receive in between.
 //!
-//! Global pairs whose sizes differ are balanced to the median of the two sizes (the seed's
+//! Global pairs whose sizes differ are balanced to the median of the two sizes (Xu & Subhlok's
 //! choice), so that both sides move the same bytes. Findings come back as data: the marks, the
 //! balanced sizes, and counts per kind.
 //!
@@ -83,7 +83,7 @@ fn is_blocking_p2p(c: &Call) -> bool {
     matches!(c, Call::P2p(p) if !p.nonblocking)
 }
 
-/// Marks every send and receive of `calls` global or local (seed 001 Fig. 3).
+/// Marks every send and receive of `calls` global or local (Xu & Subhlok 2008, Fig. 3).
 pub fn match_calls(calls: &[Call]) -> Matching {
     let n = calls.len();
     let mut marks: Vec<Option<Mark>> =
@@ -102,7 +102,7 @@ pub fn match_calls(calls: &[Call]) -> Matching {
         }
         let Call::P2p(x) = &calls[i] else { continue };
         // The next unmarked opposite call: the other kind, in the direction by which the
-        // partner names this rank. Tags are not compared (the seed matches by direction and
+        // partner names this rank. Tags are not compared (Xu & Subhlok match by direction and
         // datatype; programs such as NPB BT compute tags from their rank).
         let partner = (i + 1..n).find(|&j| {
             marks[j].is_none()

@@ -2,7 +2,7 @@
 //! loop nest of each process class. Both back ends render this IR; the deadlock check executes
 //! it (see [`crate::instantiate`]); scaling sets its iteration counts (see [`crate::scale`]).
 //!
-//! Choices made while building it (seed 001 §4 leaves them open):
+//! Choices made while building it (Xu & Subhlok 2008, §4 leaves them open):
 //! - **Ranks.** Rank `r` of the skeleton plays rank `r` of the application, so a skeleton keeps
 //!   the application's placement on hosts. Neighbours come from `MPI_Cart_create`/
 //!   `MPI_Cart_shift` when the application's ranks lie row-major in a Cartesian-like topology,
@@ -259,7 +259,7 @@ pub enum Stmt {
         count: u64,
         /// Body.
         body: Vec<Stmt>,
-        /// The loop in seed 001's notation.
+        /// The loop in Xu & Subhlok's (2008) notation.
         note: String,
     },
     /// The body of a time-step loop (the phase's loop; see [`StepSchedule`]): each iteration
@@ -358,11 +358,11 @@ pub struct ClassProgram {
     pub ranks: Vec<u32>,
     /// Phases in order.
     pub phases: Vec<Phase>,
-    /// The loop nest in seed 001's notation.
+    /// The loop nest in Xu & Subhlok's (2008) notation.
     pub notation: String,
 }
 
-/// How the sends and receives of the program were treated (seed 001 Fig. 3).
+/// How the sends and receives of the program were treated (Xu & Subhlok 2008, Fig. 3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MatchingReport {
     /// Global pairs over all classes.

@@ -20,7 +20,7 @@
 //! changes no message).
 //!
 //! Two predictions come out of a run: the **single ratio** (skeleton time × T / (r + k·t), the
-//! seed's factor) and the **per-phase** one (each phase's measured time × full / run, in the
+//! factor of Xu & Subhlok 2008) and the **per-phase** one (each phase's measured time × full / run, in the
 //! spirit of the phase weights of PAS2P, Tirado et al. 2022, §4.3), which does not assume the loop and the rest slowed
 //! down alike.
 //!

@@ -1,5 +1,5 @@
 //! The topology catalogue: every structured communication pattern mpiskel knows, generated for
-//! a number of ranks from its prime factorisation (seed 001 §2, step 1).
+//! a number of ranks from its prime factorisation (Xu & Subhlok 2008, §2, step 1).
 //!
 //! Families (nodes numbered row-major over `dims`, dimension 0 slowest):
 //! - **Cartesian**: each node talks to ±1 along every dimension — lines and rings (1-D), 2-D,

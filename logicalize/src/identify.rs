@@ -1,4 +1,4 @@
-//! Topology identification: the decision tree of seed 001 §2 (Xu, Prithivathi, Subhlok, Zheng,
+//! Topology identification: the decision tree of Xu & Subhlok 2008, §2 (Xu, Prithivathi, Subhlok, Zheng,
 //! *Logicalization of MPI communication traces*, UH-CS-08-07).
 //!
 //! 1. **Simple tests**: every catalogue topology for the number of ranks

@@ -1,4 +1,4 @@
-//! The isomorphism test (seed 001 §2, step 3), which also yields the rank → node mapping.
+//! The isomorphism test (Xu & Subhlok 2008, §2, step 3), which also yields the rank → node mapping.
 //!
 //! A backtracking matcher in the spirit of VF2 (Cordella et al., IEEE TPAMI 26(10), 2004) with
 //! two choices that make structured graphs cheap: nodes of the observed graph are matched in

@@ -1,4 +1,4 @@
-//! Logicalization (seed 001 §2): communication matrix → topology → logical trace.
+//! Logicalization (Xu & Subhlok 2008, §2): communication matrix → topology → logical trace.
 //!
 //! - [`CommMatrix`]: messages and bytes per ordered pair of ranks, collectives and
 //!   self-messages apart; [`CommMatrix::significant_graph`] keeps the edges that matter.

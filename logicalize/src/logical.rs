@@ -1,6 +1,6 @@
-//! The logical trace (seed 001 §2): every rank's calls with peers named by direction in the
+//! The logical trace (Xu & Subhlok 2008, §2): every rank's calls with peers named by direction in the
 //! identified topology, ranks with the same logical sequence grouped into process classes (as
-//! seed 000 §5.4 groups processes by identical communication sequence), and classes at the edge
+//! Zhai et al. 2016, §5.4 groups processes by identical communication sequence), and classes at the edge
 //! of a non-periodic grid folded into the interior class.
 //!
 //! **Folding.** A rank at the edge of a grid either calls with `MPI_PROC_NULL` where an interior

@@ -1,4 +1,4 @@
-//! The communication matrix (seed 001 §2): messages and bytes per ordered pair of ranks.
+//! The communication matrix (Xu & Subhlok 2008, §2): messages and bytes per ordered pair of ranks.
 //!
 //! Point-to-point traffic is counted on the sending side (Send and its variants, the send half
 //! of Sendrecv), so every message is counted once. Messages a rank sends to itself are kept

@@ -1,4 +1,4 @@
-//! The graph-spectrum test (seed 001 §2, step 2): isomorphic graphs have the same adjacency
+//! The graph-spectrum test (Xu & Subhlok 2008, §2, step 2): isomorphic graphs have the same adjacency
 //! eigenvalues, so a candidate whose spectrum differs is not a match.
 //!
 //! Up to [`DENSE_LIMIT`] nodes the eigenvalues are computed (nalgebra's symmetric eigensolver,

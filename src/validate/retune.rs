@@ -1,6 +1,6 @@
 //! `mpiskel retune`: fit a skeleton's compute blocks to the machine it now runs on.
 //!
-//! - **app-time** (seed 001 §5: the skeleton's time keeps the ratio it had to the application
+//! - **app-time** (Xu & Subhlok 2008, §5: the skeleton's time keeps the ratio it had to the application
 //!   where it was recorded): given one application time T measured here, the skeleton runs once
 //!   as built and once with no computation (`--compute-scale 0`). Its predicted time by ratio is
 //!   nearly linear in the compute scale c, P(c) ≈ P₀ + c·(P₁ − P₀), so c = (T − P₀) / (P₁ − P₀);
@@ -30,7 +30,7 @@ use crate::run::{run_skeleton, Mpi, RunArgs, RunReport};
 /// Adjust a skeleton's compute blocks for the machine it now runs on.
 ///
 /// With --app-time T (the application's time measured on this machine, seconds): scales every
-/// compute block so that the skeleton's prediction by ratio gives T here, as the seed's method
+/// compute block so that the skeleton's prediction by ratio gives T here, as Xu & Subhlok's method
 /// does (two runs of the skeleton: as built and without computation). Predictions for other
 /// settings of this machine (another network, a CPU share) then start from the right compute
 /// speed.

@@ -68,6 +68,19 @@ pub enum TraceError {
         /// What is wrong.
         reason: String,
     },
+    /// The records read well but contradict the run: a rank that does not exist, a communicator
+    /// never defined.
+    #[error("{}: rank {rank}{}: {reason}", path.display(), fmt_event(*event))]
+    Invalid {
+        /// The trace.
+        path: PathBuf,
+        /// The rank whose records are wrong.
+        rank: Rank,
+        /// Index of the offending call in the rank's program order, if a call is at fault.
+        event: Option<u64>,
+        /// What is wrong.
+        reason: String,
+    },
     /// The PMPI tracer could not be built.
     #[error("cannot build the tracer for {mpi}: {reason}")]
     TracerBuild {
@@ -88,6 +101,10 @@ pub enum TraceError {
 
 fn fmt_rank(rank: Option<Rank>) -> String {
     rank.map_or_else(|| "?".to_owned(), |r| r.to_string())
+}
+
+fn fmt_event(event: Option<u64>) -> String {
+    event.map_or_else(String::new, |e| format!(": call {e}"))
 }
 
 impl TraceError {

@@ -5,7 +5,7 @@
 //!   each call), typed ids [`Rank`], [`CommId`], [`RequestId`], [`EventIdx`].
 //! - [`native`]: the native binary format (`trace/FORMAT.md`), streamed by [`NativeWriter`] and
 //!   [`NativeReader`]; the PMPI tracer (`trace/tracer/`, C) writes the same format.
-//! - [`ti`]: SimGrid time-independent traces (seed 002), as SimGrid 3.32 writes them.
+//! - [`ti`]: SimGrid time-independent traces (Casanova et al. 2015), as SimGrid 3.32 writes them.
 //! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
 //! - [`summary`]: the figures `mpiskel inspect` reports.
 //! - [`tracer`]: the tracer's C source, embedded so the CLI can build it for any installed MPI.
@@ -28,6 +28,7 @@ mod set;
 pub mod summary;
 pub mod ti;
 pub mod tracer;
+pub mod validate;
 
 pub use error::{Result, TraceError};
 pub use meta::RunMeta;

@@ -22,6 +22,10 @@ pub const MAGIC: &[u8; 8] = b"MPISKTR\0";
 pub const END_MAGIC: &[u8; 8] = b"MPISKEND";
 /// The format version this build writes and reads.
 pub const VERSION: u16 = 3;
+/// The largest run the readers accept: rank counts above it are taken for corruption (each rank
+/// holds the world communicator's member list).
+pub const MAX_RANKS: u32 = 1 << 22;
+
 /// File name of rank `r` inside a trace directory.
 pub fn rank_file_name(rank: Rank) -> String {
     format!("rank-{}.mpt", rank.0)
@@ -624,6 +628,11 @@ fn read_header<R: Read>(src: &mut Source<R>) -> Dec<Header> {
     let n_ranks = u32::from_le_bytes(src.bytes()?);
     if rank >= n_ranks {
         return Err(Stop::Bad(format!("rank {rank} is not below the number of ranks {n_ranks}")));
+    }
+    if n_ranks > MAX_RANKS {
+        return Err(Stop::Bad(format!(
+            "{n_ranks} ranks: more than the {MAX_RANKS} this build reads"
+        )));
     }
     let clock = match src.u8()? {
         CLOCK_MONOTONIC => "CLOCK_MONOTONIC",

@@ -46,8 +46,16 @@ pub struct TraceSet {
 }
 
 impl TraceSet {
-    /// Opens the trace at `path`, detecting its format; rank files are read in parallel.
+    /// Opens the trace at `path`, detecting its format; rank files are read in parallel. The
+    /// whole run is checked ([`crate::validate::validate`]): a single rank file of a larger run
+    /// is refused.
     pub fn open(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
+        let set = Self::read(path, opts)?;
+        crate::validate::validate(&set.path, &set.ranks)?;
+        Ok(set)
+    }
+
+    fn read(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
         let not = |reason: &str| TraceError::NotATrace {
             path: path.to_path_buf(),
             reason: reason.into(),

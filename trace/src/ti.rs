@@ -1,4 +1,4 @@
-//! Reader for SimGrid time-independent traces (Casanova et al., seed 002 §3), as SimGrid 3.32
+//! Reader for SimGrid time-independent traces (Casanova et al., Casanova et al. 2015, §3), as SimGrid 3.32
 //! writes them with `smpirun -trace-ti` and as its replay examples spell them.
 //!
 //! A trace is either an *index* file naming one action file per rank (line k is rank k, paths
@@ -90,12 +90,24 @@ fn read_combined(path: &Path, text: &str, opts: &TiOptions) -> Result<Vec<RankTr
         })?;
         by_rank.entry(rank).or_default().push((i as u64 + 1, line));
     }
-    let n_ranks = by_rank.keys().next_back().map_or(0, |r| r + 1);
-    if let Some(missing) = (0..n_ranks).find(|r| !by_rank.contains_key(r)) {
-        return Err(TraceError::NotATrace {
-            path: path.to_path_buf(),
-            reason: format!("rank {missing} has no lines (ranks 0..{n_ranks} expected)"),
-        });
+    // Ranks are 0..n without gaps: the k-th smallest rank number must be k.
+    let n_ranks = by_rank.len() as u32;
+    if let Some((missing, last)) = by_rank
+        .keys()
+        .enumerate()
+        .find(|&(k, r)| *r != k as u32)
+        .map(|(k, _)| k)
+        .zip(by_rank.keys().next_back())
+    {
+        let reason = if by_rank.len() == 1 {
+            format!(
+                "holds the actions of rank {last} alone; a run needs every rank: give the index \
+                 file that lists each rank's action file"
+            )
+        } else {
+            format!("rank {missing} has no lines (ranks 0 to {last} appear)")
+        };
+        return Err(TraceError::NotATrace { path: path.to_path_buf(), reason });
     }
     by_rank
         .into_iter()

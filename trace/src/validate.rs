@@ -1,0 +1,105 @@
+//! Checking a whole trace at the reader boundary, so that nothing downstream meets a rank that
+//! does not exist.
+//!
+//! A reader checks the bytes or lines of one file; this pass checks what only the whole set can
+//! tell: every rank of the run is present, in order, and agrees on the run's size; every rank a
+//! call names (peer, root, actual source of a completed receive) and every communicator member is
+//! a rank of the run; every communicator a call uses is defined. A single rank file of a larger
+//! run is refused, naming the directory that holds the whole run.
+//!
+//! Linear in the number of events and communicator members.
+
+use std::path::Path;
+
+use crate::error::{Result, TraceError};
+use crate::model::{CommId, Payload, Peer, Rank, RankTrace};
+
+/// Checks `ranks`, read from `path`, as one whole run.
+pub fn validate(path: &Path, ranks: &[RankTrace]) -> Result<()> {
+    let Some(first) = ranks.first() else {
+        return Err(TraceError::NotATrace {
+            path: path.into(),
+            reason: "the trace holds no rank".into(),
+        });
+    };
+    let n = first.info.n_ranks;
+    if ranks.len() != n as usize {
+        let reason = if ranks.len() == 1 {
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            format!(
+                "holds rank {} of a {n}-rank run; a skeleton needs every rank: give the directory \
+                 that holds all {n} rank files ({})",
+                first.rank,
+                dir.display()
+            )
+        } else {
+            format!("holds {} ranks of a run of {n}", ranks.len())
+        };
+        return Err(TraceError::NotATrace { path: path.into(), reason });
+    }
+    for (k, t) in ranks.iter().enumerate() {
+        let bad = |event: Option<usize>, reason: String| TraceError::Invalid {
+            path: path.into(),
+            rank: t.rank,
+            event: event.map(|e| e as u64),
+            reason,
+        };
+        if t.rank != Rank(k as u32) || t.info.n_ranks != n {
+            return Err(bad(
+                None,
+                format!("is rank {} of {}, expected rank {k} of {n}", t.rank, t.info.n_ranks),
+            ));
+        }
+        let in_run = |r: Rank| r.0 < n;
+        for (id, members) in &t.comms {
+            if let Some(m) = members.iter().find(|m| !in_run(**m)) {
+                return Err(bad(
+                    None,
+                    format!("communicator {id} has member {m}, not a rank of this {n}-rank run"),
+                ));
+            }
+        }
+        for (i, e) in t.events.iter().enumerate() {
+            let name = e.op.name();
+            let peer = |p: Peer, what: &str| match p {
+                Peer::Rank(r) if !in_run(r) => Err(bad(
+                    Some(i),
+                    format!("MPI_{name}: {what} {r} is not a rank of this {n}-rank run"),
+                )),
+                _ => Ok(()),
+            };
+            let comm = |c: CommId| {
+                if t.comms.contains_key(&c) {
+                    Ok(())
+                } else {
+                    Err(bad(Some(i), format!("MPI_{name}: communicator {c} is never defined")))
+                }
+            };
+            match &e.payload {
+                Payload::None => {}
+                Payload::P2p { peer: p, comm: c, .. } => {
+                    peer(*p, "peer")?;
+                    comm(*c)?;
+                }
+                Payload::SendRecv { dest, source, comm: c, .. } => {
+                    peer(*dest, "destination")?;
+                    peer(*source, "source")?;
+                    comm(*c)?;
+                }
+                Payload::Completion { completed, .. } => {
+                    for s in completed.iter().filter_map(|c| c.source) {
+                        peer(Peer::Rank(s), "actual source")?;
+                    }
+                }
+                Payload::Collective { comm: c, root, .. } => {
+                    if let Some(r) = root {
+                        peer(Peer::Rank(*r), "root")?;
+                    }
+                    comm(*c)?;
+                }
+                Payload::Comm { parent, .. } => comm(*parent)?,
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! The whole-run checks at the reader boundary: inputs that read well byte by byte but do not
+//! make a run — one rank file of many, a rank that does not exist, a header claiming billions of
+//! ranks, TI rank numbers with gaps — are refused with an error that names the file, the rank and
+//! the call, never a panic downstream.
+
+use std::path::Path;
+
+use mpiskel_trace::native::{self, NativeWriter};
+use mpiskel_trace::{CommId, Event, Op, Payload, Peer, Rank, RankInfo, TraceSet};
+
+fn info(n_ranks: u32) -> RankInfo {
+    RankInfo { n_ranks, clock: "CLOCK_MONOTONIC".into(), ..RankInfo::default() }
+}
+
+fn event(op: Op, payload: Payload) -> Event {
+    Event { op, enter_ns: 0, exit_ns: 1, gap_ns: 0, gap_work: None, gap_cpu_ns: None, payload }
+}
+
+fn send_to(peer: u32) -> Event {
+    event(
+        Op::Send,
+        Payload::P2p {
+            peer: Peer::Rank(Rank(peer)),
+            tag: 0,
+            bytes: 8,
+            comm: CommId::WORLD,
+            request: None,
+            wildcards: Default::default(),
+        },
+    )
+}
+
+/// Writes rank `r` of an `n`-rank run into `dir`.
+fn write_rank(dir: &Path, r: u32, n: u32, events: &[Event]) {
+    let mut w = NativeWriter::new(Vec::new(), Rank(r), &info(n)).unwrap();
+    for (k, e) in events.iter().enumerate() {
+        let t = 10 * k as u64;
+        w.event(&Event { enter_ns: t, exit_ns: t + 1, ..e.clone() }).unwrap();
+    }
+    std::fs::write(dir.join(native::rank_file_name(Rank(r))), w.finish().unwrap()).unwrap();
+}
+
+fn open_err(path: &Path) -> String {
+    TraceSet::open(path, &Default::default()).unwrap_err().to_string()
+}
+
+#[test]
+fn one_rank_file_of_a_larger_run_is_refused_naming_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..4 {
+        write_rank(dir.path(), r, 4, &[send_to((r + 1) % 4)]);
+    }
+    assert_eq!(TraceSet::open(dir.path(), &Default::default()).unwrap().n_ranks(), 4);
+    let file = dir.path().join("rank-1.mpt");
+    let err = open_err(&file);
+    assert!(
+        err.contains("rank-1.mpt")
+            && err.contains("rank 1 of a 4-rank run")
+            && err.contains(&dir.path().display().to_string()),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_single_rank_run_opens_from_its_rank_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write_rank(dir.path(), 0, 1, &[event(Op::Init, Payload::None)]);
+    assert_eq!(
+        TraceSet::open(&dir.path().join("rank-0.mpt"), &Default::default()).unwrap().n_ranks(),
+        1
+    );
+}
+
+#[test]
+fn a_peer_outside_the_run_is_refused_with_rank_and_call() {
+    let dir = tempfile::tempdir().unwrap();
+    write_rank(dir.path(), 0, 2, &[event(Op::Init, Payload::None), send_to(1)]);
+    write_rank(dir.path(), 1, 2, &[event(Op::Init, Payload::None), send_to(7)]);
+    let err = open_err(dir.path());
+    assert!(
+        err.contains("rank 1: call 1: MPI_Send: peer 7 is not a rank of this 2-rank run"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_root_outside_the_run_and_an_undefined_communicator_are_refused() {
+    let collective = |comm: u32, root: u32| {
+        event(
+            Op::Bcast,
+            Payload::Collective {
+                comm: CommId(comm),
+                root: Some(Rank(root)),
+                send_bytes: 8,
+                recv_bytes: 8,
+                send_counts: None,
+                recv_counts: None,
+                request: None,
+            },
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_rank(dir.path(), 0, 2, &[collective(0, 0)]);
+    write_rank(dir.path(), 1, 2, &[collective(0, 5)]);
+    assert!(open_err(dir.path()).contains("MPI_Bcast: root 5 is not a rank"));
+    write_rank(dir.path(), 1, 2, &[collective(77, 0)]);
+    assert!(open_err(dir.path()).contains("MPI_Bcast: communicator 77 is never defined"));
+}
+
+#[test]
+fn a_header_claiming_billions_of_ranks_is_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    write_rank(dir.path(), 0, 1 << 31, &[]);
+    let err = open_err(&dir.path().join("rank-0.mpt"));
+    assert!(err.contains("2147483648 ranks") && err.contains("byte"), "{err}");
+}
+
+#[test]
+fn ti_rank_numbers_with_gaps_or_overflow_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, want) in [
+        ("0 init\n4294967295 init\n", "rank 1 has no lines (ranks 0 to 4294967295 appear)"),
+        ("0 init\n2 init\n", "rank 1 has no lines (ranks 0 to 2 appear)"),
+        ("3 init\n3 finalize\n", "holds the actions of rank 3 alone"),
+    ] {
+        let f = dir.path().join("t.txt");
+        std::fs::write(&f, text).unwrap();
+        let err = open_err(&f);
+        assert!(err.contains(want), "{err}");
+    }
+}
