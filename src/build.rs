@@ -13,6 +13,7 @@ use mpiskel_emit::pipeline::{make, CheckSummary, PipelineError};
 use mpiskel_emit::program::MatchingReport;
 use mpiskel_emit::scale::default_target;
 use mpiskel_emit::{Scaling, Skeleton};
+use mpiskel_trace::polls::PollFolding;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
 
@@ -157,6 +158,9 @@ pub struct SkeletonDocument {
     pub topology_alternatives: Vec<String>,
     /// Point-to-point calls to peers outside the topology.
     pub exception_calls: u64,
+    /// Polling loops folded into the blocking calls that ended them (`mpiskel_trace::polls`).
+    #[serde(default)]
+    pub polls: PollFolding,
     /// Classes.
     pub classes: Vec<ClassDoc>,
     /// Matching of sends and receives.
@@ -217,6 +221,20 @@ pub fn app_time_of(set: &TraceSet) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// One line on the polling loops folded.
+pub fn describe_polls(p: &PollFolding) -> String {
+    format!(
+        "{} failed polls folded: {} polling loops into the blocking call that ended them, {} kept \
+         as one poll; {:.6} s of polling became waiting, {:.6} s of work between polls stays \
+         compute",
+        p.polls,
+        p.folded_runs,
+        p.kept_runs,
+        p.waiting_ns as f64 * 1e-9,
+        p.work_ns as f64 * 1e-9
+    )
+}
+
 fn progress(quiet: bool, t: &Instant, what: &str) {
     if !quiet {
         eprintln!("[{:7.2} s] {what}", t.elapsed().as_secs_f64());
@@ -237,7 +255,11 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     let t0 = Instant::now();
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     progress(a.quiet, &t0, &format!("reading {}", a.trace.display()));
-    let set = TraceSet::open(&a.trace, &opts)?;
+    let mut set = TraceSet::open(&a.trace, &opts)?;
+    let polls = set.fold_polls();
+    if polls.polls > 0 {
+        progress(a.quiet, &t0, &describe_polls(&polls));
+    }
     progress(a.quiet, &t0, &format!("{} ranks read; finding the topology", set.n_ranks()));
     let lt = mpiskel_logicalize::logicalize(&set);
     progress(
@@ -298,6 +320,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         topology: built.skeleton.topology.clone(),
         topology_alternatives: alternatives,
         exception_calls: lt.exceptions.calls,
+        polls,
         classes: built
             .skeleton
             .classes
@@ -461,6 +484,9 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
     if doc.exception_calls > 0 {
         let _ =
             writeln!(s, "exceptions: {} calls to peers outside the topology", doc.exception_calls);
+    }
+    if doc.polls.polls > 0 {
+        let _ = writeln!(s, "polling:   {}", describe_polls(&doc.polls));
     }
     let sc = &doc.scaling;
     let _ = writeln!(

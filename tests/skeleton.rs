@@ -300,3 +300,40 @@ fn an_irregular_time_step_loop_folds_into_steps_and_is_cut() {
         assert!(kind_timers.iter().all(|p| p["run"].as_u64() >= Some(1)));
     }
 }
+
+/// Codes that poll instead of blocking (`fixtures/programs/polling.c`: MPI_Testany and MPI_Test
+/// loops on a ring, MPI_Iprobe of any source at a collector; `panel.c`: HPL-style panel
+/// broadcasts along a ring, received by polling MPI_Iprobe while updating): the failed polls fold
+/// into the blocking calls that ended them, the time-step loop is found whole on every rank, the
+/// any-source receives of the collector take only the reports (their traced tag is kept apart
+/// from the ring's messages), the deadlock check passes, and the skeletons run under both MPI
+/// libraries.
+#[test]
+fn polling_loops_fold_into_blocking_completions() {
+    for (program, args) in [("polling", ["24", "4096", "400"]), ("panel", ["24", "32768", "800"])] {
+        let trace = scratch(program).join("trace");
+        support::trace_program(support::Lib::OpenMpi, 4, program, &args, &trace);
+        let dir = build(program, &trace);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap())
+                .unwrap();
+        let polls = &doc["polls"];
+        assert!(polls["polls"].as_u64().unwrap() > 0, "{program}: {polls}");
+        assert!(polls["folded_runs"].as_u64().unwrap() > 0, "{program}: {polls}");
+        // Every polling loop of these programs ends in the call it waited for.
+        assert_eq!(polls["kept_runs"].as_u64(), Some(0), "{program}: {polls}");
+        if program == "polling" {
+            // Every iteration is the same once its polls are folded: the whole loop is found.
+            let s = &doc["scaling"];
+            assert_eq!(s["main_full"].as_u64(), Some(24), "{s}");
+            assert!(s["main_share"].as_f64().unwrap() >= 0.9, "{s}");
+        }
+        compile_strict(&dir, "mpicc.openmpi", &[]);
+        compile_strict(&dir, "mpicc.mpich", &[]);
+        let _lock = mpi_lock();
+        let ranks = doc["n_ranks"].as_u64().unwrap();
+        for mpi in ["openmpi", "mpich"] {
+            check_report(&run(&dir, mpi, 300), mpi, ranks);
+        }
+    }
+}

@@ -178,6 +178,9 @@ impl Names<'_> {
         if t < 0 {
             return "MPI_ANY_TAG".into();
         }
+        if let Some((traced, _)) = self.skel.message_tags.iter().find(|m| m.1 == t) {
+            return format!("TAG_MSG{traced}");
+        }
         self.skel
             .directions
             .iter()
@@ -542,6 +545,9 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     for d in &skel.directions {
         tags.entry(d.tag).or_insert_with(|| format!("TAG_{}", tag_stem(&d.ident)));
     }
+    for (traced, t) in &skel.message_tags {
+        tags.insert(*t, format!("TAG_MSG{traced}"));
+    }
     let tags: Vec<TagCtx> = tags.into_iter().map(|(value, name)| TagCtx { name, value }).collect();
 
     // Set-up lines.
@@ -831,6 +837,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         color_tables => color_tables,
         directions => directions,
         tags => tags,
+        message_tags => !skel.message_tags.is_empty(),
         n_slots => skel.n_slots,
         world_comment => world_comment,
         comms => comms,

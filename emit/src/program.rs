@@ -388,6 +388,9 @@ pub struct Skeleton {
     pub layout: Layout,
     /// Directions used.
     pub directions: Vec<Dir>,
+    /// Tags of the messages that receives from any source take: (tag as traced, tag run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_tags: Vec<(i32, i32)>,
     /// Communicators used (index 0 is `MPI_COMM_WORLD`).
     pub comms: Vec<Comm>,
     /// Class programs.
@@ -733,6 +736,28 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         let next = channels.len() as i32 + 1;
         channels.entry(channel(&d.name)).or_insert(next);
     }
+    // Messages that receives from any source take are told apart by their traced tag, as in the
+    // application: each such tag gets a tag of its own above the channels', on both sides, so
+    // that an any-source receive never takes a message of another channel (a neighbour's halo
+    // instead of a worker's report).
+    let any_tags: BTreeMap<i32, i32> = {
+        let mut tags = BTreeSet::new();
+        for class in &lt.classes {
+            for (i, op) in class.ops.iter().enumerate() {
+                let c = op.key.op.class();
+                let probed = c == OpClass::Recv
+                    && i > 0
+                    && class.ops[i - 1].key.op.class() == OpClass::Probe
+                    && class.ops[i - 1].key.any_source;
+                let any = matches!(c, OpClass::Recv | OpClass::Probe) && op.key.any_source;
+                if (any || probed) && op.traced_tag >= 0 {
+                    tags.insert(op.traced_tag);
+                }
+            }
+        }
+        let base = channels.len() as i32 + 1;
+        tags.into_iter().enumerate().map(|(i, t)| (t, base + i as i32)).collect()
+    };
     let directions: Vec<Dir> = lt
         .directions
         .iter()
@@ -906,6 +931,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     completes,
                     &peer,
                     &directions,
+                    &any_tags,
                     &mut comm_index,
                     lt,
                 );
@@ -1040,6 +1066,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         topology: lt.topology_name(),
         layout,
         directions,
+        message_tags: any_tags.iter().map(|(&t, &v)| (t, v)).collect(),
         comms,
         classes,
         class_of_rank,
@@ -1212,16 +1239,20 @@ fn call_of(
     completes: Vec<u32>,
     peer: &dyn Fn(&Option<LogicalPeer>) -> Peer,
     dirs: &[Dir],
+    any_tags: &BTreeMap<i32, i32>,
     comm_index: &mut dyn FnMut(&LogicalComm) -> usize,
     lt: &LogicalTrace,
 ) -> Option<Call> {
     let k = &op.key;
+    let own = any_tags.get(&op.traced_tag).copied();
     let send_tag = |p: &Peer| match p {
+        _ if own.is_some() => own.unwrap_or(0),
         Peer::Dir(i) => dirs[*i].tag,
         _ => 0,
     };
     let recv_tag = |p: &Peer, any_tag: bool| match p {
         _ if any_tag => -1,
+        _ if own.is_some() => own.unwrap_or(0),
         Peer::Dir(i) => dirs[*i].recv_tag,
         Peer::Any => -1,
         _ => 0,

@@ -183,6 +183,10 @@ impl Gen<'_> {
         if t < 0 {
             return quote! { rt::ANY_TAG };
         }
+        if let Some((traced, _)) = self.skel.message_tags.iter().find(|m| m.1 == t) {
+            let id = format_ident!("TAG_MSG{}", *traced as u32);
+            return quote! { #id };
+        }
         match self.skel.directions.iter().find(|d| d.tag == t) {
             Some(d) => {
                 let id = format_ident!("TAG_{}", tag_stem(&d.ident));
@@ -842,6 +846,14 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
                 let v = Literal::i32_unsuffixed(d.tag);
                 dir_consts.push((id.clone(), quote! { const #id: Tag = #v; }));
             }
+        }
+        for (traced, t) in &skel.message_tags {
+            let id = format_ident!("TAG_MSG{}", *traced as u32);
+            let v = Literal::i32_unsuffixed(*t);
+            let d = doc(&format!(
+                "Messages that receives from any source take, traced with tag {traced}."
+            ));
+            dir_consts.push((id.clone(), quote! { #d const #id: Tag = #v; }));
         }
         kit_fields.push(quote! {
             #[doc = " Rank in each direction; `None` where there is none."]

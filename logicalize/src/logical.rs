@@ -181,6 +181,9 @@ pub struct LogicalOp {
     pub bytes_range: (u64, u64),
     /// The representative's tag class (order of first use; −1 for any tag).
     pub tag_class: i32,
+    /// The representative's tag as traced (−1 for any tag; 0 for calls without one).
+    #[serde(default)]
+    pub traced_tag: i32,
     /// The gap of every contributing rank at this position, (rank, seconds), not serialized: the
     /// distribution a skeleton draws its compute blocks from.
     #[serde(skip)]
@@ -416,7 +419,7 @@ struct Gap {
     work: Option<Work>,
 }
 
-type Translated = (Vec<OpKey>, Vec<Gap>, Vec<Vec<usize>>, Vec<i32>);
+type Translated = (Vec<OpKey>, Vec<Gap>, Vec<Vec<usize>>, Vec<(i32, i32)>);
 
 fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
     let me = rt.rank.0;
@@ -497,7 +500,12 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
             }
             Payload::Comm { parent, .. } => k.comm = comm_of(*parent),
         }
-        tag_classes.push(std::mem::take(&mut k.tag));
+        let raw = match &e.payload {
+            Payload::P2p { tag, .. } => *tag,
+            Payload::SendRecv { send_tag, .. } => *send_tag,
+            _ => 0,
+        };
+        tag_classes.push((std::mem::take(&mut k.tag), raw));
         keys.push(k);
         // The processor time where recorded: a skeleton's busy compute of that length is shared
         // (descheduled) the way the application's was.
@@ -803,11 +811,12 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                 .zip(links)
                 .zip(sizes)
                 .zip(tag_classes)
-                .map(|((((k, a), l), bytes_range), &tag_class)| LogicalOp {
+                .map(|((((k, a), l), bytes_range), &(tag_class, traced_tag))| LogicalOp {
                     key: k.clone(),
                     completes: l.clone(),
                     bytes_range,
                     tag_class,
+                    traced_tag,
                     gap: a.stats(),
                     gap_samples: a.samples,
                 })

@@ -23,6 +23,7 @@ mod error;
 pub mod meta;
 pub mod model;
 pub mod native;
+pub mod polls;
 mod resolve;
 mod set;
 pub mod summary;

@@ -92,6 +92,16 @@ impl TraceSet {
         open_ti(path, opts)
     }
 
+    /// Folds every rank's polling loops into the blocking completions they stand for
+    /// ([`crate::polls`]); returns what was folded, over all ranks.
+    pub fn fold_polls(&mut self) -> crate::polls::PollFolding {
+        let mut all = crate::polls::PollFolding::default();
+        for r in &mut self.ranks {
+            all.add(&crate::polls::fold_polls(r));
+        }
+        all
+    }
+
     /// Number of ranks.
     pub fn n_ranks(&self) -> usize {
         self.ranks.len()

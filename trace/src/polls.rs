@@ -1,0 +1,281 @@
+//! Folding polling loops into the blocking completions they stand for.
+//!
+//! Codes that overlap communication with computation, or that serve requests as they come, poll:
+//! `MPI_Test`, `MPI_Testany`, `MPI_Testsome`, `MPI_Testall` or `MPI_Iprobe` in a loop until
+//! something arrives. A trace of such a code holds long runs of polls that found nothing — a
+//! different number at every iteration and on every rank — which break every loop the
+//! compression could find and would make a skeleton replay thousands of calls that only measure
+//! how fast the recording machine spins.
+//!
+//! A run of failed polls followed by a call that waits for a message — a wait, a test or
+//! probe that succeeded, a blocking probe or receive — is folded into that call: the run's time
+//! becomes waiting inside it (the skeleton's blocking call waits as long as the message takes to
+//! arrive on the machine it runs on), except the long blocks between polls, which are work the
+//! program did while it waited and stay compute before the call. A block between two polls is
+//! work when it takes longer than [`POLL_TURN_NS`] of processor time (wall time where the trace
+//! has no processor times); shorter ones are the polling loop's own turn. A run that no waiting
+//! call ends (the program stopped polling and went on) keeps a single poll, which takes the
+//! run's time.
+//!
+//! ScalaTrace (Noeth et al. 2009) and the polling-aware replay of Casanova et al. (2015, §4.1)
+//! treat repeated tests alike; this pass is what lets the loop discovery of Xu & Subhlok (2008,
+//! §3) see the iterations of a polling loop as equal.
+//!
+//! # Complexity
+//! O(n) time in the number of events, in place.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Event, Op, OpClass, Payload, RankTrace, Work};
+
+/// The longest block between two polls taken for the polling loop's own turn rather than work:
+/// a test call's return, a flag check and a few operations take microseconds; a program that
+/// computes between polls does so in blocks far longer.
+pub const POLL_TURN_NS: u64 = 50_000;
+
+/// What folding did to one trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PollFolding {
+    /// Failed polls removed.
+    pub polls: u64,
+    /// Runs folded into the waiting call that ended them.
+    pub folded_runs: u64,
+    /// Runs kept as a single poll (no waiting call ended them).
+    pub kept_runs: u64,
+    /// Nanoseconds of the polls and of the polling loop's turns that became waiting, over all
+    /// ranks.
+    pub waiting_ns: u64,
+    /// Nanoseconds of work between polls kept as compute, over all ranks.
+    pub work_ns: u64,
+}
+
+impl PollFolding {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &PollFolding) {
+        self.polls += other.polls;
+        self.folded_runs += other.folded_runs;
+        self.kept_runs += other.kept_runs;
+        self.waiting_ns += other.waiting_ns;
+        self.work_ns += other.work_ns;
+    }
+}
+
+/// Whether `e` is a poll that found nothing.
+pub fn is_failed_poll(e: &Event) -> bool {
+    match (&e.payload, e.op) {
+        (
+            Payload::Completion { completed, .. },
+            Op::Test | Op::Testany | Op::Testsome | Op::Testall,
+        ) => completed.is_empty(),
+        (Payload::P2p { bytes: 0, .. }, Op::Iprobe) => true,
+        _ => false,
+    }
+}
+
+/// Whether `e` waits for a message, so that polls before it were waiting for the same.
+fn ends_a_wait(e: &Event) -> bool {
+    match e.op.class() {
+        OpClass::Completion => !is_failed_poll(e),
+        OpClass::Probe => !is_failed_poll(e),
+        OpClass::Recv => e.op == Op::Recv,
+        _ => false,
+    }
+}
+
+/// Folds every run of failed polls of `trace` (see the module documentation).
+pub fn fold_polls(trace: &mut RankTrace) -> PollFolding {
+    let mut stats = PollFolding::default();
+    let events = std::mem::take(&mut trace.events);
+    let mut out: Vec<Event> = Vec::with_capacity(events.len());
+    let mut run: Vec<Event> = Vec::new();
+    for e in events {
+        if is_failed_poll(&e) {
+            run.push(e);
+            continue;
+        }
+        if run.is_empty() {
+            out.push(e);
+        } else if ends_a_wait(&e) {
+            out.push(merge(&run, e, &mut stats));
+            stats.folded_runs += 1;
+            run.clear();
+        } else {
+            keep_one(&mut run, &mut out, &mut stats);
+            out.push(e);
+        }
+    }
+    keep_one(&mut run, &mut out, &mut stats);
+    trace.events = out;
+    stats
+}
+
+/// A run that no waiting call ends: its last poll stays and takes the others' time.
+fn keep_one(run: &mut Vec<Event>, out: &mut Vec<Event>, stats: &mut PollFolding) {
+    if let Some(last) = run.pop() {
+        if !run.is_empty() {
+            stats.kept_runs += 1;
+        }
+        out.push(merge(run, last, stats));
+        run.clear();
+    }
+}
+
+/// `polls` folded into `end`, the call that follows them.
+fn merge(polls: &[Event], mut end: Event, stats: &mut PollFolding) -> Event {
+    let Some(first) = polls.first() else {
+        return end;
+    };
+    stats.polls += polls.len() as u64;
+    // The block before the first poll is the program's, whatever it is.
+    let (mut work, mut work_cpu, mut instr) = (first.gap_ns, first.gap_cpu_ns, first.gap_work);
+    let mut waiting = 0u64;
+    let turns = polls[1..].iter().chain(std::iter::once(&end));
+    for e in turns {
+        let cpu = e.gap_cpu_ns.unwrap_or(e.gap_ns);
+        if cpu > POLL_TURN_NS {
+            work += e.gap_ns;
+            stats.work_ns += e.gap_ns;
+            work_cpu = work_cpu.zip(e.gap_cpu_ns).map(|(a, b)| a + b);
+            instr = match (instr, e.gap_work) {
+                (Some(Work::Instructions(a)), Some(Work::Instructions(b))) => {
+                    Some(Work::Instructions(a + b))
+                }
+                (Some(Work::Flops(a)), Some(Work::Flops(b))) => Some(Work::Flops(a + b)),
+                _ => None,
+            };
+        } else {
+            waiting += e.gap_ns;
+        }
+    }
+    waiting += polls.iter().map(Event::duration_ns).sum::<u64>();
+    stats.waiting_ns += waiting;
+    end.gap_ns = work;
+    end.gap_cpu_ns = work_cpu;
+    end.gap_work = instr;
+    end.enter_ns = end.enter_ns.saturating_sub(waiting);
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CommId, Completed, Peer, Rank, RankInfo, RequestId};
+
+    fn ev(op: Op, gap: u64, dur: u64, payload: Payload) -> Event {
+        Event {
+            op,
+            enter_ns: 0,
+            exit_ns: dur,
+            gap_ns: gap,
+            gap_work: None,
+            gap_cpu_ns: None,
+            payload,
+        }
+    }
+    fn test(gap: u64, done: bool) -> Event {
+        let completed = if done {
+            vec![Completed { request: Some(RequestId(1)), source: None, tag: None, bytes: None }]
+        } else {
+            Vec::new()
+        };
+        ev(Op::Testany, gap, 1_000, Payload::Completion { n_given: 2, completed })
+    }
+    fn probe(gap: u64, bytes: u64) -> Event {
+        let payload = Payload::P2p {
+            peer: Peer::Any,
+            tag: 7,
+            bytes,
+            comm: CommId::WORLD,
+            request: None,
+            wildcards: Default::default(),
+        };
+        ev(Op::Iprobe, gap, 500, payload)
+    }
+    fn send(gap: u64) -> Event {
+        let payload = Payload::P2p {
+            peer: Peer::Rank(Rank(1)),
+            tag: 0,
+            bytes: 8,
+            comm: CommId::WORLD,
+            request: None,
+            wildcards: Default::default(),
+        };
+        ev(Op::Send, gap, 2_000, payload)
+    }
+    /// Lays the events out in time, as a tracer would have recorded them.
+    fn trace(mut events: Vec<Event>) -> RankTrace {
+        let mut t = 0;
+        for e in &mut events {
+            let d = e.duration_ns();
+            e.enter_ns = t + e.gap_ns;
+            e.exit_ns = e.enter_ns + d;
+            t = e.exit_ns;
+        }
+        RankTrace {
+            rank: Rank(0),
+            info: RankInfo { n_ranks: 2, ..RankInfo::default() },
+            events,
+            trailing_gap_ns: 0,
+            comms: Default::default(),
+            record_counts: Default::default(),
+        }
+    }
+    fn span(t: &RankTrace) -> u64 {
+        t.events.last().unwrap().exit_ns
+    }
+
+    #[test]
+    fn a_spinning_run_becomes_waiting_inside_the_completion() {
+        let mut t =
+            trace(vec![send(10_000), test(3_000, false), test(2_000, false), test(2_000, true)]);
+        let before = span(&t);
+        let s = fold_polls(&mut t);
+        assert_eq!(t.events.len(), 2);
+        let end = &t.events[1];
+        assert_eq!((end.op, end.gap_ns), (Op::Testany, 3_000));
+        // Two failed polls (1 µs each) and two turns of 2 µs became waiting.
+        assert_eq!(end.duration_ns(), 1_000 + 2 * 1_000 + 2 * 2_000);
+        assert_eq!(span(&t), before, "no time is lost or made");
+        assert_eq!((s.polls, s.folded_runs, s.kept_runs), (2, 1, 0));
+        assert_eq!(s.waiting_ns, 6_000);
+    }
+
+    #[test]
+    fn work_between_polls_stays_compute() {
+        let mut t =
+            trace(vec![probe(1_000, 0), probe(400_000, 0), probe(2_000, 0), probe(300_000, 64)]);
+        let s = fold_polls(&mut t);
+        assert_eq!(t.events.len(), 1);
+        assert_eq!(t.events[0].gap_ns, 1_000 + 400_000 + 300_000);
+        assert_eq!(s.work_ns, 700_000);
+        assert_eq!(t.events[0].duration_ns(), 500 + 3 * 500 + 2_000);
+    }
+
+    #[test]
+    fn a_run_no_wait_ends_keeps_one_poll_with_its_time() {
+        let mut t =
+            trace(vec![test(0, false), test(1_000, false), test(1_000, false), send(5_000)]);
+        let before = span(&t);
+        let s = fold_polls(&mut t);
+        assert_eq!(t.events.iter().map(|e| e.op).collect::<Vec<_>>(), [Op::Testany, Op::Send]);
+        assert!(is_failed_poll(&t.events[0]));
+        assert_eq!(span(&t), before);
+        assert_eq!((s.polls, s.folded_runs, s.kept_runs), (2, 0, 1));
+    }
+
+    #[test]
+    fn a_trace_without_polls_is_unchanged() {
+        let mut t = trace(vec![send(1), test(5, true), probe(5, 8), send(3)]);
+        let before = t.clone();
+        assert_eq!(fold_polls(&mut t), PollFolding::default());
+        assert_eq!(t, before);
+    }
+
+    #[test]
+    fn a_trailing_run_keeps_one_poll() {
+        let mut t = trace(vec![send(1), probe(5, 0), probe(5, 0)]);
+        fold_polls(&mut t);
+        assert_eq!(t.events.len(), 2);
+        assert_eq!(span(&t), 2_000 + 1 + 5 + 500 + 5 + 500);
+    }
+}
