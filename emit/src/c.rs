@@ -32,16 +32,15 @@ pub const RUNTIME_C: &str = include_str!("../../skeletons/mpiskel_rt.c");
 
 /// An error rendering a template (a bug of the templates, reported with its line).
 #[derive(Debug, thiserror::Error)]
-#[error("template {name}: {source}")]
+#[error("template {name}: {error}")]
 pub struct RenderError {
     name: String,
-    #[source]
-    source: minijinja::Error,
+    error: minijinja::Error,
 }
 
 impl RenderError {
     pub(crate) fn new(name: &str, source: minijinja::Error) -> RenderError {
-        RenderError { name: name.to_owned(), source }
+        RenderError { name: name.to_owned(), error: source }
     }
 }
 
@@ -822,7 +821,8 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         ("README.md", README),
     ];
     for (name, src) in templates {
-        env.add_template(name, src).map_err(|source| RenderError { name: name.into(), source })?;
+        env.add_template(name, src)
+            .map_err(|source| RenderError { name: name.into(), error: source })?;
     }
     let ctx = context! {
         name => meta.name,
@@ -862,10 +862,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     };
     let mut files = Vec::new();
     for (name, _) in templates {
-        let t =
-            env.get_template(name).map_err(|source| RenderError { name: name.into(), source })?;
+        let t = env
+            .get_template(name)
+            .map_err(|source| RenderError { name: name.into(), error: source })?;
         let mut text =
-            t.render(&ctx).map_err(|source| RenderError { name: name.into(), source })?;
+            t.render(&ctx).map_err(|source| RenderError { name: name.into(), error: source })?;
         if !text.ends_with('\n') {
             text.push('\n');
         }

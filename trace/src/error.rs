@@ -9,12 +9,12 @@ use crate::model::Rank;
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The file system refused.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said (in the message, not repeated as a source).
+        error: std::io::Error,
     },
     /// The file does not start with the native magic bytes.
     #[error("{}: not an mpiskel trace file (bad magic at byte 0)", path.display())]
@@ -109,7 +109,7 @@ fn fmt_event(event: Option<u64>) -> String {
 
 impl TraceError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        TraceError::Io { path: path.into(), source }
+        TraceError::Io { path: path.into(), error: source }
     }
 }
 

@@ -129,3 +129,16 @@ fn ti_rank_numbers_with_gaps_or_overflow_are_refused() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+/// An error that quotes what the OS said does not hand it on as its source too: a chain printer
+/// (`anyhow`'s `{:#}`) would print it twice.
+#[test]
+fn a_missing_file_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing.trace");
+    let err = TraceSet::open(&missing, &Default::default()).unwrap_err();
+    assert!(std::error::Error::source(&err).is_none());
+    let text = err.to_string();
+    assert!(text.starts_with(&missing.display().to_string()), "{text}");
+    assert_eq!(text.matches("os error").count(), 1, "{text}");
+}
