@@ -410,6 +410,9 @@ fn write_folder(dir: &Path, files: &[mpiskel_emit::c::File], doc: &str, force: b
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).ok();
     }
+    // Interrupted, or failing, the half-written folder goes.
+    crate::harness::install_signal_handler()?;
+    let guard = crate::harness::TempPath::register(&tmp)?;
     std::fs::create_dir(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     let write = || -> Result<()> {
         for f in files {
@@ -445,6 +448,7 @@ fn write_folder(dir: &Path, files: &[mpiskel_emit::c::File], doc: &str, force: b
     } else {
         std::fs::rename(&tmp, dir).with_context(|| format!("renaming to {}", dir.display()))?;
     }
+    guard.keep();
     Ok(())
 }
 

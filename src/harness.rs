@@ -1,6 +1,10 @@
-//! What `mpiskel validate` sets up on this machine to make it look like another one, and the
-//! guarantee that all of it goes away again.
+//! What `mpiskel validate` sets up on this machine to make it look like another one, what
+//! `trace` and `build` write under temporary names, and the guarantee that all of it goes away
+//! again.
 //!
+//! - [`TempPath`]: a folder being written under a temporary name (a trace being recorded, a
+//!   skeleton folder being written), removed unless it was renamed into place.
+//! - [`status_of_child`]: a launcher (`mpirun`) stopped with SIGTERM on interruption.
 //! - [`Netns`]: a network namespace with its loopback up and, optionally, a token-bucket filter
 //!   (`tc qdisc … tbf`) limiting its bandwidth; MPI runs inside it talk TCP over that loopback.
 //! - [`Cgroup`]: a CPU cgroup with a quota (`cpu.cfs_quota_us` over a 100 ms period, or
@@ -32,6 +36,10 @@ enum Resource {
     Netns(String),
     Cgroup(PathBuf),
     Group(i32),
+    /// A file or folder being written under a temporary name.
+    Temp(PathBuf),
+    /// A child in this process's group (a launcher that stops its own processes on SIGTERM).
+    Child(i32),
 }
 
 #[derive(Debug, Default)]
@@ -78,6 +86,27 @@ fn unregister(r: &Resource) {
 /// Removes one resource (best effort: what is already gone is fine).
 fn remove(r: &Resource) {
     match r {
+        Resource::Child(pid) => {
+            let pid = Pid::from_raw(*pid);
+            let _ = nix::sys::signal::kill(pid, Signal::SIGTERM);
+            // Give the launcher time to stop what it started, then make sure.
+            for _ in 0..250 {
+                match nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+                    Ok(nix::sys::wait::WaitStatus::StillAlive) => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    _ => return,
+                }
+            }
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+        }
+        Resource::Temp(path) => {
+            if path.is_dir() {
+                let _ = std::fs::remove_dir_all(path);
+            } else {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         Resource::Group(pgid) => {
             let _ = killpg(Pid::from_raw(*pgid), Signal::SIGKILL);
         }
@@ -120,14 +149,67 @@ pub fn cleanup_all() {
     }
 }
 
-/// Cleans up and exits on SIGINT, SIGTERM and SIGHUP.
+/// A file or folder written under a temporary name: removed when the guard is dropped, or by a
+/// signal's clean-up, unless [`TempPath::keep`] says it has been renamed into place (or moved
+/// aside on purpose).
+#[derive(Debug)]
+pub struct TempPath {
+    r: Resource,
+}
+
+impl TempPath {
+    /// Registers `path`, before it is created.
+    pub fn register(path: &Path) -> Result<TempPath> {
+        let r = Resource::Temp(path.to_path_buf());
+        created(r.clone(), || Ok(()))?;
+        Ok(TempPath { r })
+    }
+
+    /// The path is no longer temporary: nothing will remove it.
+    pub fn keep(self) {
+        unregister(&self.r);
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        remove(&self.r);
+        unregister(&self.r);
+    }
+}
+
+/// Starts `cmd` (in this process's group, so that it keeps the terminal), registered so that a
+/// signal's clean-up stops it (SIGTERM, then SIGKILL after 5 s), and waits for it.
+pub fn status_of_child(mut cmd: Command, what: &str) -> Result<ExitStatus> {
+    let mut child;
+    let me;
+    {
+        let mut reg = registry();
+        if reg.closing {
+            bail!("interrupted");
+        }
+        child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+        me = Resource::Child(child.id() as i32);
+        reg.live.push(me.clone());
+    }
+    let status = child.wait().with_context(|| format!("waiting for {what}"));
+    unregister(&me);
+    status
+}
+
+/// Cleans up and exits on SIGINT, SIGTERM and SIGHUP (installed once per process).
 pub fn install_signal_handler() -> Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    static INSTALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if INSTALLED.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
     let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .context("installing the signal handler")?;
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            eprintln!("mpiskel: signal {sig}: removing what the harness set up");
+            eprintln!("mpiskel: signal {sig}: stopping, and removing what was being made");
             cleanup_all();
             std::process::exit(128 + sig);
         }

@@ -113,6 +113,9 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
     let tmp = parent.join(format!(".{name}.recording-{}", std::process::id()));
     let partial = parent.join(format!("{name}.partial"));
     let _ = std::fs::remove_dir_all(&tmp);
+    // Interrupted (Ctrl-C, SIGTERM), the traced run is killed and the folder removed.
+    crate::harness::install_signal_handler()?;
+    let guard = crate::harness::TempPath::register(&tmp)?;
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
 
     let plan = tracer::launch(&a.command, mpi, &lib, &tmp, a.instructions, a.cpu_time);
@@ -120,16 +123,15 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
     let start_unix =
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     let started = Instant::now();
-    let status = Command::new(&plan.argv[0])
-        .args(&plan.argv[1..])
-        .envs(plan.env.iter().map(|(k, v)| (k, v)))
-        .status()
-        .with_context(|| format!("cannot run {}", plan.argv[0]))?;
+    let mut cmd = Command::new(&plan.argv[0]);
+    cmd.args(&plan.argv[1..]).envs(plan.env.iter().map(|(k, v)| (k, v)));
+    let status = crate::harness::status_of_child(cmd, &plan.argv[0])?;
     let wall_s = started.elapsed().as_secs_f64();
 
     let fail = |why: String| -> Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::rename(&tmp, &partial).ok();
+        // Moved aside on purpose: what was recorded stays for the user to look at.
         bail!("{why}; what was recorded is in {}", partial.display())
     };
     if !status.success() {
@@ -177,6 +179,7 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
     }
     std::fs::rename(&tmp, &out)
         .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    guard.keep();
     let _ = std::fs::remove_dir_all(&partial);
     if a.instructions && !header.info.has_instructions {
         eprintln!(

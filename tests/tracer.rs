@@ -607,3 +607,55 @@ both_libraries! {
     call_heavy_exchange => run_callrate;
     irregular_partners => run_irregular;
 }
+
+/// `mpiskel trace` stopped by SIGTERM while the application runs stops the launcher (and with
+/// it every rank), removes the folder it was recording into, writes no trace, and exits with
+/// 128 + 15 — under both MPI libraries.
+#[test]
+fn an_interrupted_trace_leaves_nothing_behind() {
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let bin = support::fixture_bin(lib).join("timestep");
+        let dir = scratch(&format!("interrupted-trace-{}", lib.name()));
+        let out = dir.join("long.trace");
+        let _guard = support::mpi_lock();
+        let mut cmd = support::mpiskel();
+        // A run of minutes, stopped after a second or two.
+        cmd.args(["trace", "--force", "-o"]).arg(&out).arg("--");
+        cmd.args(lib.mpirun(2)).arg(&bin).args(["1000000", "10", "25", "300"]);
+        cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let recording = || {
+            std::fs::read_dir(&dir)
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().contains(".recording-"))
+        };
+        let start = std::time::Instant::now();
+        while !recording() && start.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(recording(), "{}: the recording folder never appeared", lib.name());
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + 15), "{}", lib.name());
+        assert!(
+            !recording() && !out.exists(),
+            "{}: something was left in {}",
+            lib.name(),
+            dir.display()
+        );
+        // No rank of the application is left running.
+        let mut left = true;
+        for _ in 0..100 {
+            let ps = std::process::Command::new("pgrep").arg("-f").arg(&bin).output().unwrap();
+            left = !ps.stdout.is_empty();
+            if !left {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(!left, "{}: ranks of {} still run", lib.name(), bin.display());
+    }
+}

@@ -96,7 +96,7 @@ fn interrupt(mut c: Command, out: &Path, signal: &str, ready: impl Fn(&str) -> b
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
     assert!(!status.success(), "{status}");
-    assert!(err.contains("removing what the harness set up"), "{err}");
+    assert!(err.contains("stopping, and removing what was being made"), "{err}");
     assert_eq!(namespaces(&prefix), Vec::<String>::new());
     assert_eq!(cgroups(&prefix), Vec::<String>::new());
     // The killed processes may take a moment to be reaped by init.
