@@ -194,11 +194,7 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
 /// `{…}^250: 250 steps of 4 kinds (233, 12, 4, 1), 25.4 calls each on average`.
 pub fn main_loop_notation(n: &Node) -> String {
     if let Node::Steps { schedule, kinds } = n {
-        let mut counts = vec![0u64; kinds.len()];
-        for &k in schedule {
-            counts[k as usize] += 1;
-        }
-        let mut sorted = counts.clone();
+        let mut sorted = n.step_counts();
         sorted.sort_unstable_by(|a, b| b.cmp(a));
         let list: Vec<String> = sorted.iter().map(u64::to_string).collect();
         let steps = schedule.len().max(1);

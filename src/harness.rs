@@ -179,20 +179,27 @@ impl Drop for TempPath {
     }
 }
 
+/// Starts `cmd` and registers it as `resource(pid)`, holding the registry so that a signal's
+/// clean-up either sees the process or stops it from starting.
+fn spawn_registered(
+    cmd: &mut Command,
+    what: &str,
+    resource: fn(i32) -> Resource,
+) -> Result<(std::process::Child, Resource)> {
+    let mut reg = registry();
+    if reg.closing {
+        bail!("interrupted");
+    }
+    let child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+    let r = resource(child.id() as i32);
+    reg.live.push(r.clone());
+    Ok((child, r))
+}
+
 /// Starts `cmd` (in this process's group, so that it keeps the terminal), registered so that a
 /// signal's clean-up stops it (SIGTERM, then SIGKILL after 5 s), and waits for it.
 pub fn status_of_child(mut cmd: Command, what: &str) -> Result<ExitStatus> {
-    let mut child;
-    let me;
-    {
-        let mut reg = registry();
-        if reg.closing {
-            bail!("interrupted");
-        }
-        child = cmd.spawn().with_context(|| format!("starting {what}"))?;
-        me = Resource::Child(child.id() as i32);
-        reg.live.push(me.clone());
-    }
+    let (mut child, me) = spawn_registered(&mut cmd, what, Resource::Child)?;
     let status = child.wait().with_context(|| format!("waiting for {what}"));
     unregister(&me);
     status
@@ -381,17 +388,7 @@ pub struct Output {
 /// when `timeout` passes.
 pub fn run_group(mut cmd: Command, timeout: Duration, what: &str) -> Result<Output> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null()).process_group(0);
-    let mut child;
-    let group;
-    {
-        let mut reg = registry();
-        if reg.closing {
-            bail!("interrupted");
-        }
-        child = cmd.spawn().with_context(|| format!("starting {what}"))?;
-        group = Resource::Group(child.id() as i32);
-        reg.live.push(group.clone());
-    }
+    let (mut child, group) = spawn_registered(&mut cmd, what, Resource::Group)?;
     let mut so = child.stdout.take().context("stdout")?;
     let mut se = child.stderr.take().context("stderr")?;
     let out_t = std::thread::spawn(move || {

@@ -160,6 +160,17 @@ impl Node {
             _ => None,
         }
     }
+
+    /// For a `Steps` node, how many steps of each kind it holds (indexed by kind); empty for
+    /// other nodes. O(steps).
+    pub fn step_counts(&self) -> Vec<u64> {
+        let Node::Steps { schedule, kinds } = self else { return Vec::new() };
+        let mut counts = vec![0u64; kinds.len()];
+        for &k in schedule {
+            counts[k as usize] += 1;
+        }
+        counts
+    }
 }
 
 /// A loop-nest program: a sequence of symbols and loops that expands to the input.
@@ -344,13 +355,9 @@ fn notation(nodes: &[Node]) -> String {
                     parts.push(plain.to_string());
                     plain = 0;
                 }
-                let mut counts = vec![0u64; kinds.len()];
-                for &k in schedule {
-                    counts[k as usize] += 1;
-                }
                 let cases: Vec<String> = kinds
                     .iter()
-                    .zip(&counts)
+                    .zip(&n.step_counts())
                     .map(|(k, c)| format!("{} ×{c}", notation(k)))
                     .collect();
                 parts.push(format!("{{{}}}^{}", cases.join(" | "), schedule.len()));

@@ -744,13 +744,11 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         let mut tags = BTreeSet::new();
         for class in &lt.classes {
             for (i, op) in class.ops.iter().enumerate() {
-                let c = op.key.op.class();
-                let probed = c == OpClass::Recv
-                    && i > 0
-                    && class.ops[i - 1].key.op.class() == OpClass::Probe
-                    && class.ops[i - 1].key.any_source;
-                let any = matches!(c, OpClass::Recv | OpClass::Probe) && op.key.any_source;
-                if (any || probed) && op.traced_tag >= 0 {
+                let receives = matches!(op.key.op.class(), OpClass::Recv | OpClass::Probe);
+                if receives
+                    && crate::symbols::takes_from_any_source(&class.ops, i)
+                    && op.traced_tag >= 0
+                {
                     tags.insert(op.traced_tag);
                 }
             }
@@ -1418,13 +1416,9 @@ fn phases_of(
             Node::Steps { schedule, kinds } => {
                 flush(&mut straight, straight_from, pos, &mut phases);
                 let span = node.expanded_len();
-                let mut counts = vec![0u64; kinds.len()];
-                for &k in schedule {
-                    counts[k as usize] += 1;
-                }
                 let cases: Vec<StepCase> = kinds
                     .iter()
-                    .zip(&counts)
+                    .zip(&node.step_counts())
                     .map(|(k, &full)| {
                         let mut body = Vec::new();
                         lower(k, 1, 0, calls, gaps, &mut leaf, &mut body);

@@ -61,11 +61,7 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
         let k = &op.key;
         // A receive from any source (or right after a probe of any source) is one symbol
         // whatever arrived, and whatever its size.
-        let any = k.any_source
-            || (k.op.class() == OpClass::Recv
-                && i > 0
-                && class.ops[i - 1].key.op.class() == OpClass::Probe
-                && class.ops[i - 1].key.any_source);
+        let any = takes_from_any_source(&class.ops, i);
         // The symbol: operation, direction(s), tag class, sizes, communicator, root, counts.
         let text = match k.op.class() {
             OpClass::Send | OpClass::Recv | OpClass::Probe if any => {
@@ -121,4 +117,15 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
         gaps_s.push(op.gap.mean_s);
     }
     Symbolized { symbols, gaps_s, legend, shapes, shape_is_world_collective }
+}
+
+/// Whether call `i` of `ops` takes its message from any source: posted with `MPI_ANY_SOURCE`,
+/// or a receive right after a probe of any source.
+pub(crate) fn takes_from_any_source(ops: &[mpiskel_logicalize::LogicalOp], i: usize) -> bool {
+    let k = &ops[i].key;
+    k.any_source
+        || (k.op.class() == OpClass::Recv
+            && i > 0
+            && ops[i - 1].key.op.class() == OpClass::Probe
+            && ops[i - 1].key.any_source)
 }
