@@ -355,7 +355,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     progress(a.quiet, &t0, &format!("wrote {}", a.output.display()));
     let s = &built.scaling;
     if !s.note.is_empty() {
-        eprintln!("note: main loop {}", s.note);
+        eprintln!("note: {}", s.note);
     }
     if s.compute_removed_s > 0.0 {
         eprintln!(
@@ -513,7 +513,7 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
         );
     }
     if !sc.note.is_empty() {
-        let _ = writeln!(s, "           main loop {}", sc.note);
+        let _ = writeln!(s, "           {}", sc.note);
     }
     let m = &doc.matching;
     let _ = writeln!(

@@ -41,6 +41,9 @@ fn npb_main_loops_have_the_iteration_counts_the_benchmarks_ran() {
         ("sp.S.16", 100, false),
         // NPB IS prints 10: its untimed first iteration makes the same calls, and folds in.
         ("is.W.16", 11, false),
+        // Six iterations of transform and checksum after an untimed transform that makes the
+        // same all-to-all as their first call.
+        ("ft.W.16", 6, false),
     ];
     for (name, iters, coverage_bar) in cases {
         let trace = shared().join("fixtures/npb").join(name).join("trace.txt");
@@ -55,6 +58,16 @@ fn npb_main_loops_have_the_iteration_counts_the_benchmarks_ran() {
                 assert!(coverage >= 0.99, "{name} rank {rank}: coverage {coverage}");
             }
         }
+    }
+}
+
+#[test]
+fn a_program_without_a_loop_has_no_main_loop() {
+    // NPB EP: one long computation, then reductions, two of which agree.
+    let trace = shared().join("fixtures/npb/ep.W.16/trace.txt");
+    for rank in [0, 9] {
+        let doc = compress_json(&trace, rank, &[]);
+        assert!(doc["main_loop"].is_null(), "rank {rank}: {}", doc["main_loop"]);
     }
 }
 
@@ -137,4 +150,32 @@ fn the_logical_program_is_compressed_unless_physical_is_asked() {
     let physical = compress_json(&trace, 5, &["--physical"]);
     assert!(physical["input"].as_str().unwrap().contains("physical calls of rank 5"));
     assert_eq!(main_loop(&physical).0, main_loop(&logical).0);
+}
+
+#[test]
+fn loop_nests_of_the_other_npb_kernels() {
+    // Iterations NPB printed (`../shared/fixtures/npb/README.md`): CG A 15, MG S 4 (+1
+    // untimed V-cycle in the set-up), FT W 6, IS W 10 (+1 untimed that makes the same calls),
+    // EP none, SP S 100. Rank 0 and rank 5 of each, with the main loop each reports.
+    let mut out = String::new();
+    for name in ["cg.A.16", "mg.S.16", "ft.W.16", "is.W.16", "ep.W.16", "sp.S.16"] {
+        let trace = shared().join("fixtures/npb").join(name).join("trace.txt");
+        for rank in [0, 5] {
+            let doc = compress_json(&trace, rank, &[]);
+            let main = doc["main_loop"].as_str().map_or("none".to_owned(), |m| {
+                format!("{} iterations", m.rsplit('^').next().unwrap_or("?"))
+            });
+            out += &format!(
+                "{name} rank {rank}: main loop {main}; {:.2} % of calls in loops\n  {}\n",
+                doc["report"]["coverage"].as_f64().unwrap_or(0.0) * 100.0,
+                doc["notation"].as_str().unwrap_or("?")
+            );
+        }
+    }
+    insta::with_settings!({
+        description => "mpiskel compress <trace> --rank R --json: main loop, coverage, notation",
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!("npb_other_kernels_loop_nests", out);
+    });
 }

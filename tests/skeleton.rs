@@ -126,6 +126,34 @@ fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
     assert!(est(&cut.0) < est(&whole.0), "{} vs {}", cut.0, whole.0);
 }
 
+/// Classes whose loop nests do not correspond (NPB MG: sixteen classes on a torus with extra
+/// coarse-level edges, each folding its set-up's V-cycle levels differently) still cut their
+/// main loop: the other loops, all cut by name, would lose partners' messages, so the build cuts
+/// the main loop, then each other loop the deadlock check accepts, and says so. The skeleton
+/// runs under SimGrid.
+#[test]
+fn classes_whose_nests_differ_still_cut_their_main_loop() {
+    let dir = scratch("mg-cut").join("skel");
+    let out =
+        mpiskel().args(["build", "-q"]).arg(npb("mg.S.16")).arg("-o").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let scaling = &doc["scaling"];
+    assert_eq!(scaling["main_full"].as_u64(), Some(4), "{scaling}");
+    assert!(scaling["main_run"].as_u64().unwrap() < 4, "{scaling}");
+    assert!(scaling["note"].as_str().unwrap().contains("some loops are not cut"), "{scaling}");
+    // The loops that are the same in every class (the set-up's 20 norm reductions) are cut.
+    let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap();
+    assert!(
+        phases.iter().any(|p| p["name"] != "main_loop" && p["run"].as_u64() < p["full"].as_u64()),
+        "{phases:?}"
+    );
+    assert_eq!(doc["check"]["ranks"].as_u64(), Some(16));
+    let _lock = mpi_lock();
+    check_report(&run(&dir, "smpi", 300), "smpi", 16);
+}
+
 /// A program that can deadlock is refused with a diagnostic naming the blocked ranks, and
 /// nothing is written: a trace whose ranks wait for each other's blocking receives first
 /// (recorded from a real run under eager sends, where it finished) would hang under rendezvous.

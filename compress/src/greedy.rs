@@ -10,6 +10,10 @@
 //! contain them. By Xu & Subhlok's analysis an outer loop found this way has the same symbols as the
 //! optimal one, possibly rotated, and at most two fewer iterations.
 //!
+//! A run of only two periods that straddles the edge of a longer run (three or more periods of a
+//! longer period) is left to that run: it is the longer loop's first or last call agreeing with
+//! the call beside it, not a loop (see [`straddles`]).
+//!
 //! A final pass folds a first or last iteration that differs from the others only by a few
 //! extra elements (at most a quarter of the body) into its loop, as parts guarded to run in that
 //! iteration only ([`Node::Guard`]); the loop then has the iteration count the program ran.
@@ -33,7 +37,7 @@
 use std::collections::HashMap;
 
 use crate::nest::{LoopNest, Node, Sym, When};
-use crate::runs::RunSearch;
+use crate::runs::{Run, RunSearch};
 
 /// The definitions of loop symbols made during compression.
 struct Defs {
@@ -64,6 +68,31 @@ impl Defs {
     }
 }
 
+/// Whether a run repeats its period only twice: weak evidence of a loop, as likely two calls
+/// that happen to agree.
+fn is_pair(r: &Run) -> bool {
+    (r.end - r.start) / r.period == 2
+}
+
+/// Whether the pair `r` straddles the edge of a longer loop among `longer` (a run of a longer
+/// period repeated at least three times that covers part of `r`, not all of it). A pair inside
+/// a longer loop recurs in each of its iterations and is an inner loop; one across its edge is
+/// the loop's first (or last) call agreeing with the call next to it, as NPB FT's untimed
+/// transform before its six iterations of transform and checksum: folding it first would leave
+/// `A + (A)^2 + (R A)^5 + R` instead of `A + (A R)^6`.
+fn straddles(r: &Run, longer: &[Run]) -> bool {
+    let span = r.start..r.start + 2 * r.period;
+    longer.iter().any(|l| {
+        let count = (l.end - l.start) / l.period;
+        let lspan = l.start..l.start + count * l.period;
+        count >= 3
+            && l.period > r.period
+            && span.start < lspan.end
+            && lspan.start < span.end
+            && !(lspan.start <= span.start && span.end <= lspan.end)
+    })
+}
+
 /// One round: folds the non-overlapping runs, shortest period first. `None` when nothing
 /// repeats.
 fn round(seq: &[Sym], defs: &mut Defs) -> Option<Vec<Sym>> {
@@ -74,6 +103,10 @@ fn round(seq: &[Sym], defs: &mut Defs) -> Option<Vec<Sym>> {
     let mut lo = 1;
     while found.is_empty() && lo <= seq.len() / 2 {
         found = search.periods(lo..2 * lo);
+        if found.iter().any(is_pair) {
+            let ahead = search.periods(2 * lo..8 * lo);
+            found.retain(|r| !is_pair(r) || !straddles(r, &ahead));
+        }
         lo *= 2;
     }
     if found.is_empty() {

@@ -28,5 +28,8 @@ mod steps;
 
 pub use exact::exact;
 pub use greedy::greedy;
-pub use nest::{leaf_count, LoopNest, NestReport, Node, Stats, Sym, When};
+pub use nest::{
+    leaf_count, main_loop_index, LoopNest, NestReport, Node, Stats, Sym, When,
+    MAIN_LOOP_PAIR_MIN_BODY,
+};
 pub use steps::{find_steps, StepFold};

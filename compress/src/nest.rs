@@ -195,6 +195,28 @@ pub struct NestReport {
     pub ratio: f64,
 }
 
+/// Fewest calls in the body of a main loop of two iterations: a short sequence that happens to
+/// repeat once (NPB EP's two closing reductions) is no evidence of an iterating program; a
+/// longer one (two sweeps of a wavefront) is.
+pub const MAIN_LOOP_PAIR_MIN_BODY: u64 = 4;
+
+/// Index, among `items`, of the main loop: the top-level loop (or time-step loop) covering the
+/// most input positions, of at least three iterations, or of two whose body holds at least
+/// [`MAIN_LOOP_PAIR_MIN_BODY`] calls. `None` for a program without one.
+pub fn main_loop_index(items: &[Node]) -> Option<usize> {
+    let iterating = |n: &Node| match n.iterations() {
+        Some(k) if k >= 3 => true,
+        Some(2) => n.expanded_len() >= 2 * MAIN_LOOP_PAIR_MIN_BODY,
+        _ => false,
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| iterating(n))
+        .max_by_key(|(_, n)| n.expanded_len())
+        .map(|(i, _)| i)
+}
+
 impl LoopNest {
     /// The symbol sequence the program stands for.
     pub fn expand(&self) -> Vec<Sym> {
@@ -242,8 +264,9 @@ impl LoopNest {
     }
 
     /// The top-level loop (or time-step loop) covering the most input positions: the main loop.
+    /// See [`main_loop_index`].
     pub fn main_loop(&self) -> Option<&Node> {
-        self.items.iter().filter(|n| n.iterations().is_some()).max_by_key(|n| n.expanded_len())
+        main_loop_index(&self.items).map(|i| &self.items[i])
     }
 
     /// The program in the notation of Xu & Subhlok (2008, §3): runs of plain symbols as their

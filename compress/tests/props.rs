@@ -194,3 +194,38 @@ fn setup_and_teardown_stay_beside_the_main_loop() {
     s.extend([200, 201]);
     assert_eq!(greedy(&s).notation(), "3 + (3)^50 + 2");
 }
+
+/// A call that agrees with the first call of the loop after it (NPB FT: an untimed transform,
+/// then iterations of transform and checksum) is not a loop of two: the longer loop keeps all
+/// its iterations. A pair inside every iteration of a longer loop stays an inner loop.
+#[test]
+fn a_pair_across_a_longer_loops_edge_is_left_to_that_loop() {
+    let (a, r) = (1, 2);
+    let mut s = vec![100, a];
+    for _ in 0..6 {
+        s.extend([a, r]);
+    }
+    s.push(200);
+    let nest = greedy(&s);
+    assert_eq!(nest.expand(), s);
+    assert_eq!(nest.notation(), "2 + (2)^6 + 1");
+    assert_eq!(nest.main_loop().and_then(|n| n.iterations()), Some(6));
+
+    let mut s = vec![100];
+    for _ in 0..5 {
+        s.extend([a, a, r]);
+    }
+    let nest = greedy(&s);
+    assert_eq!(nest.expand(), s);
+    assert_eq!(nest.notation(), "1 + ((1)^2 + 1)^5");
+}
+
+/// Two agreeing calls are no main loop; two iterations of a longer body are.
+#[test]
+fn a_main_loop_repeats_more_than_a_coincidence() {
+    let nest = greedy(&[100, 101, 5, 5, 102]);
+    assert_eq!(nest.notation(), "2 + (1)^2 + 1");
+    assert!(nest.main_loop().is_none());
+    let nest = greedy(&[100, 1, 2, 3, 4, 1, 2, 3, 4, 102]);
+    assert_eq!(nest.main_loop().and_then(|n| n.iterations()), Some(2));
+}

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::deadlock::{check, Deadlock};
 use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
-use crate::scale::{cut_compute, scale, uncut, Scaling};
+use crate::scale::{cut_compute, cut_verified, scale, uncut, Reach, Scaling};
 
 /// What the deadlock check did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,6 +51,15 @@ pub enum PipelineError {
 
 pub use crate::timesteps::nests_of;
 
+/// Why loops other than the main one run whole although the skeleton is over its target.
+const SOME_LOOPS_WHOLE: &str = "some loops are not cut: the classes' loop nests do not \
+     correspond, and cut alike those loops would lose messages that ranks of other classes still \
+     send";
+
+/// Why the main loop runs whole.
+const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would wait for \
+     messages that ranks of other classes no longer send";
+
 /// Builds, scales and checks the skeleton of `lt` for `target_s` seconds, given the recorded
 /// application time; `compute_cut`: whether compute blocks may lose time when cutting loops is
 /// not enough ([`crate::scale::cut_compute`]).
@@ -66,29 +75,47 @@ pub fn make(
     let nests = nests_of(lt);
     stage_seconds.push(("loop nests".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    let mut skeleton = build(lt, &nests)?;
-    let scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s);
+    let whole = build(lt, &nests)?;
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let t = Instant::now();
-    let (mut programs, mut reused) = instantiate(&skeleton);
-    let mut scaling = scaling;
-    if let Some(d) = check(&programs) {
-        // Classes whose loop nests do not correspond (one class's main loop is not another's)
-        // may lose their partners when the main loop is cut: try the program uncut.
-        let cut = skeleton.classes.iter().flat_map(|c| &c.phases).any(|p| p.run < p.full);
-        if !cut {
-            return Err(PipelineError::Deadlock(d));
+    // Cut as far as the deadlock check allows: classes whose loop nests do not correspond
+    // (one class's loop is not another's) may lose their partners when their loops are cut.
+    let attempt = |reach: Option<Reach>| {
+        let mut skeleton = whole.clone();
+        let within = reach.unwrap_or(Reach::MainLoop);
+        let mut scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s, within);
+        if reach.is_none() {
+            uncut(&mut skeleton, &mut scaling, "");
         }
-        uncut(
-            &mut skeleton,
-            &mut scaling,
-            "not cut: with the main loop cut, some ranks would wait for messages that ranks of \
-             other classes no longer send",
-        );
-        (programs, reused) = instantiate(&skeleton);
-        if let Some(d) = check(&programs) {
-            return Err(PipelineError::Deadlock(d));
+        let (programs, reused) = instantiate(&skeleton);
+        let verdict = check(&programs);
+        (skeleton, scaling, programs, reused, verdict)
+    };
+    let (mut skeleton, mut scaling, mut programs, mut reused, mut verdict) =
+        attempt(Some(Reach::Everything));
+    let cut = |s: &Skeleton| {
+        s.classes.iter().flat_map(|c| &c.phases).any(|p| p.run < p.full || p.inner.is_some())
+    };
+    if verdict.is_some() && cut(&skeleton) {
+        let narrower = attempt(Some(Reach::MainLoop));
+        if narrower.4.is_none() {
+            (skeleton, scaling, programs, reused, verdict) = narrower;
+            // The loops whose names stand for the same loop in every class can still be cut.
+            let kept = cut_verified(&mut skeleton, &mut scaling, &mut |s| {
+                check(&instantiate(s).0).is_none()
+            });
+            if kept > 0 {
+                (programs, reused) = instantiate(&skeleton);
+                verdict = check(&programs);
+            }
+            scaling.note = SOME_LOOPS_WHOLE.into();
+        } else {
+            (skeleton, scaling, programs, reused, verdict) = attempt(None);
+            scaling.note = MAIN_LOOP_WHOLE.into();
         }
+    }
+    if let Some(d) = verdict {
+        return Err(PipelineError::Deadlock(d));
     }
     if compute_cut {
         cut_compute(&mut skeleton, &mut scaling);

@@ -1342,12 +1342,7 @@ fn phases_of(
     gaps: &[(f64, Option<usize>)],
     class: &ProcessClass,
 ) -> Vec<Phase> {
-    let main = items
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.iterations().is_some())
-        .max_by_key(|(_, n)| n.expanded_len())
-        .map(|(i, _)| i);
+    let main = mpiskel_compress::main_loop_index(items);
     let mut phases = Vec::new();
     let mut leaf = 0usize;
     let mut pos = 0u64;

@@ -36,26 +36,88 @@ use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
 /// Iterations of a cut inner loop that always run.
 const MIN_INNER: u64 = 8;
 
-/// Cuts every top-level loop but the main one to two iterations, removing the same number of
-/// iterations from the loop of that name in every class; returns the new estimate.
-fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) -> f64) -> f64 {
-    let Some(lead) = skel.classes.first() else { return estimate };
-    let cuts: Vec<(String, u64, f64)> = lead
+/// The top-level loops but the main one that can lose iterations, by the lead class's names:
+/// (name, iterations removed to leave two, application seconds saved), most saved first.
+fn other_loop_cuts(skel: &Skeleton, seconds_of: &dyn Fn(f64) -> f64) -> Vec<(String, u64, f64)> {
+    let Some(lead) = skel.classes.first() else { return Vec::new() };
+    let mut cuts: Vec<(String, u64, f64)> = lead
         .phases
         .iter()
         .filter(|p| p.is_loop && p.name != "main_loop" && p.full > 2)
         .map(|p| (p.name.clone(), p.full - 2, seconds_of(p.compute_s) * (p.full - 2) as f64))
         .collect();
-    let mut estimate = estimate;
-    for (name, d, saved) in cuts {
-        for c in &mut skel.classes {
-            for p in c.phases.iter_mut().filter(|p| p.name == name) {
-                p.run = p.full.saturating_sub(d).max(1);
-            }
+    cuts.sort_by(|a, b| b.2.total_cmp(&a.2));
+    cuts
+}
+
+/// Removes `d` iterations from the loop named `name` in every class.
+fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
+    for c in &mut skel.classes {
+        for p in c.phases.iter_mut().filter(|p| p.name == name) {
+            p.run = p.full.saturating_sub(d).max(1);
         }
+    }
+}
+
+/// Cuts every top-level loop but the main one to two iterations, removing the same number of
+/// iterations from the loop of that name in every class; returns the new estimate.
+fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) -> f64) -> f64 {
+    let mut estimate = estimate;
+    for (name, d, saved) in other_loop_cuts(skel, seconds_of) {
+        cut_loop(skel, &name, d);
         estimate -= saved;
     }
     estimate
+}
+
+/// After [`scale`] within [`Reach::MainLoop`] (the cut by name of everything was refused):
+/// cuts the other top-level loops one at a time, most saved first, then the main loop's
+/// heaviest inner loop, keeping each cut that `accept` (the deadlock check) accepts, until the
+/// estimate meets the target. A loop whose name stands for the same loop in every class is cut;
+/// one that names different loops in different classes is left whole. Returns how many cuts
+/// were kept; updates `scaling`'s estimate and factor.
+///
+/// # Complexity
+/// One `accept` per loop tried: O(top-level loops × size of the program).
+pub fn cut_verified(
+    skel: &mut Skeleton,
+    scaling: &mut Scaling,
+    accept: &mut dyn FnMut(&Skeleton) -> bool,
+) -> usize {
+    let lead_compute = lead_compute(skel);
+    let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
+    if lead_compute <= 0.0 {
+        return 0;
+    }
+    let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
+    let mut estimate = scaling.skeleton_estimate_s;
+    let mut kept = 0;
+    for (name, d, saved) in other_loop_cuts(skel, &seconds_of) {
+        if estimate <= target_s {
+            break;
+        }
+        let mut trial = skel.clone();
+        cut_loop(&mut trial, &name, d);
+        if accept(&trial) {
+            *skel = trial;
+            estimate -= saved;
+            kept += 1;
+        }
+    }
+    if estimate > target_s && scaling.main_run == 1 {
+        let mut trial = skel.clone();
+        let cut = cut_inner(&mut trial, estimate, target_s, &seconds_of);
+        if cut < estimate && accept(&trial) {
+            *skel = trial;
+            estimate = cut;
+            kept += 1;
+        }
+    }
+    scaling.skeleton_estimate_s = estimate;
+    if estimate > 0.0 {
+        scaling.factor = app_time_s / estimate;
+    }
+    kept
 }
 
 /// Cuts the heaviest inner loop of the main loop's body (one iteration of the main loop runs)
@@ -342,6 +404,18 @@ fn set_guard_counts(body: &mut [Stmt], old: u64, new: u64) {
     }
 }
 
+/// Which loops [`scale`] may cut. Loops are named per class, and classes whose loop nests do
+/// not correspond (a multigrid's classes fold their set-up differently) can give one name to
+/// different loops: cutting them by name removes messages that a partner class still expects.
+/// The pipeline therefore cuts as far as the deadlock check allows, narrowing the reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The main loop, the other top-level loops and the main loop's heaviest inner loop.
+    Everything,
+    /// The main loop's iterations (or time steps) only.
+    MainLoop,
+}
+
 /// How the skeleton was scaled.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scaling {
@@ -379,7 +453,13 @@ pub fn default_target(app_time_s: f64) -> f64 {
 
 /// Cuts the loops of `skel` for `target_s` (see the module documentation); computation is cut
 /// afterwards by [`cut_compute`].
-pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) -> Scaling {
+pub fn scale(
+    skel: &mut Skeleton,
+    app_time_s: f64,
+    source: &str,
+    target_s: f64,
+    reach: Reach,
+) -> Scaling {
     // The largest class by computation decides the split.
     let weight = |c: &crate::program::ClassProgram| -> (f64, f64) {
         let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
@@ -445,10 +525,10 @@ pub fn scale(skel: &mut Skeleton, app_time_s: f64, source: &str, target_s: f64) 
     // Application seconds that a share of the recorded computation stands for.
     let seconds_of =
         |compute: f64| if lead_compute > 0.0 { compute / lead_compute * app_time_s } else { 0.0 };
-    if estimate > target_s && lead_compute > 0.0 {
+    if reach == Reach::Everything && estimate > target_s && lead_compute > 0.0 {
         estimate = cut_other_loops(skel, estimate, &seconds_of);
     }
-    if estimate > target_s && k == 1 && lead_compute > 0.0 {
+    if reach == Reach::Everything && estimate > target_s && k == 1 && lead_compute > 0.0 {
         estimate = cut_inner(skel, estimate, target_s, &seconds_of);
     }
     Scaling {

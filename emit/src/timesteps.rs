@@ -46,18 +46,10 @@ fn exact_nest(s: &Symbolized) -> LoopNest {
 
 /// The span of positions of the exact nest's main loop.
 fn main_span(nest: &LoopNest) -> Option<(usize, usize, u64)> {
-    let mut at = 0usize;
-    let mut best: Option<(usize, usize, u64)> = None;
-    for n in &nest.items {
-        let len = n.expanded_len() as usize;
-        if let Some(count) = n.iterations() {
-            if best.is_none_or(|(a, b, _)| len > b - a) {
-                best = Some((at, at + len, count));
-            }
-        }
-        at += len;
-    }
-    best
+    let i = mpiskel_compress::main_loop_index(&nest.items)?;
+    let at: usize = nest.items[..i].iter().map(|n| n.expanded_len() as usize).sum();
+    let main = &nest.items[i];
+    Some((at, at + main.expanded_len() as usize, main.iterations()?))
 }
 
 /// A class's steps, if it has some: the fold and the nest with the steps in it.
