@@ -127,12 +127,12 @@ fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
 }
 
 /// Classes whose loop nests do not correspond (NPB MG: sixteen classes on a torus with extra
-/// coarse-level edges, each folding its set-up's V-cycle levels differently) still cut their
-/// main loop: the other loops, all cut by name, would lose partners' messages, so the build cuts
-/// the main loop, then each other loop the deadlock check accepts, and says so. The skeleton
-/// runs under SimGrid.
+/// coarse-level edges, each folding its set-up's V-cycle levels differently) still cut the loops
+/// they share: all loops cut by name would lose partners' messages, so the build cuts each loop
+/// the deadlock check accepts cut, and says so. MG's main loop of 4 V-cycles is a loop of few
+/// iterations and runs whole. The skeleton runs under SimGrid.
 #[test]
-fn classes_whose_nests_differ_still_cut_their_main_loop() {
+fn classes_whose_nests_differ_still_cut_the_loops_they_share() {
     let dir = scratch("mg-cut").join("skel");
     let out =
         mpiskel().args(["build", "-q"]).arg(npb("mg.S.16")).arg("-o").arg(&dir).output().unwrap();
@@ -141,7 +141,7 @@ fn classes_whose_nests_differ_still_cut_their_main_loop() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
     let scaling = &doc["scaling"];
     assert_eq!(scaling["main_full"].as_u64(), Some(4), "{scaling}");
-    assert!(scaling["main_run"].as_u64().unwrap() < 4, "{scaling}");
+    assert_eq!(scaling["main_run"].as_u64(), Some(4), "{scaling}");
     assert!(scaling["note"].as_str().unwrap().contains("some loops are not cut"), "{scaling}");
     // The loops that are the same in every class (the set-up's 20 norm reductions) are cut.
     let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap();
