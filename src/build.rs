@@ -161,6 +161,10 @@ pub struct SkeletonDocument {
     /// Polling loops folded into the blocking calls that ended them (`mpiskel_trace::polls`).
     #[serde(default)]
     pub polls: PollFolding,
+    /// Receives and probes posted with `MPI_ANY_SOURCE` that the skeleton pins to the source the
+    /// traced run gave them, because with the wildcard the program could deadlock (0: none).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub pinned_any_source: usize,
     /// Classes.
     pub classes: Vec<ClassDoc>,
     /// Matching of sends and receives.
@@ -219,6 +223,20 @@ pub fn app_time_of(set: &TraceSet) -> f64 {
             end.saturating_sub(a.exit_ns) as f64 * 1e-9
         })
         .fold(0.0, f64::max)
+}
+
+/// What pinning `n` receives from any source means, for people.
+pub fn describe_pinned(n: usize) -> String {
+    format!(
+        "{n} receives or probes from MPI_ANY_SOURCE take the source the traced run gave them: \
+         with the wildcard, a rank could take another rank's message (a master answering whichever \
+         worker reported first, each worker's count of tasks fixed as traced) and the program \
+         could deadlock; pinned, the skeleton replays an order the application ran in"
+    )
+}
+
+fn is_zero_count(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One line on the polling loops folded.
@@ -321,6 +339,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         topology_alternatives: alternatives,
         exception_calls: lt.exceptions.calls,
         polls,
+        pinned_any_source: built.pinned_any_source,
         classes: built
             .skeleton
             .classes
@@ -354,6 +373,9 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     write_folder(&a.output, &files, &serde_json::to_string_pretty(&doc)?, a.force)?;
     progress(a.quiet, &t0, &format!("wrote {}", a.output.display()));
     let s = &built.scaling;
+    if built.pinned_any_source > 0 {
+        eprintln!("note: {}", describe_pinned(built.pinned_any_source));
+    }
     if !s.note.is_empty() {
         eprintln!("note: {}", s.note);
     }
@@ -491,6 +513,9 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
     }
     if doc.polls.polls > 0 {
         let _ = writeln!(s, "polling:   {}", describe_polls(&doc.polls));
+    }
+    if doc.pinned_any_source > 0 {
+        let _ = writeln!(s, "sources:   {}", describe_pinned(doc.pinned_any_source));
     }
     let sc = &doc.scaling;
     let _ = writeln!(

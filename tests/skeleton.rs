@@ -365,3 +365,36 @@ fn polling_loops_fold_into_blocking_completions() {
         }
     }
 }
+
+/// A dynamic master–worker (`fixtures/programs/taskfarm.c`: the master answers whichever worker
+/// reported first, and each worker stops on a message of tag 0): with `MPI_ANY_SOURCE` kept, the
+/// master could take another worker's result than the one it then answers, and the deadlock
+/// check refuses it; the build pins each any-source receive to the source the traced run gave it,
+/// says so, and the skeleton runs under both MPI libraries.
+#[test]
+fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
+    let out_dir = scratch("taskfarm");
+    let (trace, dir) = (out_dir.join("trace"), out_dir.join("skel"));
+    support::trace_program(support::Lib::OpenMpi, 4, "taskfarm", &["30", "100"], &trace);
+    let out = mpiskel()
+        .args(["build", "--name", "taskfarm"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("MPI_ANY_SOURCE take the source"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    // The master takes one result per task.
+    assert_eq!(doc["pinned_any_source"].as_u64(), Some(30), "{}", doc["pinned_any_source"]);
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(!source.contains("MPI_ANY_SOURCE"));
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 300), mpi, 4);
+    }
+}

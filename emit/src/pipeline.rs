@@ -36,6 +36,9 @@ pub struct Built {
     pub check: CheckSummary,
     /// Seconds per stage: nests, build, check.
     pub stage_seconds: Vec<(String, f64)>,
+    /// Receives and probes posted with `MPI_ANY_SOURCE` that take, in the skeleton, the source
+    /// the traced run gave them (0 where the wildcards could stay: see [`make`]).
+    pub pinned_any_source: usize,
 }
 
 /// Why no skeleton could be made.
@@ -63,7 +66,50 @@ const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would 
 /// Builds, scales and checks the skeleton of `lt` for `target_s` seconds, given the recorded
 /// application time; `compute_cut`: whether compute blocks may lose time when cutting loops is
 /// not enough ([`crate::scale::cut_compute`]).
+///
+/// Receives from `MPI_ANY_SOURCE` stay wildcards where the program is deadlock-free with them.
+/// Where it is not — a master that answers whichever worker reported first, while each worker's
+/// count of tasks is fixed in the skeleton as traced — every such receive (and probe) takes the
+/// source the traced run gave it, which reproduces an order the application did run in; the
+/// program is checked again, and [`Built::pinned_any_source`] says how many were pinned.
 pub fn make(
+    lt: &LogicalTrace,
+    app_time_s: f64,
+    app_time_source: &str,
+    target_s: f64,
+    compute_cut: bool,
+) -> Result<Built, PipelineError> {
+    match make_once(lt, app_time_s, app_time_source, target_s, compute_cut) {
+        Err(PipelineError::Deadlock(d)) => {
+            let (pinned, n) = pin_any_sources(lt);
+            if n == 0 {
+                return Err(PipelineError::Deadlock(d));
+            }
+            let mut built = make_once(&pinned, app_time_s, app_time_source, target_s, compute_cut)?;
+            built.pinned_any_source = n;
+            Ok(built)
+        }
+        other => other,
+    }
+}
+
+/// `lt` with every receive and probe posted with `MPI_ANY_SOURCE` taking the source the run
+/// gave it (its resolved peer), and how many there were. Calls whose source stayed unknown (a
+/// request never completed) keep the wildcard.
+pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
+    let mut pinned = lt.clone();
+    let mut n = 0;
+    for op in pinned.classes.iter_mut().flat_map(|c| c.ops.iter_mut()) {
+        let resolved = !matches!(op.key.peer, Some(mpiskel_logicalize::LogicalPeer::Any) | None);
+        if op.key.any_source && resolved {
+            op.key.any_source = false;
+            n += 1;
+        }
+    }
+    (pinned, n)
+}
+
+fn make_once(
     lt: &LogicalTrace,
     app_time_s: f64,
     app_time_source: &str,
@@ -130,5 +176,6 @@ pub fn make(
         scaling,
         nests,
         stage_seconds,
+        pinned_any_source: 0,
     })
 }
