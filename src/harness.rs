@@ -205,6 +205,15 @@ pub fn status_of_child(mut cmd: Command, what: &str) -> Result<ExitStatus> {
     status
 }
 
+/// Like [`status_of_child`], capturing the child's output (a compiler's messages).
+pub fn output_of_child(mut cmd: Command, what: &str) -> Result<std::process::Output> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    let (child, me) = spawn_registered(&mut cmd, what, Resource::Child)?;
+    let out = child.wait_with_output().with_context(|| format!("waiting for {what}"));
+    unregister(&me);
+    out
+}
+
 /// Cleans up and exits on SIGINT, SIGTERM and SIGHUP (installed once per process).
 pub fn install_signal_handler() -> Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};

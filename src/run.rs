@@ -181,12 +181,16 @@ pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
         Mpi::Mpich => ("mpicc.mpich", &[]),
         Mpi::Smpi => ("smpicc", &["-DMPISKEL_SMPI"]),
     };
-    let out = Command::new(cc)
-        .current_dir(dir)
-        .args(["-O2", "-Wall", "-Wextra", "-o", &bin, "skeleton.c", "mpiskel_rt.c"])
+    // Linked under a temporary name and renamed, so that an interrupted or failed compile
+    // leaves no partial binary behind.
+    let tmp = format!(".{bin}.tmp-{}", std::process::id());
+    let guard = crate::harness::TempPath::register(&dir.join(&tmp))?;
+    let mut cmd = Command::new(cc);
+    cmd.current_dir(dir)
+        .args(["-O2", "-Wall", "-Wextra", "-o", &tmp, "skeleton.c", "mpiskel_rt.c"])
         .args(extra)
-        .arg("-lm")
-        .output()
+        .arg("-lm");
+    let out = crate::harness::output_of_child(cmd, cc)
         .with_context(|| format!("running {cc} (is {} installed?)", mpi.name()))?;
     if !out.status.success() {
         bail!(
@@ -195,6 +199,9 @@ pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    std::fs::rename(dir.join(&tmp), dir.join(&bin))
+        .with_context(|| format!("renaming {} to {bin}", dir.join(&tmp).display()))?;
+    guard.keep();
     Ok(dir.join(bin))
 }
 
@@ -220,12 +227,12 @@ pub fn compile_rust(
         Some(t) => std::path::absolute(t)?,
         None => std::path::absolute(dir.join("target").join(mpi.name()))?,
     };
-    let out = Command::new("cargo")
-        .current_dir(dir)
+    let mut cmd = Command::new("cargo");
+    cmd.current_dir(dir)
         .args(["build", "--release", "--quiet"])
         .env("MPICC", cc)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
+        .env("CARGO_TARGET_DIR", &target);
+    let out = crate::harness::output_of_child(cmd, "cargo")
         .context("running cargo (is Rust installed?)")?;
     if !out.status.success() {
         bail!(
@@ -249,6 +256,9 @@ fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<(Stri
 
 /// Compiles and runs a skeleton folder; returns its report and the launcher's output.
 pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
+    // An interrupted run stops the compiler or the launcher's process group, and removes a
+    // partly linked binary.
+    crate::harness::install_signal_handler()?;
     let doc = read_skeleton_document(&a.dir)?.with_context(|| {
         format!("{}: not a skeleton folder (no skeleton.json)", a.dir.display())
     })?;

@@ -398,3 +398,50 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
         check_report(&run(&dir, mpi, 300), mpi, 4);
     }
 }
+
+/// An interrupted `mpiskel run` stops the skeleton's ranks and leaves no partly linked binary:
+/// a ring skeleton whose computation is stretched ten thousand times is stopped with SIGTERM while
+/// it runs.
+#[test]
+fn an_interrupted_run_leaves_no_ranks_running() {
+    let out_dir = scratch("interrupted-run");
+    let dir = out_dir.join("skel");
+    let out =
+        mpiskel().args(["build", "-q"]).arg(fixture("ring")).arg("-o").arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bin = dir.join("skeleton-openmpi");
+    let _lock = mpi_lock();
+    let mut cmd = mpiskel();
+    cmd.args(["run", "--mpi", "openmpi"]).arg(&dir).args(["--", "--compute-scale", "10000"]);
+    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let running = || {
+        let ps = Command::new("pgrep").arg("-f").arg(&bin).output().unwrap();
+        !ps.stdout.is_empty()
+    };
+    let start = std::time::Instant::now();
+    while !running() && start.elapsed().as_secs() < 120 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(running(), "the skeleton never started");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(128 + 15));
+    let mut left = true;
+    for _ in 0..100 {
+        left = running();
+        if !left {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!left, "ranks of {} still run", bin.display());
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -30,17 +30,31 @@ pub const RUNTIME_H: &str = include_str!("../../skeletons/mpiskel_rt.h");
 /// The runtime source copied into every skeleton.
 pub const RUNTIME_C: &str = include_str!("../../skeletons/mpiskel_rt.c");
 
-/// An error rendering a template (a bug of the templates, reported with its line).
+/// An error rendering a skeleton: a bug of mpiskel's templates or back ends, reported rather
+/// than written as if it were a skeleton.
 #[derive(Debug, thiserror::Error)]
-#[error("template {name}: {error}")]
-pub struct RenderError {
-    name: String,
-    error: minijinja::Error,
+pub enum RenderError {
+    /// A template failed (reported with its line).
+    #[error("template {name}: {error}")]
+    Template {
+        /// The template.
+        name: String,
+        /// What failed.
+        error: minijinja::Error,
+    },
+    /// The generated source does not parse.
+    #[error("{file}: the generated code does not parse ({error}); this is a bug of mpiskel")]
+    Unparsable {
+        /// The file.
+        file: String,
+        /// The parser's message.
+        error: String,
+    },
 }
 
 impl RenderError {
     pub(crate) fn new(name: &str, source: minijinja::Error) -> RenderError {
-        RenderError { name: name.to_owned(), error: source }
+        RenderError::Template { name: name.to_owned(), error: source }
     }
 }
 
@@ -821,8 +835,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         ("README.md", README),
     ];
     for (name, src) in templates {
-        env.add_template(name, src)
-            .map_err(|source| RenderError { name: name.into(), error: source })?;
+        env.add_template(name, src).map_err(|source| RenderError::new(name, source))?;
     }
     let ctx = context! {
         name => meta.name,
@@ -862,11 +875,8 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     };
     let mut files = Vec::new();
     for (name, _) in templates {
-        let t = env
-            .get_template(name)
-            .map_err(|source| RenderError { name: name.into(), error: source })?;
-        let mut text =
-            t.render(&ctx).map_err(|source| RenderError { name: name.into(), error: source })?;
+        let t = env.get_template(name).map_err(|source| RenderError::new(name, source))?;
+        let mut text = t.render(&ctx).map_err(|source| RenderError::new(name, source))?;
         if !text.ends_with('\n') {
             text.push('\n');
         }

@@ -701,7 +701,7 @@ pub fn self_contained(p: &Phase) -> bool {
 
 /// Renders the Cargo project of the skeleton.
 pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<File>, RenderError> {
-    let main = main_rs(skel, scaling, meta);
+    let main = main_rs(skel, scaling, meta)?;
     let package = package_name(&meta.name);
     let mut env = Environment::new();
     env.set_trim_blocks(true);
@@ -764,7 +764,7 @@ pub fn source(files: &[File]) -> &str {
     files.iter().find(|f| f.path == "src/main.rs").map_or("", |f| f.contents.as_str())
 }
 
-fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
+fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, RenderError> {
     NOTES.with(|v| v.borrow_mut().clear());
     let grid_dims = skel.grid_coords.first().map_or(0, Vec::len);
     let cartesian = matches!(skel.layout, Layout::Cartesian { .. });
@@ -1421,12 +1421,15 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> String {
 
         #items
     };
-    let text = match syn::parse2::<syn::File>(file.clone()) {
-        Ok(f) => layout(&prettyplease::unparse(&f)),
-        // A bug of this back end: show the tokens rather than nothing.
-        Err(e) => format!("// mpiskel could not format this file: {e}\n{file}\n"),
-    };
-    notes_to_comments(&text)
+    format_file("src/main.rs", file)
+}
+
+/// Lays out a generated Rust file. Tokens that do not parse are a bug of this back end:
+/// reported, never written.
+fn format_file(name: &str, tokens: proc_macro2::TokenStream) -> Result<String, RenderError> {
+    let parsed = syn::parse2::<syn::File>(tokens)
+        .map_err(|e| RenderError::Unparsable { file: name.into(), error: e.to_string() })?;
+    Ok(notes_to_comments(&layout(&prettyplease::unparse(&parsed))))
 }
 
 /// Spacing prettyplease leaves to the caller: a blank line between top-level items (consecutive
@@ -1525,4 +1528,19 @@ fn notes_to_comments(text: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_code_that_does_not_parse_is_an_error() {
+        let bad: proc_macro2::TokenStream = "fn main() { let = 1; }".parse().unwrap();
+        let e = format_file("src/main.rs", bad).unwrap_err();
+        assert!(matches!(e, RenderError::Unparsable { .. }));
+        assert!(e.to_string().starts_with("src/main.rs: the generated code does not parse"), "{e}");
+        let good: proc_macro2::TokenStream = "fn main() { let x = 1; }".parse().unwrap();
+        assert!(format_file("src/main.rs", good).unwrap().contains("let x = 1;"));
+    }
 }
