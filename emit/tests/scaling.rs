@@ -1,0 +1,115 @@
+//! Scaling decisions on small synthetic programs (SimGrid time-independent traces written here,
+//! no MPI needed): how many iterations of which loop run, when computation is cut instead, and
+//! that what comes out is checked deadlock-free.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use mpiskel_emit::pipeline::make;
+use mpiskel_trace::{ReadOptions, TraceSet};
+
+/// Writes a TI trace of `n` ranks whose rank `r` runs `body(r)` (action lines without the rank)
+/// into `dir`; returns the index file.
+fn ti_trace(dir: &Path, n: u32, body: impl Fn(u32) -> Vec<String>) -> PathBuf {
+    let mut index = String::new();
+    for r in 0..n {
+        let mut text = format!("{r} init\n");
+        for line in body(r) {
+            let _ = writeln!(text, "{r} {line}");
+        }
+        let _ = writeln!(text, "{r} finalize");
+        let name = format!("rank{r}.txt");
+        std::fs::write(dir.join(&name), text).unwrap();
+        let _ = writeln!(index, "{name}");
+    }
+    let path = dir.join("trace.txt");
+    std::fs::write(&path, index).unwrap();
+    path
+}
+
+/// A ring exchange of `bytes` after `flops` of computation, `iterations` times (each iteration
+/// possibly with an inner loop of `inner` exchanges).
+fn ring(n: u32, iterations: u32, inner: u32, flops: u64) -> impl Fn(u32) -> Vec<String> {
+    move |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec!["compute 2000000".to_owned()];
+        for _ in 0..iterations {
+            for _ in 0..inner {
+                v.push(format!("compute {flops}"));
+                v.push(format!("irecv {prev} 0 512"));
+                v.push(format!("isend {next} 0 512"));
+                v.push("waitall".into());
+            }
+            v.push("compute 100000".into());
+            v.push("allreduce 1 1".into());
+        }
+        v
+    }
+}
+
+/// Builds the skeleton of the trace at `path` for `target_s` seconds of an application that ran
+/// `app_s` seconds.
+fn built(path: &Path, app_s: f64, target_s: f64) -> mpiskel_emit::pipeline::Built {
+    let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
+    let lt = mpiskel_logicalize::logicalize(&set);
+    make(&lt, app_s, "given", target_s, true).unwrap()
+}
+
+#[test]
+fn a_main_loop_of_many_iterations_is_cut_to_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    // 200 iterations of 1 ms: about 0.2 s.
+    let path = ti_trace(dir.path(), 4, ring(4, 200, 1, 1_000_000));
+    let b = built(&path, 0.2, 0.2 / 12.0);
+    let s = &b.scaling;
+    assert_eq!(s.main_full, 200);
+    assert!(s.main_run >= 1 && s.main_run < 200 / 10, "{s:?}");
+    assert!(s.skeleton_estimate_s <= s.target_s * 1.1, "{s:?}");
+    assert_eq!(b.check.ranks, 4);
+    // Given a target longer than the application, nothing is cut.
+    let b = built(&path, 0.2, 1.0);
+    assert_eq!(b.scaling.main_run, 200);
+    assert_eq!(b.scaling.compute_removed_s, 0.0);
+}
+
+#[test]
+fn a_main_loop_of_few_long_iterations_runs_whole_and_loses_computation_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    // 6 iterations of 20 ms: one iteration standing for six would weigh any odd draw six times.
+    let path = ti_trace(dir.path(), 4, ring(4, 6, 1, 20_000_000));
+    let b = built(&path, 0.12, 0.01);
+    let s = &b.scaling;
+    assert_eq!((s.main_full, s.main_run), (6, 6), "{s:?}");
+    assert!(s.compute_removed_s > 0.0, "{s:?}");
+    assert!(s.skeleton_estimate_s < 0.12 / 2.0, "{s:?}");
+}
+
+#[test]
+fn few_outer_iterations_of_a_long_inner_loop_cut_both_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 iterations of 100 inner exchanges of 0.2 ms.
+    let path = ti_trace(dir.path(), 4, ring(4, 3, 100, 200_000));
+    let b = built(&path, 0.06, 0.005);
+    let s = &b.scaling;
+    assert_eq!((s.main_full, s.main_run), (3, 1), "{s:?}");
+    let main = b.skeleton.classes[0].phases.iter().find(|p| p.name == "main_loop").unwrap();
+    let inner = main.inner.expect("the inner loop is cut");
+    assert_eq!(inner.full, 100);
+    assert!(inner.run >= 8 && inner.run < 100, "{inner:?}");
+}
+
+#[test]
+fn a_program_without_a_loop_loses_computation_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // One long computation, then two reductions (as NPB EP).
+    let path = ti_trace(dir.path(), 4, |_| {
+        ["compute 100000000", "allreduce 1 1", "compute 1000", "allreduce 1 1"]
+            .map(String::from)
+            .to_vec()
+    });
+    let b = built(&path, 0.1, 0.1 / 12.0);
+    let s = &b.scaling;
+    assert!(b.skeleton.classes[0].phases.iter().all(|p| p.name != "main_loop"));
+    assert!(s.compute_removed_s > 0.08, "{s:?}");
+    assert!(s.skeleton_estimate_s < 0.1 / 4.0, "{s:?}");
+}
