@@ -145,7 +145,17 @@ void sk_compute(double seconds) {
     sk_run(seconds * sk_weight * sk_scale);
 }
 
-void sk_compute_less(double seconds, double removed) {
+static double sk_shrink = 1.0;
+
+void sk_compute_shrink(double share) {
+    if (share > 0.0 && share <= 1.0) {
+        sk_shrink = share;
+    }
+}
+
+/* Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the phase's
+ * removed computation. */
+static void sk_compute_cut(double seconds, double removed, double shrink) {
     seconds *= sk_weight * sk_scale;
     removed *= sk_scale;
     double kept = seconds - removed;
@@ -153,11 +163,18 @@ void sk_compute_less(double seconds, double removed) {
         sk_run(seconds);
         return;
     }
+    /* Each rank's own part shrinks by the same share, its own seconds added back. */
+    removed += kept * (1.0 - shrink);
+    kept *= shrink;
     double start = MPI_Wtime();
     sk_run(kept);
     sk_cut[sk_current][0] += removed;
     sk_cut[sk_current][1] += kept;
     sk_cut[sk_current][2] += MPI_Wtime() - start;
+}
+
+void sk_compute_less(double seconds, double removed) {
+    sk_compute_cut(seconds, removed, sk_shrink);
 }
 
 static const double (*sk_dists)[SK_QUANTILES];
@@ -189,8 +206,10 @@ void sk_compute_drawn(int i) {
     sk_compute(sk_draw(i));
 }
 
+/* A drawn block is not shrunk: the ranks' random deviations make a different rank the slowest
+ * in each execution, and only the time each rank waits for that one would tell. */
 void sk_compute_drawn_less(int i, double removed) {
-    sk_compute_less(sk_draw(i), removed);
+    sk_compute_cut(sk_draw(i), removed, 1.0);
 }
 
 void sk_start(sk_phase *phases, int n) {

@@ -55,6 +55,9 @@ void sk_compute_drawn(int i);
  * the prediction of the phase being timed, per iteration run (the compute cut; every rank removes
  * the same). */
 void sk_compute_less(double seconds, double removed);
+/* Every block cut with sk_compute_less (not the drawn ones) runs only this share of what it
+ * keeps; the rest is added back to the prediction as its removed part is. */
+void sk_compute_shrink(double share);
 void sk_compute_drawn_less(int i, double removed);
 
 /* Timing of phases; sk_start synchronises all ranks and starts the clock. */

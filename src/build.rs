@@ -62,7 +62,9 @@ pub struct BuildArgs {
     /// default, when the loops are cut as far as they go (or cannot be cut) and the skeleton is
     /// still over, every rank skips the same seconds of the long compute blocks (set-up, steps
     /// between loops, the bodies of loops of a few long iterations, a program without loops) and
-    /// adds their time, at the pace of the part it runs, back to the prediction.
+    /// adds their time, at the pace of the part it runs, back to the prediction; if that is not
+    /// enough, the blocks without drawn deviations run the same share of what they keep on every
+    /// rank, each rank adding its own remainder back.
     #[arg(long, alias = "whole-setup")]
     whole_compute: bool,
     /// Language of the skeleton.
@@ -385,6 +387,12 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
             s.compute_removed_s
         );
     }
+    if s.compute_shrink < 1.0 {
+        eprintln!(
+            "note: blocks without drawn deviations also run only {:.1} % of what they keep on each rank, the rest added back",
+            100.0 * s.compute_shrink
+        );
+    }
     println!(
         "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; recorded {:.4} s, skeleton ≈ {:.4} s (×{:.3})",
         a.output.display(),
@@ -535,6 +543,13 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
             s,
             "           compute: {:.6} s of computation per rank not run, added back to the prediction",
             sc.compute_removed_s
+        );
+    }
+    if sc.compute_shrink < 1.0 {
+        let _ = writeln!(
+            s,
+            "           compute: blocks without drawn deviations run {:.1} % of what they keep",
+            100.0 * sc.compute_shrink
         );
     }
     if !sc.note.is_empty() {

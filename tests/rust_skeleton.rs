@@ -318,3 +318,28 @@ fn a_rust_skeleton_refuses_smpi_with_a_clear_error() {
     assert!(!out.status.success());
     assert!(err.contains("--lang c"), "{err}");
 }
+
+/// A program whose one long computation differs between ranks (NPB EP): losing the same seconds
+/// on every rank is not enough, so the blocks without drawn deviations run a share of what they
+/// keep (`compute_shrink`); the Rust skeleton sets it, passes clippy, runs under OpenMPI, and
+/// adds what it did not run back to its prediction.
+#[test]
+fn a_shrunk_computation_is_set_and_runs_in_rust() {
+    let base = scratch("rust-skeleton-shrink");
+    let dir = base.join("skel-rs");
+    build("ep.W.16", &support::npb("ep.W.16"), "rust", &dir);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let shrink = doc["scaling"]["compute_shrink"].as_f64().expect("a shrink");
+    assert!(shrink > 0.0 && shrink < 1.0, "{shrink}");
+    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
+    assert!(main.contains("sk.set_compute_shrink("), "no shrink set");
+    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
+    let _lock = mpi_lock();
+    let r = run(&dir, "openmpi", 300);
+    check_report(&r, "openmpi", 16);
+    // The removed computation, shrunk part included, is added back to some phase.
+    let restored =
+        r["phases"].as_array().unwrap().iter().any(|p| p["restored_s"].as_f64() > Some(0.0));
+    assert!(restored, "{r}");
+}

@@ -523,6 +523,11 @@ pub(crate) fn scaling_context<M: serde::Serialize>(
             String::new()
         },
         target => format!("{:.6}", scaling.target_s),
+        compute_shrink => if scaling.compute_shrink < 1.0 {
+            format!("{:.4}", scaling.compute_shrink)
+        } else {
+            String::new()
+        },
         slurm_time => slurm_time(scaling.skeleton_estimate_s),
         matching => matching,
     }

@@ -1219,6 +1219,18 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
     } else {
         quote! {}
     };
+    let set_shrink = if scaling.compute_shrink < 1.0 {
+        let f: f64 = format!("{:.4}", scaling.compute_shrink).parse().unwrap_or(1.0);
+        let n = note(
+            "cut blocks run this share of what they keep; the rest is added to the prediction",
+        );
+        quote! {
+            #n
+            sk.set_compute_shrink(#f);
+        }
+    } else {
+        quote! {}
+    };
 
     // Each request slot's own receive buffer: the largest count a receive in it posts.
     let mut slot_bytes = vec![0u64; skel.n_slots as usize];
@@ -1382,6 +1394,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
             #program_pool_let
             #set_dists
             #set_weights
+            #set_shrink
             #body_dispatch
             sk.report(&k.all, NAME, FACTOR, APP_TIME);
         }

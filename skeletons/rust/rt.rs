@@ -79,6 +79,8 @@ pub struct Runtime {
     weight: f64,
     /// `--compute-scale`: every compute block times this.
     scale: f64,
+    /// Share of what a cut block keeps that runs (see [`Runtime::set_compute_shrink`]).
+    shrink: f64,
     iterations: Option<i64>,
     report_file: Option<String>,
     state: u64,
@@ -101,6 +103,7 @@ impl Runtime {
             rate: 1e9,
             weight: 1.0,
             scale: 1.0,
+            shrink: 1.0,
             iterations: None,
             report_file: None,
             state: 0x9E37_79B9_7F4A_7C15,
@@ -142,6 +145,14 @@ impl Runtime {
         match self.iterations {
             Some(n) if n >= 1 => (full - (lead_full - n.min(lead_full))).max(1),
             _ => built_in,
+        }
+    }
+
+    /// Every block cut with [`Runtime::compute_less`] runs only `share` of what it keeps; the
+    /// rest is added back to the prediction as its removed part is.
+    pub fn set_compute_shrink(&mut self, share: f64) {
+        if share > 0.0 && share <= 1.0 {
+            self.shrink = share;
         }
     }
 
@@ -213,6 +224,12 @@ impl Runtime {
     /// prediction of the phase being timed, per iteration run (the compute cut; every rank
     /// removes the same).
     pub fn compute_less(&mut self, seconds: f64, removed: f64) {
+        self.compute_cut(seconds, removed, self.shrink);
+    }
+
+    /// Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the
+    /// phase's removed computation.
+    fn compute_cut(&mut self, seconds: f64, removed: f64, shrink: f64) {
         let seconds = seconds * self.weight * self.scale;
         let removed = removed * self.scale;
         let kept = seconds - removed;
@@ -220,6 +237,8 @@ impl Runtime {
             self.run_for(seconds);
             return;
         };
+        // Each rank's own part shrinks by the same share, its own seconds added back.
+        let (removed, kept) = (removed + kept * (1.0 - shrink), kept * shrink);
         let start = mpi::time();
         self.run_for(kept);
         let took = mpi::time() - start;
@@ -237,9 +256,11 @@ impl Runtime {
     }
 
     /// [`Runtime::compute_drawn`] less `removed` seconds, as [`Runtime::compute_less`].
+    /// A drawn block is not shrunk: the ranks' random deviations make a different rank the
+    /// slowest in each execution, and only the time each rank waits for that one would tell.
     pub fn compute_drawn_less(&mut self, i: usize, removed: f64) {
         let x = self.draw(i);
-        self.compute_less(x, removed);
+        self.compute_cut(x, removed, 1.0);
     }
 
     /// A duration drawn from distribution `i`; 0 without it.
