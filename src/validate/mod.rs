@@ -64,8 +64,8 @@ pub struct ValidateArgs {
     /// ../shared/fixtures].
     #[arg(long, value_name = "DIR")]
     fixtures: Option<PathBuf>,
-    /// NPB traces of the smpi suite.
-    #[arg(long, value_delimiter = ',', default_values = ["bt.W.16", "cg.W.16", "lu.W.16"])]
+    /// NPB traces of the smpi suite [default: every one of the fixtures' npb/ folder].
+    #[arg(long, value_delimiter = ',')]
     trace: Vec<String>,
     /// Applications of the native suite (halo2d, ring, lammps-melt) [default: all].
     #[arg(long, value_delimiter = ',')]
@@ -85,6 +85,12 @@ pub struct ValidateArgs {
     /// Only re-render the report from DIR/results.json.
     #[arg(long)]
     from_json: bool,
+    /// Report the SimGrid suite's missed targets without failing. By default `validate` exits
+    /// with status 1, after writing everything, when a scenario class's mean |error| against
+    /// the replay passes 3 %, a case's passes 8 %, or a skeleton runs more than a twelfth of
+    /// the replay (a twentieth where its main loop has at least 20 iterations).
+    #[arg(long)]
+    no_fail: bool,
     /// Print no progress.
     #[arg(short, long)]
     quiet: bool,
@@ -282,8 +288,9 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
                 bail!("{}: no NPB fixtures (ground-truth.csv); use --fixtures", npb.display());
             }
             let scenarios = smpi::select(&names(&smpi_known))?;
-            v.rows.extend(smpi::run(&npb, &a.trace, &scenarios, &a.output, &progress)?);
-            v.retune.extend(retune::smpi(&npb, &a.trace, &a.output, &progress)?);
+            let traces = if a.trace.is_empty() { smpi::all_traces(&npb)? } else { a.trace.clone() };
+            v.rows.extend(smpi::run(&npb, &traces, &scenarios, &a.output, &progress)?);
+            v.retune.extend(retune::smpi(&npb, &traces, &a.output, &progress)?);
         }
         if run_native {
             anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
@@ -318,7 +325,15 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
     write_atomic(&md_path, &splice(old.as_deref(), &generated(&v, &a.output, &md_path)))?;
     progress.say(&format!("wrote {}, {}", json_path.display(), md_path.display()));
     print!("{}", report::summary_markdown(&v));
-    Ok(ExitCode::SUCCESS)
+    let missed = report::missed_targets(&v);
+    if missed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("TARGETS MISSED ({}):", missed.len());
+    for m in &missed {
+        eprintln!("  {m}");
+    }
+    Ok(if a.no_fail { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 #[cfg(test)]

@@ -410,6 +410,7 @@ pub fn run(
                 by_ratio: Stat::of(&ra),
                 truth: Stat::of(&app),
                 replay: None,
+                main_iterations: None,
             });
         }
     }

@@ -80,6 +80,58 @@ pub struct Row {
     pub truth: Stat,
     /// SimGrid's replay of the full trace in the scenario, where there is one.
     pub replay: Option<f64>,
+    /// Iterations of the skeleton's main loop in the application (SMPI suite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub main_iterations: Option<u64>,
+}
+
+/// Targets of the SimGrid suite, against the replay: mean |error| per scenario class, |error| of
+/// each case, and skeleton time over the replay's (a twentieth where the main loop has at least
+/// 20 iterations, a twelfth otherwise).
+pub const TARGET_CLASS_MEAN: f64 = 3.0;
+/// See [`TARGET_CLASS_MEAN`].
+pub const TARGET_CASE: f64 = 8.0;
+
+/// Every target of the SimGrid suite the rows miss, in words (empty: all met).
+pub fn missed_targets(v: &Validation) -> Vec<String> {
+    let mut missed = Vec::new();
+    for (class, rows) in by_class(&v.rows, "smpi") {
+        let errors: Vec<(&Row, f64)> = rows
+            .iter()
+            .filter_map(|r| r.replay.map(|rep| (*r, err(r.by_phase.median, rep))))
+            .collect();
+        if errors.is_empty() {
+            continue;
+        }
+        let mean = errors.iter().map(|e| e.1.abs()).sum::<f64>() / errors.len() as f64;
+        if mean > TARGET_CLASS_MEAN {
+            missed.push(format!(
+                "{class}: mean |error| {mean:.1} % over {} cases (target {TARGET_CLASS_MEAN} %)",
+                errors.len()
+            ));
+        }
+        for (r, e) in &errors {
+            if e.abs() > TARGET_CASE {
+                missed.push(format!(
+                    "{} {}: error {e:+.1} % (target ±{TARGET_CASE} %)",
+                    r.case, r.scenario
+                ));
+            }
+            let rep = r.replay.unwrap_or(f64::NAN);
+            let (limit, what) = match r.main_iterations {
+                Some(n) if n >= 20 => (1.0 / 20.0, "a twentieth"),
+                _ => (1.0 / 12.0, "a twelfth"),
+            };
+            let share = r.skeleton.median / rep;
+            if share > limit {
+                missed.push(format!(
+                    "{} {}: skeleton {share:.3} of the replay (target {what})",
+                    r.case, r.scenario
+                ));
+            }
+        }
+    }
+    missed
 }
 
 /// A retuned skeleton against the application, in one scenario.
@@ -489,6 +541,7 @@ mod tests {
             by_ratio: Stat::one(phase),
             truth: Stat::of(&[truth * 0.9, truth, truth * 1.2]),
             replay,
+            main_iterations: None,
         }
     }
 
@@ -518,5 +571,39 @@ mod tests {
         assert!(md.contains("| latency | 1 | – | – | 0.0 / 0.0 % |"), "{md}");
         let svg = chart_svg(&v, "smpi", "t");
         assert_eq!(svg.matches("<circle").count(), 3 + 2, "points and legend");
+    }
+
+    #[test]
+    fn missed_targets_name_the_class_the_case_and_the_length() {
+        // Rows whose skeletons run a twentieth of the replay.
+        let short = |class: &str, phase: f64| {
+            let mut r = row(class, phase, 1.0, Some(1.0));
+            r.skeleton = Stat::one(0.05);
+            r
+        };
+        let met = Validation {
+            machine: "here".into(),
+            rows: vec![short("bandwidth", 1.02), short("latency", 0.99)],
+            retune: Vec::new(),
+        };
+        assert!(missed_targets(&met).is_empty(), "{:?}", missed_targets(&met));
+        // Bandwidth: +2 and −9 %: mean 5.5 % (over 3 %), one case over 8 %.
+        let mut v = met.clone();
+        v.rows.push(short("bandwidth", 0.91));
+        let m = missed_targets(&v);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert!(m[0].starts_with("bandwidth: mean |error| 5.5 %"), "{m:?}");
+        assert!(m[1].contains("error -9.0 %"), "{m:?}");
+        // 0.07 of the run meets a twelfth, not the twentieth of a main loop of ≥ 20 iterations.
+        let mut long = short("latency", 1.0);
+        long.skeleton = Stat::one(0.07);
+        long.main_iterations = Some(200);
+        let v = Validation { rows: vec![long], ..met.clone() };
+        let m = missed_targets(&v);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].contains("skeleton 0.070 of the replay (target a twentieth)"), "{m:?}");
+        // Rows without a replay have no targets.
+        let v = Validation { rows: vec![row("collectives", 2.0, 1.0, None)], ..met };
+        assert!(missed_targets(&v).is_empty());
     }
 }

@@ -145,6 +145,18 @@ pub fn truth_of(npb: &Path, t: &str, scenario: &str) -> Result<Truth> {
     read_truth(&npb.join("ground-truth.csv"), bench, class, np, scenario)
 }
 
+/// Every NPB trace of the fixtures (`<bench>.<class>.<ranks>/trace.txt`), sorted.
+pub fn all_traces(npb: &Path) -> Result<Vec<String>> {
+    let mut v: Vec<String> = std::fs::read_dir(npb)
+        .with_context(|| format!("reading {}", npb.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("trace.txt").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
 /// Builds the C skeleton of each trace and runs it in each scenario (simulated runs are
 /// deterministic: one run each).
 pub fn run(
@@ -161,6 +173,9 @@ pub fn run(
         let dir: PathBuf = work.join("skeletons").join(t);
         progress.say(&format!("{t}: building the skeleton"));
         super::build_skeleton(&trace, &dir, &[])?;
+        let main_iterations = crate::build::read_skeleton_document(&dir)?
+            .map(|d| d.scaling.main_full)
+            .filter(|&n| n > 1);
         for s in scenarios {
             let truth = truth_of(npb, t, s.name)?;
             let mut a = RunArgs::new(&dir, Mpi::Smpi);
@@ -187,6 +202,7 @@ pub fn run(
                 by_ratio: Stat::one(r.predicted_ratio_s),
                 truth: truth.real,
                 replay: truth.replay,
+                main_iterations,
             });
         }
     }
