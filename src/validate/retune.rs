@@ -197,12 +197,15 @@ pub fn smpi(
     let platforms = npb.join("platforms");
     let mut rows = Vec::new();
     for t in traces {
+        let Some(truth) = super::smpi::truth_of(npb, t, s.name)? else {
+            progress.say(&format!("{t} {}: no ground truth in the fixtures; not retuned", s.name));
+            continue;
+        };
         let dir = work.join("retune").join(t);
         super::build_skeleton(&npb.join(t).join("trace.txt"), &dir, &[])?;
         let mut a = RunArgs::new(&dir, Mpi::Smpi);
         a.platform = Some(platforms.join("speedhalf.xml"));
         a.hostfile = Some(platforms.join("hostfile_1perhost.txt"));
-        let truth = super::smpi::truth_of(npb, t, s.name)?;
         let (tuning, before) = tune(&a, Some(truth.real.median), None)?;
         store(&dir, Some(tuning.clone()))?;
         let (after, _) = run_skeleton(&a)?;
