@@ -9,9 +9,15 @@
 //! - a blocking call is global when the next unmarked opposite call comes with no other
 //!   blocking send or receive in between.
 //!
-//! Global pairs whose sizes differ are balanced to the median of the two sizes (Xu & Subhlok's
-//! choice), so that both sides move the same bytes. Findings come back as data: the marks, the
-//! balanced sizes, and counts per kind.
+//! Global pairs whose sizes differ a little (an uneven decomposition: at most a quarter of the
+//! larger) are balanced to the median of the two sizes (Xu & Subhlok's choice), so that both
+//! sides move the same bytes. Sizes that differ more are different messages that happen to pair
+//! by direction — on a 4 × 2 grid NPB CG's send SOUTH is a 14,000 B transpose while the receive
+//! from NORTH is an 8 B reduction of another role — and keep their own: balanced, each link
+//! would carry the mean (7,004 B), half or 875 times its bytes, and bandwidth-bound predictions
+//! miss by a quarter. Receives post room for the largest message of their channel, so unequal
+//! sizes still match. Findings come back as data: the marks, the balanced sizes, and counts per
+//! kind.
 //!
 //! # Complexity
 //! O(n · w) for a program of n calls, where w is the distance to the partner searched (the whole
@@ -20,6 +26,16 @@
 use mpiskel_logicalize::{LogicalPeer, ProcessClass, Topology};
 use mpiskel_trace::{Op, OpClass};
 use serde::{Deserialize, Serialize};
+
+/// Largest difference between the two sizes of a global pair that are balanced, as a share of
+/// the larger.
+const BALANCE_TOLERANCE: f64 = 0.25;
+
+/// Whether two sizes of a global pair are one message of an uneven decomposition.
+fn same_message(a: u64, b: u64) -> bool {
+    let (lo, hi) = (a.min(b) as f64, a.max(b) as f64);
+    hi - lo <= BALANCE_TOLERANCE * hi
+}
 
 /// One point-to-point call as matching sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,7 +139,7 @@ pub fn match_calls(calls: &[Call]) -> Matching {
                 marks[i] = Some(Mark::Global(j));
                 marks[j] = Some(Mark::Global(i));
                 global_pairs += 1;
-                if bytes[i] != bytes[j] {
+                if bytes[i] != bytes[j] && same_message(bytes[i], bytes[j]) {
                     // The median of two sizes is their mean.
                     let m = (bytes[i] + bytes[j]) / 2;
                     bytes[i] = m;
@@ -232,6 +248,21 @@ mod tests {
         // sends): 100 and 120 bytes balance to 110.
         assert_eq!(m.marks[0], Mark::Global(2));
         assert_eq!((m.bytes[0], m.bytes[2], m.bytes[1]), (110, 110, 100));
+    }
+
+    #[test]
+    fn messages_of_different_roles_keep_their_sizes() {
+        // A 14,000 B transpose sent SOUTH pairs by direction with an 8 B reduction received
+        // from NORTH: both global, neither resized.
+        let calls = [
+            p(false, true, "NORTH", "SOUTH", 8, Some(2)),
+            p(true, true, "SOUTH", "NORTH", 14_000, Some(2)),
+            Call::Other,
+        ];
+        let m = match_calls(&calls);
+        assert_eq!(m.global_pairs, 1);
+        assert_eq!(m.balanced, 0);
+        assert_eq!((m.bytes[0], m.bytes[1]), (8, 14_000));
     }
 
     #[test]
