@@ -146,13 +146,19 @@ fn make_once(
         let narrower = attempt(Some(Reach::MainLoop));
         if narrower.4.is_none() {
             (skeleton, scaling, programs, reused, verdict) = narrower;
-            // The loops whose names stand for the same loop in every class can still be cut.
-            let kept = cut_verified(&mut skeleton, &mut scaling, &mut |s| {
-                check(&instantiate(s).0).is_none()
+            // The loops whose names stand for the same loop in every class can still be cut;
+            // the last program accepted is the one kept.
+            let mut accepted = None;
+            cut_verified(&mut skeleton, &mut scaling, &mut |s| {
+                let (p, r) = instantiate(s);
+                let ok = check(&p).is_none();
+                if ok {
+                    accepted = Some((p, r));
+                }
+                ok
             });
-            if kept > 0 {
-                (programs, reused) = instantiate(&skeleton);
-                verdict = check(&programs);
+            if let Some((p, r)) = accepted {
+                (programs, reused) = (p, r);
             }
             scaling.note = SOME_LOOPS_WHOLE.into();
         } else {

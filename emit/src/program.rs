@@ -362,6 +362,18 @@ pub struct ClassProgram {
     pub notation: String,
 }
 
+impl ClassProgram {
+    /// Index of the main loop among the phases, if the class has one.
+    pub fn main_loop_index(&self) -> Option<usize> {
+        self.phases.iter().position(|p| p.name == "main_loop")
+    }
+
+    /// The main loop's phase, if the class has one.
+    pub fn main_loop(&self) -> Option<&Phase> {
+        self.main_loop_index().map(|i| &self.phases[i])
+    }
+}
+
 /// How the sends and receives of the program were treated (Xu & Subhlok 2008, Fig. 3).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MatchingReport {

@@ -47,9 +47,9 @@ const MIN_INNER: u64 = 8;
 /// Whether the main loop's body (in the lead class) holds an inner loop of more than
 /// [`MIN_INNER`] iterations.
 fn has_long_inner(skel: &Skeleton) -> bool {
-    skel.classes.first().and_then(|c| c.phases.iter().find(|p| p.name == "main_loop")).is_some_and(
-        |p| p.body.iter().any(|s| matches!(s, Stmt::Loop { count, .. } if *count > MIN_INNER)),
-    )
+    skel.classes.first().and_then(|c| c.main_loop()).is_some_and(|p| {
+        p.body.iter().any(|s| matches!(s, Stmt::Loop { count, .. } if *count > MIN_INNER))
+    })
 }
 
 /// The top-level loops but the main one that can lose iterations, by the lead class's names:
@@ -145,8 +145,7 @@ fn cut_inner(
     target_s: f64,
     seconds_of: &dyn Fn(f64) -> f64,
 ) -> f64 {
-    let main_of =
-        |c: &crate::program::ClassProgram| c.phases.iter().position(|p| p.name == "main_loop");
+    let main_of = crate::program::ClassProgram::main_loop_index;
     let Some(lead) = skel.classes.first() else { return estimate };
     let Some(mi) = main_of(lead) else { return estimate };
     let body = &lead.phases[mi].body;
@@ -206,7 +205,7 @@ fn sample_steps(
         .classes
         .iter()
         .enumerate()
-        .map(|(ci, c)| c.phases.iter().position(|p| p.name == "main_loop").map(|pi| (ci, pi)))
+        .map(|(ci, c)| c.main_loop_index().map(|pi| (ci, pi)))
         .collect::<Option<_>>()?;
     let n = {
         let p = &skel.classes[mains[0].0].phases[mains[0].1];
@@ -549,7 +548,7 @@ pub fn scale(
         .classes
         .iter()
         .max_by(|a, b| weight(a).1.total_cmp(&weight(b).1))
-        .map(|c| (weight(c), c.phases.iter().find(|p| p.name == "main_loop").map(|p| p.full)));
+        .map(|c| (weight(c), c.main_loop().map(|p| p.full)));
     let (share, n) = match lead {
         Some(((main, total), Some(n))) if total > 0.0 => (main / total, n),
         Some((_, Some(n))) => (1.0, n),
@@ -579,11 +578,7 @@ pub fn scale(
     }) {
         estimate = rest + main;
     }
-    let k = skel
-        .classes
-        .first()
-        .and_then(|c| c.phases.iter().find(|p| p.name == "main_loop"))
-        .map_or(k, |p| p.run);
+    let k = skel.classes.first().and_then(|c| c.main_loop()).map_or(k, |p| p.run);
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
     // Application seconds that a share of the recorded computation stands for.
