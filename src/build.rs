@@ -11,7 +11,6 @@ use clap::{Args, ValueEnum};
 use mpiskel_emit::c::{render, Meta};
 use mpiskel_emit::pipeline::{make, CheckSummary, PipelineError};
 use mpiskel_emit::program::MatchingReport;
-use mpiskel_emit::scale::default_target;
 use mpiskel_emit::{Scaling, Skeleton};
 use mpiskel_trace::polls::PollFolding;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
@@ -42,7 +41,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// Examples:
 ///   mpiskel build halo.trace -o halo.skel
-///   mpiskel build ../shared/fixtures/npb/bt.W.16/trace.txt -o bt.skel --target-time 0.05
+///   mpiskel build bt.W.16/trace.txt -o bt.skel --target-time 0.05
 ///   mpiskel build app.trace -o app.skel --force && mpiskel run app.skel
 ///   mpiskel build halo.trace --lang rust -o halo-rs && mpiskel run halo-rs
 #[derive(Debug, Args)]
@@ -54,8 +53,9 @@ pub struct BuildArgs {
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
     /// Seconds the skeleton should run on the recording machine [default: the shorter of 60 s
-    /// and a twelfth of the application's time, so that it stays under a tenth where the
-    /// platform slows the parts that run whole more than the main loop].
+    /// and a twelfth of the application's time — a twenty-fourth where the main loop has 20
+    /// iterations or more — so that it stays under a tenth (a twentieth) where the platform
+    /// slows the parts that run whole more than the main loop].
     #[arg(long, value_name = "SECONDS")]
     target_time: Option<f64>,
     /// Run every compute block whole, even when the skeleton is then over its target. By
@@ -294,8 +294,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
             "span of the slowest rank from MPI_Init to MPI_Finalize in the trace".to_owned(),
         ),
     };
-    let target = a.target_time.unwrap_or_else(|| default_target(app_time));
-    let built = match make(&lt, app_time, &source, target, !a.whole_compute) {
+    let built = match make(&lt, app_time, &source, a.target_time, !a.whole_compute) {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             eprint!("{d}");

@@ -28,7 +28,7 @@ use crate::symbols::{symbolize, symbolize_class, SymbolInfo};
 /// length and ratio; `-o` writes the whole nest as JSON (readable by `mpiskel inspect`).
 ///
 /// Examples:
-///   mpiskel compress ../shared/fixtures/npb/lu.S.4/trace.txt
+///   mpiskel compress lu.S.4/trace.txt
 ///   mpiskel compress app.trace --rank 5 -o app.rank5.nest.json
 ///   mpiskel compress --exact --json small.trace
 #[derive(Debug, Args)]

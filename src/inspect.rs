@@ -24,7 +24,7 @@ use serde::Serialize;
 ///   mpiskel inspect ring.trace
 ///   mpiskel inspect --json ring.trace | jq .matrix
 ///   mpiskel inspect ring.trace --svg ring.matrix.svg
-///   mpiskel inspect --flops 2e9 ../shared/fixtures/npb/lu.S.4/trace.txt
+///   mpiskel inspect --flops 2e9 lu.S.4/trace.txt
 ///   mpiskel inspect lu.nest.json
 ///   mpiskel inspect lu.logical.json
 ///   mpiskel inspect bt.skel

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 /// of each stage with their times, and the classes.
 ///
 /// Examples:
-///   mpiskel logicalize ../shared/fixtures/npb/lu.S.16/trace.txt
+///   mpiskel logicalize lu.S.16/trace.txt
 ///   mpiskel logicalize app.trace -o app.logical.json --svg app.matrix.svg
 ///   mpiskel inspect app.logical.json
 #[derive(Debug, Args)]

@@ -26,8 +26,8 @@ use crate::build::read_skeleton_document;
 /// Examples:
 ///   mpiskel run halo.skel
 ///   mpiskel run halo.skel --mpi mpich --timeout 120
-///   mpiskel run bt.skel --mpi smpi --platform ../shared/fixtures/npb/platforms/bw5MBps.xml \
-///       --hostfile ../shared/fixtures/npb/platforms/hostfile_1perhost.txt
+///   mpiskel run bt.skel --mpi smpi --platform platforms/bw5MBps.xml \
+///       --hostfile platforms/hostfile_1perhost.txt
 ///   mpiskel run bt.skel --json -- --iterations 40
 ///   mpiskel run halo-rs --mpi mpich --target-dir /tmp/skeleton-builds/mpich
 #[derive(Debug, Clone, Args)]

@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 use crate::deadlock::{check, Deadlock};
 use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
-use crate::scale::{cut_compute, cut_verified, scale, uncut, Reach, Scaling};
+use crate::scale::{
+    cut_compute, cut_verified, default_target, main_iterations, scale, uncut, Reach, Scaling,
+    MANY_ITERATIONS, MIN_SAMPLED,
+};
 
 /// What the deadlock check did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,8 +66,8 @@ const SOME_LOOPS_WHOLE: &str = "some loops are not cut: the classes' loop nests 
 const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would wait for \
      messages that ranks of other classes no longer send";
 
-/// Builds, scales and checks the skeleton of `lt` for `target_s` seconds, given the recorded
-/// application time; `compute_cut`: whether compute blocks may lose time when cutting loops is
+/// Builds, scales and checks the skeleton of `lt` for `target_s` seconds (by default
+/// [`default_target`] of the main loop found), given the recorded application time; `compute_cut`: whether compute blocks may lose time when cutting loops is
 /// not enough ([`crate::scale::cut_compute`]).
 ///
 /// Receives from `MPI_ANY_SOURCE` stay wildcards where the program is deadlock-free with them.
@@ -76,7 +79,7 @@ pub fn make(
     lt: &LogicalTrace,
     app_time_s: f64,
     app_time_source: &str,
-    target_s: f64,
+    target_s: Option<f64>,
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
     match make_once(lt, app_time_s, app_time_source, target_s, compute_cut) {
@@ -109,11 +112,56 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
     (pinned, n)
 }
 
+/// Which part holds a skeleton over its target, or "" if it is within it (10 % over counts as
+/// within: the estimate is one).
+fn over_target(s: &Scaling, sampled: bool) -> String {
+    if s.skeleton_estimate_s <= s.target_s * 1.1 {
+        return String::new();
+    }
+    let rest = (1.0 - s.main_share) * s.app_time_s;
+    let pct = |x: f64| 100.0 * x / s.app_time_s;
+    if rest >= s.target_s {
+        format!(
+            "over the target ({:.1} % of the application's time against {:.1} %): the parts \
+             outside the main loop (set-up, finish) take {:.1} % and run whole but for what \
+             their compute blocks could lose",
+            pct(s.skeleton_estimate_s),
+            pct(s.target_s),
+            pct(rest)
+        )
+    } else if s.main_full > s.main_run && (s.main_run == 1 || sampled && s.main_run <= MIN_SAMPLED)
+    {
+        let why = if s.main_run > 1 {
+            format!(
+                "up to {MIN_SAMPLED}, as many as fit in a twelfth of the application's time, \
+                 so that the compute durations they draw average out"
+            )
+        } else {
+            "the fewest it can".to_owned()
+        };
+        format!(
+            "over the target ({:.1} % of the application's time against {:.1} %): the main \
+             loop runs {} of its {} iterations ({why})",
+            pct(s.skeleton_estimate_s),
+            pct(s.target_s),
+            s.main_run,
+            s.main_full,
+        )
+    } else {
+        format!(
+            "over the target ({:.1} % of the application's time against {:.1} %): the loops \
+             left run whole and their compute blocks are too short to cut",
+            pct(s.skeleton_estimate_s),
+            pct(s.target_s)
+        )
+    }
+}
+
 fn make_once(
     lt: &LogicalTrace,
     app_time_s: f64,
     app_time_source: &str,
-    target_s: f64,
+    target_s: Option<f64>,
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
     let mut stage_seconds = Vec::new();
@@ -123,13 +171,19 @@ fn make_once(
     let t = Instant::now();
     let whole = build(lt, &nests)?;
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
+    let n_main = main_iterations(&whole);
+    // The shorter default target keeps enough iterations to sample, within the longer one.
+    let sampled_within =
+        (target_s.is_none() && n_main >= MANY_ITERATIONS).then(|| default_target(app_time_s, 1));
+    let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
     let t = Instant::now();
     // Cut as far as the deadlock check allows: classes whose loop nests do not correspond
     // (one class's loop is not another's) may lose their partners when their loops are cut.
     let attempt = |reach: Option<Reach>| {
         let mut skeleton = whole.clone();
         let within = reach.unwrap_or(Reach::MainLoop);
-        let mut scaling = scale(&mut skeleton, app_time_s, app_time_source, target_s, within);
+        let mut scaling =
+            scale(&mut skeleton, app_time_s, app_time_source, target_s, within, sampled_within);
         if reach.is_none() {
             uncut(&mut skeleton, &mut scaling, "");
         }
@@ -171,6 +225,9 @@ fn make_once(
     }
     if compute_cut {
         cut_compute(&mut skeleton, &mut scaling);
+    }
+    if scaling.note.is_empty() {
+        scaling.note = over_target(&scaling, sampled_within.is_some());
     }
     skeleton.reused_slots = reused.into_iter().collect();
     let operations = programs.iter().map(Vec::len).sum();

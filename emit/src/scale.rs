@@ -507,23 +507,23 @@ pub struct Scaling {
     pub note: String,
 }
 
-/// The default target: the shorter of 60 s and a twelfth of the application's time — under a
-/// tenth, with room for platforms that slow the parts that run whole (set-up, finish) more than
-/// the main loop.
-pub fn default_target(app_time_s: f64) -> f64 {
-    (app_time_s / 12.0).min(60.0)
+/// Main loops of at least this many iterations get the shorter default target (a
+/// twenty-fourth): with many iterations to choose from, a skeleton keeps enough of them.
+pub const MANY_ITERATIONS: u64 = 20;
+
+/// The default target: the shorter of 60 s and a twelfth of the application's time, or a
+/// twenty-fourth where the main loop has at least [`MANY_ITERATIONS`] iterations — under a tenth
+/// (a twentieth), with room for platforms that slow the parts that run whole (set-up, finish)
+/// more than the main loop.
+pub fn default_target(app_time_s: f64, main_iterations: u64) -> f64 {
+    let parts = if main_iterations >= MANY_ITERATIONS { 24.0 } else { 12.0 };
+    (app_time_s / parts).min(60.0)
 }
 
-/// Cuts the loops of `skel` for `target_s` (see the module documentation); computation is cut
-/// afterwards by [`cut_compute`].
-pub fn scale(
-    skel: &mut Skeleton,
-    app_time_s: f64,
-    source: &str,
-    target_s: f64,
-    reach: Reach,
-) -> Scaling {
-    // The largest class by computation decides the split.
+/// The class whose computation decides the split: its (main loop, total) weight, and its main
+/// loop's iteration count if it has one.
+fn lead(skel: &Skeleton) -> Option<((f64, f64), Option<u64>)> {
+    // The largest class by computation; by calls where nothing was computed.
     let weight = |c: &crate::program::ClassProgram| -> (f64, f64) {
         let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
         let main: f64 = c
@@ -544,11 +544,39 @@ pub fn scale(
             .sum();
         (main_calls, calls)
     };
-    let lead = skel
-        .classes
+    skel.classes
         .iter()
         .max_by(|a, b| weight(a).1.total_cmp(&weight(b).1))
-        .map(|c| (weight(c), c.main_loop().map(|p| p.full)));
+        .map(|c| (weight(c), c.main_loop().map(|p| p.full)))
+}
+
+/// Iterations of the main loop of the class that decides the split (1 without a main loop):
+/// what [`default_target`] and [`Scaling::main_full`] count.
+pub fn main_iterations(skel: &Skeleton) -> u64 {
+    lead(skel).and_then(|(_, n)| n).unwrap_or(1)
+}
+
+/// Iterations of the main loop that a skeleton for the shorter default target (a main loop of
+/// at least [`MANY_ITERATIONS`]) runs at least, as far as they fit in a twelfth of the
+/// application: the compute blocks of one iteration draw their durations (the spread of the
+/// recorded gaps), and a single iteration's draws are one sample of the slowest rank's time
+/// (NPB SP S: one of 100 iterations predicts within ±13 % depending on the draws, four within
+/// ±5 %). What this adds over the target is taken out of computation by [`cut_compute`] where
+/// it can be.
+pub const MIN_SAMPLED: u64 = 4;
+
+/// Cuts the loops of `skel` for `target_s` (see the module documentation); computation is cut
+/// afterwards by [`cut_compute`]. With `sampled_within`, the main loop runs at least
+/// [`MIN_SAMPLED`] iterations, or as many as fit in that many seconds.
+pub fn scale(
+    skel: &mut Skeleton,
+    app_time_s: f64,
+    source: &str,
+    target_s: f64,
+    reach: Reach,
+    sampled_within: Option<f64>,
+) -> Scaling {
+    let lead = lead(skel);
     let (share, n) = match lead {
         Some(((main, total), Some(n))) if total > 0.0 => (main / total, n),
         Some((_, Some(n))) => (1.0, n),
@@ -556,8 +584,10 @@ pub fn scale(
     };
     let per_iter = share * app_time_s / n as f64;
     let rest = app_time_s - share * app_time_s;
+    let fit = |t: f64| ((t - rest) / per_iter).floor().max(0.0) as u64;
     let k = if per_iter > 0.0 && (n > MIN_INNER || has_long_inner(skel)) {
-        (((target_s - rest) / per_iter).floor() as i64).clamp(1, n as i64) as u64
+        let least = sampled_within.map_or(1, |t| fit(t).min(MIN_SAMPLED));
+        fit(target_s).max(least).clamp(1, n)
     } else {
         n
     };

@@ -50,9 +50,51 @@ fn ring(n: u32, iterations: u32, inner: u32, flops: u64) -> impl Fn(u32) -> Vec<
 /// Builds the skeleton of the trace at `path` for `target_s` seconds of an application that ran
 /// `app_s` seconds.
 fn built(path: &Path, app_s: f64, target_s: f64) -> mpiskel_emit::pipeline::Built {
+    built_for(path, app_s, Some(target_s))
+}
+
+/// The same for `target_s` seconds, or the default target.
+fn built_for(path: &Path, app_s: f64, target_s: Option<f64>) -> mpiskel_emit::pipeline::Built {
     let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
     let lt = mpiskel_logicalize::logicalize(&set);
     make(&lt, app_s, "given", target_s, true).unwrap()
+}
+
+#[test]
+fn the_default_target_is_a_twentyfourth_for_a_main_loop_of_twenty_iterations_or_more() {
+    let dir = tempfile::tempdir().unwrap();
+    // 200 iterations of 1 ms after a 2 ms set-up.
+    let path = ti_trace(dir.path(), 4, ring(4, 200, 1, 1_000_000));
+    let b = built_for(&path, 0.2, None);
+    let s = &b.scaling;
+    assert_eq!(s.main_full, 200);
+    assert!((s.target_s - 0.2 / 24.0).abs() < 1e-12, "{s:?}");
+    assert!(s.main_run >= 4 && s.skeleton_estimate_s <= 0.2 / 20.0, "{s:?}");
+    assert!(s.note.is_empty(), "{s:?}");
+    // 19 iterations: a twelfth.
+    let path = ti_trace(dir.path(), 4, ring(4, 19, 1, 10_000_000));
+    let s = built_for(&path, 0.19, None).scaling;
+    assert_eq!(s.main_full, 19);
+    assert!((s.target_s - 0.19 / 12.0).abs() < 1e-12, "{s:?}");
+}
+
+#[test]
+fn the_default_target_keeps_iterations_to_sample_as_far_as_a_twelfth_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 iterations of 1 ms after a 4 ms set-up: at a twenty-fourth of the run, one iteration
+    // would fit; at a twelfth, four.
+    let path = ti_trace(dir.path(), 4, |r| {
+        let mut v = ring(4, 100, 1, 1_000_000)(r);
+        v[0] = "compute 4000000".into();
+        v.insert(1, "bcast 64".into());
+        v
+    });
+    let b = built_for(&path, 0.104, None);
+    assert_eq!(b.scaling.main_full, 100);
+    assert_eq!(b.scaling.main_run, 4, "{:?}", b.scaling);
+    // A target given is a target: one iteration.
+    let b = built_for(&path, 0.104, Some(0.104 / 24.0));
+    assert_eq!(b.scaling.main_run, 1, "{:?}", b.scaling);
 }
 
 #[test]
