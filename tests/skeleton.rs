@@ -445,3 +445,54 @@ fn an_interrupted_run_leaves_no_ranks_running() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// NPB SP's sixteen ranks run one program on cells of different sizes (a multi-partition of a
+/// 12³ grid): its ranks send different sizes at the same position. The skeleton sends each
+/// rank's own (a table of sizes per rank): traced natively over the application's 100
+/// iterations, it sends exactly the bytes of the trace, pair by pair.
+#[test]
+fn ranks_of_one_class_send_their_own_sizes() {
+    let trace = npb("sp.S.16");
+    let dir = build("sp-sizes", &trace);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    assert_eq!(doc["program"]["classes"].as_array().map(Vec::len), Some(1));
+    let tables = doc["program"]["size_tables"].as_array().expect("size tables");
+    assert!(!tables.is_empty());
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    // The first two tables and the calls that use them, in context.
+    let lines: Vec<&str> = source.lines().collect();
+    let table = lines.iter().position(|l| l.contains("each rank sends where")).unwrap();
+    let mut excerpt = lines[table - 1..table + 12].join("\n");
+    for l in
+        lines.iter().filter(|l| l.contains("send_size[0][me]") || l.contains("send_size[1][me]"))
+    {
+        excerpt.push_str("\n...\n");
+        excerpt.push_str(l.trim());
+    }
+    insta::with_settings!({
+        description => "mpiskel build sp.S.16: the per-rank size tables (excerpt of skeleton.c)",
+        omit_expression => true,
+        snapshot_path => root().join("tests").join("snapshots"),
+    }, {
+        insta::assert_snapshot!("skeleton__sp_S_16_size_tables", excerpt);
+    });
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    let recorded = scratch("sp-sizes").join("trace");
+    let mut cmd = mpiskel();
+    cmd.args(["trace", "--force", "-o"]).arg(&recorded).arg("--");
+    cmd.args(support::Lib::OpenMpi.mpirun(16)).arg(dir.join("strict-mpicc-openmpi"));
+    cmd.args(["--iterations", "100"]);
+    let out = {
+        let _lock = mpi_lock();
+        run_with_timeout(cmd, 300)
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let matrix = |t: &Path| {
+        let out = mpiskel().args(["inspect", "--json"]).arg(t).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["matrix"]["total"].clone(), v["matrix"]["top_pairs"].clone())
+    };
+    assert_eq!(matrix(&recorded), matrix(&trace));
+}

@@ -201,6 +201,11 @@ impl Names<'_> {
             .map_or_else(|| t.to_string(), |d| format!("TAG_{}", tag_stem(&d.ident)))
     }
 
+    /// The count of a send: its bytes, or this rank's entry of its size table.
+    fn bytes(bytes: u64, sizes: Option<usize>) -> String {
+        sizes.map_or_else(|| bytes.to_string(), |t| format!("send_size[{t}][me]"))
+    }
+
     fn loop_var(depth: usize) -> String {
         if depth == 0 {
             "it".into()
@@ -232,11 +237,12 @@ impl Names<'_> {
 
     fn call_only(&self, c: &Call) -> String {
         match c {
-            Call::Send { op, to, tag, bytes, slot } => {
+            Call::Send { op, to, tag, bytes, slot, sizes } => {
                 let req = slot.map_or(String::new(), |s| format!(", {}", slot_expr(&s)));
                 format!(
-                    "MPI_{}(sbuf, {bytes}, MPI_BYTE, {}, {}, world{req});",
+                    "MPI_{}(sbuf, {}, MPI_BYTE, {}, {}, world{req});",
                     op.name(),
+                    Self::bytes(*bytes, *sizes),
                     self.peer(to),
                     self.tag(*tag)
                 )
@@ -265,8 +271,9 @@ impl Names<'_> {
                     self.tag(*tag)
                 )
             }
-            Call::SendRecv { to, tag, bytes, from, recv_tag, count } => format!(
-                "MPI_Sendrecv(sbuf, {bytes}, MPI_BYTE, {}, {}, rbuf, {count}, MPI_BYTE, {}, {}, world, MPI_STATUS_IGNORE);",
+            Call::SendRecv { to, tag, bytes, from, recv_tag, count, sizes } => format!(
+                "MPI_Sendrecv(sbuf, {}, MPI_BYTE, {}, {}, rbuf, {count}, MPI_BYTE, {}, {}, world, MPI_STATUS_IGNORE);",
+                Self::bytes(*bytes, *sizes),
                 self.peer(to),
                 self.tag(*tag),
                 self.peer(from),
@@ -871,6 +878,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
             ))
             .collect::<Vec<_>>(),
         quantiles => crate::program::QUANTILES,
+        size_tables => skel
+            .size_tables
+            .iter()
+            .map(|t| table_lines(&t.iter().map(u64::to_string).collect::<Vec<_>>(), 16))
+            .collect::<Vec<_>>(),
         rank_weights => if skel.rank_weight.iter().any(|w| (w - 1.0).abs() > 0.005) {
             table_lines(&skel.rank_weight.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>(), 8)
         } else {

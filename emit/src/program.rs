@@ -161,6 +161,10 @@ pub enum Call {
         bytes: u64,
         /// Request slot of a non-blocking send.
         slot: Option<SlotRef>,
+        /// Where the ranks of the class send different sizes here: the table of each rank's
+        /// bytes (index into [`Skeleton::size_tables`]), which replaces `bytes`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sizes: Option<usize>,
     },
     /// Blocking or non-blocking receive.
     Recv {
@@ -193,6 +197,9 @@ pub enum Call {
         recv_tag: i32,
         /// Count posted for the receive.
         count: u64,
+        /// Per-rank sizes sent, as for [`Call::Send`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sizes: Option<usize>,
     },
     /// `MPI_Iprobe`.
     Probe {
@@ -430,6 +437,29 @@ pub struct Skeleton {
     /// compute block of the rank is multiplied by it).
     #[serde(default)]
     pub rank_weight: Vec<f64>,
+    /// Bytes each rank sends at a send whose class's ranks send different sizes there (an
+    /// uneven decomposition): one table per distinct set of sizes, one entry per rank (0 for
+    /// ranks of other classes). Sends name theirs in `sizes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_tables: Vec<Vec<u64>>,
+}
+
+impl Skeleton {
+    /// The largest number of bytes `c` sends on any rank (0 for calls that send nothing
+    /// point-to-point).
+    pub fn largest_send(&self, c: &Call) -> u64 {
+        largest_send(c, &self.size_tables)
+    }
+}
+
+fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
+    match c {
+        Call::Send { bytes, sizes, .. } | Call::SendRecv { bytes, sizes, .. } => sizes
+            .and_then(|t| tables.get(t))
+            .and_then(|t| t.iter().max().copied())
+            .unwrap_or(*bytes),
+        _ => 0,
+    }
 }
 
 /// Quantiles kept per compute distribution.
@@ -826,6 +856,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     let mut max_slots = 0u32;
     let mut distributions: Vec<Dist> = Vec::new();
     let mut rank_weight = vec![1.0f64; n as usize];
+    let mut size_tables: Vec<Vec<u64>> = Vec::new();
     let collective_sizes = agreed_collective_sizes(lt, nests);
     for (ci, (class, nest)) in lt.classes.iter().zip(nests).enumerate() {
         for &r in class.ranks.iter().chain(&class.folded) {
@@ -950,6 +981,14 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                 {
                     *bytes = agreed;
                 }
+                if let Some(Call::Send { sizes, .. } | Call::SendRecv { sizes, .. }) = &mut call {
+                    *sizes = rank_sizes(class, ps, n).map(|t| {
+                        size_tables.iter().position(|x| *x == t).unwrap_or_else(|| {
+                            size_tables.push(t);
+                            size_tables.len() - 1
+                        })
+                    });
+                }
                 call
             })
             .collect();
@@ -992,17 +1031,15 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     }
 
     // Receive counts: the largest size each channel carries.
+    let largest = |c: &Call| largest_send(c, &size_tables);
     let mut channel_max: HashMap<i32, u64> = HashMap::new();
     let mut any_max = 0u64;
     for (_, _, calls, _, _) in &programs {
         for c in calls.iter().flatten() {
-            match c {
-                Call::Send { tag, bytes, .. } | Call::SendRecv { tag, bytes, .. } => {
-                    let e = channel_max.entry(*tag).or_insert(0);
-                    *e = (*e).max(*bytes);
-                    any_max = any_max.max(*bytes);
-                }
-                _ => {}
+            if let Call::Send { tag, .. } | Call::SendRecv { tag, .. } = c {
+                let e = channel_max.entry(*tag).or_insert(0);
+                *e = (*e).max(largest(c));
+                any_max = any_max.max(largest(c));
             }
         }
     }
@@ -1041,12 +1078,9 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     shared = shared.max(collective_recv_bytes(*op, *bytes, members));
                     send_bytes = send_bytes.max(collective_send_bytes(*op, *bytes, members));
                 }
-                Call::Send { bytes, .. } => send_bytes = send_bytes.max(*bytes),
                 _ => {}
             }
-            if let Call::SendRecv { bytes, .. } = c {
-                send_bytes = send_bytes.max(*bytes);
-            }
+            send_bytes = send_bytes.max(largest(c));
         }
         let mut offsets: HashMap<u32, u64> = HashMap::new();
         let mut at = round8(shared);
@@ -1093,7 +1127,28 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         matching,
         distributions,
         rank_weight,
+        size_tables,
     })
+}
+
+/// Each rank's bytes at the send that positions `ps` of `class` make (the mean over them), one
+/// entry per rank of the `n` (0 outside the class), if the class's ranks send different sizes
+/// there; `None` if they all send the same.
+fn rank_sizes(class: &ProcessClass, ps: &[usize], n: u32) -> Option<Vec<u64>> {
+    if ps.iter().all(|&q| class.ops[q].rank_bytes.is_empty()) {
+        return None;
+    }
+    let mut table = vec![0u64; n as usize];
+    let mut seen = BTreeSet::new();
+    for &r in class.ranks.iter().chain(&class.folded) {
+        let total: u128 = ps.iter().map(|&q| u128::from(class.ops[q].bytes_of(r))).sum();
+        let b = (total as f64 / ps.len().max(1) as f64).round() as u64;
+        if let Some(x) = table.get_mut(r as usize) {
+            *x = b;
+            seen.insert(b);
+        }
+    }
+    (seen.len() > 1).then_some(table)
 }
 
 /// What makes calls of a collective the same collective to every rank: operation,
@@ -1277,7 +1332,7 @@ fn call_of(
                 Op::Issend => Op::Issend,
                 _ => Op::Isend,
             };
-            Call::Send { op: run, tag: send_tag(&to), to, bytes, slot }
+            Call::Send { op: run, tag: send_tag(&to), to, bytes, slot, sizes: None }
         }
         OpClass::Recv => {
             let from = if k.any_source || probed_any { Peer::Any } else { peer(&k.peer) };
@@ -1294,6 +1349,7 @@ fn call_of(
                 bytes,
                 from,
                 count: k.recv_bytes,
+                sizes: None,
             }
         }
         OpClass::Probe => {

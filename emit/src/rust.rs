@@ -230,10 +230,24 @@ impl Gen<'_> {
         }
     }
 
+    /// The length of a send: its bytes, or this rank's entry of its size table.
+    fn bytes(bytes: u64, sizes: Option<usize>) -> TokenStream {
+        match sizes {
+            Some(t) => {
+                let t = Literal::usize_unsuffixed(t);
+                quote! { SEND_SIZE[#t][k.all.rank() as usize] }
+            }
+            None => {
+                let n = int(bytes);
+                quote! { #n }
+            }
+        }
+    }
+
     fn call(&self, c: &Call) -> TokenStream {
         match c {
-            Call::Send { op, to, tag, bytes, slot } => {
-                let n = int(*bytes);
+            Call::Send { op, to, tag, bytes, slot, sizes } => {
+                let n = Self::bytes(*bytes, *sizes);
                 let t = self.tag(*tag);
                 let sync = matches!(op, Op::Ssend | Op::Issend);
                 let body = match (slot, sync) {
@@ -275,8 +289,8 @@ impl Gen<'_> {
                 }
                 out
             }
-            Call::SendRecv { to, tag, bytes, from, recv_tag, count } => {
-                let (n, m) = (int(*bytes), int(*count));
+            Call::SendRecv { to, tag, bytes, from, recv_tag, count, sizes } => {
+                let (n, m) = (Self::bytes(*bytes, *sizes), int(*count));
                 let (st, rtag) = (self.tag(*tag), self.tag(*recv_tag));
                 match (to, from) {
                     (Peer::Null, Peer::Null) => {
@@ -297,6 +311,7 @@ impl Gen<'_> {
                         tag: *tag,
                         bytes: *bytes,
                         slot: None,
+                        sizes: *sizes,
                     }),
                     _ => {
                         let side = |peer: &Peer| match peer {
@@ -1172,6 +1187,18 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
         tables.extend(quote! { #d static RANK_WEIGHT: [f64; #n_lit] = [#(#v),*]; });
     }
 
+    if !skel.size_tables.is_empty() {
+        let rows = skel.size_tables.iter().map(|t| {
+            let v = t.iter().map(|&b| Literal::usize_unsuffixed(b as usize));
+            quote! { [#(#v),*] }
+        });
+        let nt = Literal::usize_unsuffixed(skel.size_tables.len());
+        let d = doc(
+            "Bytes each rank sends where the ranks of its class send different sizes (an uneven\n\
+             decomposition): SEND_SIZE[table][rank], as recorded (a loop's mean over its iterations).",
+        );
+        tables.extend(quote! { #d static SEND_SIZE: [[usize; #n_lit]; #nt] = [#(#rows),*]; });
+    }
     let uses_rank = setup.to_string().contains("[rank]");
     let rank_line = if uses_rank {
         quote! { let rank = all.rank() as usize; }

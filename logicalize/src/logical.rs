@@ -188,6 +188,20 @@ pub struct LogicalOp {
     /// distribution a skeleton draws its compute blocks from.
     #[serde(skip)]
     pub gap_samples: Vec<(u32, f32)>,
+    /// The bytes sent at this position by each folded rank whose size differs from the
+    /// representative's (`key.bytes`), by rank, not serialized: an uneven decomposition's
+    /// sizes per rank (NPB SP's multi-partition cells). Ranks not listed send `key.bytes`.
+    #[serde(skip)]
+    pub rank_bytes: Vec<(u32, u64)>,
+}
+
+impl LogicalOp {
+    /// Bytes rank `r` (of the class) sends at this position.
+    pub fn bytes_of(&self, r: u32) -> u64 {
+        self.rank_bytes
+            .binary_search_by_key(&r, |&(x, _)| x)
+            .map_or(self.key.bytes, |i| self.rank_bytes[i].1)
+    }
 }
 
 /// Ranks that run one logical program.
@@ -790,6 +804,7 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
             let (keys, _, links, tag_classes) = &translated[rep];
             let mut acc: Vec<GapAcc> = (0..keys.len()).map(|_| GapAcc::default()).collect();
             let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
+            let mut rank_bytes: Vec<Vec<(u32, u64)>> = vec![Vec::new(); keys.len()];
             for &r in &ranks {
                 for (i, g) in translated[r as usize].1.iter().enumerate() {
                     acc[i].add(r, *g);
@@ -802,6 +817,9 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                         acc[i].add(*r, gaps[*j]);
                         sizes[i].0 = sizes[i].0.min(other[*j].bytes);
                         sizes[i].1 = sizes[i].1.max(other[*j].bytes);
+                        if other[*j].bytes != keys[i].bytes {
+                            rank_bytes[i].push((*r, other[*j].bytes));
+                        }
                     }
                 }
             }
@@ -811,14 +829,19 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                 .zip(links)
                 .zip(sizes)
                 .zip(tag_classes)
-                .map(|((((k, a), l), bytes_range), &(tag_class, traced_tag))| LogicalOp {
-                    key: k.clone(),
-                    completes: l.clone(),
-                    bytes_range,
-                    tag_class,
-                    traced_tag,
-                    gap: a.stats(),
-                    gap_samples: a.samples,
+                .zip(rank_bytes)
+                .map(|(((((k, a), l), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
+                    rank_bytes.sort_unstable();
+                    LogicalOp {
+                        key: k.clone(),
+                        completes: l.clone(),
+                        bytes_range,
+                        tag_class,
+                        traced_tag,
+                        gap: a.stats(),
+                        gap_samples: a.samples,
+                        rank_bytes,
+                    }
                 })
                 .collect();
             let mut folded_ranks: Vec<u32> = folded.iter().map(|(r, _)| *r).collect();
