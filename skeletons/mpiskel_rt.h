@@ -27,6 +27,8 @@ typedef struct {
     long run;       /* iterations this skeleton runs */
     double seconds; /* measured */
     int parent;     /* for an inner loop timed on its own: its phase; otherwise -1 */
+    double first;   /* seconds of its first iteration (set by sk_iteration_end) */
+    int first_set;
 } sk_phase;
 
 /* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there),
@@ -64,6 +66,10 @@ void sk_compute_drawn_less(int i, double removed);
 void sk_start(sk_phase *phases, int n);
 void sk_phase_begin(int i);
 void sk_phase_end(int i);
+/* Ends iteration `it` of the phase being timed: the first one's time is kept, to be counted
+ * once (it absorbs the ranks' different arrival at the loop, which the application waited for
+ * once, not in every iteration). */
+void sk_iteration_end(long it);
 /* Adds seconds to phase i (an inner loop timed inside its phase). */
 void sk_phase_add(int i, double seconds);
 

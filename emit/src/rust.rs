@@ -591,7 +591,7 @@ impl Gen<'_> {
             }
         };
         let k_arg = arg("k", uses_ident(&body, "k"));
-        let sk_arg = arg("sk", uses_ident(&body, "sk"));
+        let sk_arg = arg("sk", p.is_loop || uses_ident(&body, "sk"));
         let b_arg = arg("b", uses_ident(&body, "b"));
         let (life, k_ty, extra) = if program_scope {
             let r = arg("req", uses_ident(&body, "req"));
@@ -602,18 +602,14 @@ impl Gen<'_> {
             (quote! {}, quote! { &Kit }, quote! {})
         };
         let (run_arg, body) = if p.is_loop {
-            let v = if uses_var(&p.body, 0) {
-                quote! { it }
-            } else {
-                quote! { _ }
-            };
+            let end = quote! { sk.iteration_end(it); };
             let looped = match level {
                 ScopeLevel::Iteration => {
                     let s = scoped(body);
-                    quote! { for #v in 0..run { #s } }
+                    quote! { for it in 0..run { #s #end } }
                 }
-                ScopeLevel::Phase => scoped(quote! { for #v in 0..run { #body } }),
-                ScopeLevel::None => quote! { for #v in 0..run { #body } },
+                ScopeLevel::Phase => scoped(quote! { for it in 0..run { #body #end } }),
+                ScopeLevel::None => quote! { for it in 0..run { #body #end } },
             };
             (quote! { run: i64 }, looped)
         } else {

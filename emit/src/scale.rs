@@ -560,8 +560,8 @@ pub fn main_iterations(skel: &Skeleton) -> u64 {
 /// at least [`MANY_ITERATIONS`]) runs at least, as far as they fit in a twelfth of the
 /// application: the compute blocks of one iteration draw their durations (the spread of the
 /// recorded gaps), and a single iteration's draws are one sample of the slowest rank's time
-/// (NPB SP S: one of 100 iterations predicts within ±13 % depending on the draws, four within
-/// ±5 %). What this adds over the target is taken out of computation by [`cut_compute`] where
+/// (NPB SP S: one of 100 iterations predicts −14 to +12 % depending on the draws' seed, four
+/// −6 to +5 %). What this adds over the target is taken out of computation by [`cut_compute`] where
 /// it can be.
 pub const MIN_SAMPLED: u64 = 4;
 
