@@ -128,3 +128,28 @@ fn instruction_counts_are_present_or_recorded_as_absent() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("refused instruction counting"));
     }
 }
+
+/// A SimGrid index of 25,000 lines naming one empty action file is a run of 25,000 ranks
+/// without calls. Every rank's `MPI_COMM_WORLD` is one shared member list, so reading it takes
+/// memory linear in the ranks (it took 2.4 GB, a list per rank); `inspect`, `logicalize` and
+/// `build` finish under a 1 GB address-space limit.
+#[test]
+fn a_large_index_of_empty_ranks_is_read_in_linear_memory() {
+    let dir = scratch("ti-index-25000");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("empty.txt"), "").unwrap();
+    std::fs::write(dir.join("trace.txt"), "empty.txt\n".repeat(25_000)).unwrap();
+    for args in [&["inspect"][..], &["logicalize"], &["build", "-q", "--force", "-o", "skel"]] {
+        // util-linux's prlimit sets the limit for the command it runs.
+        let mut cmd = std::process::Command::new("prlimit");
+        cmd.current_dir(&dir).arg(format!("--as={}", 1u64 << 30));
+        cmd.arg(env!("CARGO_BIN_EXE_mpiskel")).args(args).arg("trace.txt");
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "mpiskel {args:?} under 1 GB: {:?}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

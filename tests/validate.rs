@@ -224,10 +224,13 @@ fn the_smpi_suite_predicts_the_replay_of_a_small_npb_trace() {
 }
 
 /// NPB CG's set-up (its matrix generation) is longer than the skeleton's budget: the same
-/// computation is taken out of every rank and its time added back to the prediction, which stays
-/// on SimGrid's replay of the full trace on one host per rank, with four ranks sharing a host
-/// (where the set-up slows down more than the loops) and at half the CPU speed; the skeleton takes
-/// under a tenth of the application's time in each.
+/// computation is taken out of every rank and its time added back to the prediction. The
+/// prediction stays that of the same skeleton with its set-up run whole (`--whole-compute`),
+/// within 2 %, on one host per rank, with four ranks sharing a host (where the set-up slows
+/// down more than the loops) and at half the CPU speed, and the cut skeleton takes under a
+/// tenth of the application's time in each. (How far both are from SimGrid's replay of the full
+/// trace — CG W's main loop, cut to one of 15 iterations, runs short of its steady state — is
+/// in VALIDATION.md.)
 #[test]
 fn a_cut_set_up_keeps_the_prediction_and_the_skeleton_under_a_tenth() {
     let out = scratch("validate-setup-cut");
@@ -242,14 +245,31 @@ fn a_cut_set_up_keeps_the_prediction_and_the_skeleton_under_a_tenth() {
         "{}",
         doc["scaling"]
     );
+    let whole = out.join("whole");
+    let mut c = mpiskel();
+    c.args(["build", "-q", "--force", "--whole-compute"]);
+    c.arg(shared().join("fixtures/npb/cg.W.16/trace.txt")).arg("-o").arg(&whole);
+    run_ok(c, "build --whole-compute cg.W.16");
+    let platforms = shared().join("fixtures/npb/platforms");
     let v = json(&out.join("results.json"));
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
     for r in rows {
+        let (platform, hosts) = match r["scenario"].as_str().unwrap() {
+            "ref" => ("ref.xml", "hostfile_1perhost.txt"),
+            "share4" => ("ref.xml", "hostfile_4perhost.txt"),
+            _ => ("speedhalf.xml", "hostfile_1perhost.txt"),
+        };
+        let mut c = mpiskel();
+        c.args(["run", "--json", "--mpi", "smpi", "--platform"]).arg(platforms.join(platform));
+        c.arg("--hostfile").arg(platforms.join(hosts)).arg(&whole);
+        let run: serde_json::Value =
+            serde_json::from_str(&run_ok(c, "run the whole skeleton")).unwrap();
+        let uncut = run["predicted_s"].as_f64().unwrap();
         let replay = r["replay"].as_f64().unwrap();
         let phase = r["by_phase"]["median"].as_f64().unwrap();
         let skeleton = r["skeleton"]["median"].as_f64().unwrap();
-        assert!((phase / replay - 1.0).abs() < 0.05, "{r}");
+        assert!((phase / uncut - 1.0).abs() < 0.02, "cut {phase} s, whole {uncut} s: {r}");
         assert!(skeleton <= replay / 10.0, "{r}");
     }
 }

@@ -299,8 +299,9 @@ const KEEP_SHARE: f64 = 0.05;
 /// Seconds of a cut block that always run, however short the share: a part long enough to time.
 const KEEP_MIN: f64 = 5e-5;
 
-/// Recorded seconds a block must be able to lose to be cut at all.
-const MIN_REMOVED: f64 = 1e-4;
+/// Recorded seconds a block must be able to lose to be cut at all: ten microseconds, well above
+/// the timers' resolution (a block must also lose a hundredth of the target over the run).
+const MIN_REMOVED: f64 = 1e-5;
 
 /// Takes computation out of compute blocks when cutting iterations is not enough (or not
 /// possible): the straight-line phases (a long set-up, as NPB CG's matrix generation; a program

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -391,7 +392,9 @@ pub struct RankTrace {
     /// Finalize, or formats that record compute after it).
     pub trailing_gap_ns: u64,
     /// Every communicator this rank used: id → member world ranks in communicator rank order.
-    pub comms: BTreeMap<CommId, Vec<Rank>>,
+    /// Shared where ranks have the same members: every rank's `MPI_COMM_WORLD` is one list
+    /// ([`world_members`]), so that n ranks hold n members, not n².
+    pub comms: BTreeMap<CommId, Arc<[Rank]>>,
     /// How many records of each kind the source file held, under the source format's names
     /// (for SimGrid traces this includes `compute`, which is not an event here).
     pub record_counts: BTreeMap<String, u64>,
@@ -420,10 +423,25 @@ pub struct RankInfo {
     pub has_cpu_time: bool,
 }
 
+/// The members of an `MPI_COMM_WORLD` of `n` ranks (0..n), shared by every rank trace read with
+/// the same `n`: the last list made is kept and handed out again.
+pub fn world_members(n: u32) -> Arc<[Rank]> {
+    static LAST: Mutex<Option<Arc<[Rank]>>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    match &*last {
+        Some(w) if w.len() == n as usize => w.clone(),
+        _ => {
+            let w: Arc<[Rank]> = (0..n).map(Rank).collect();
+            *last = Some(w.clone());
+            w
+        }
+    }
+}
+
 impl RankTrace {
     /// Members of a communicator as world ranks, if the trace defines it.
     pub fn members(&self, comm: CommId) -> Option<&[Rank]> {
-        self.comms.get(&comm).map(Vec::as_slice)
+        self.comms.get(&comm).map(|m| &m[..])
     }
 
     /// Total time between calls, trailing gap included.

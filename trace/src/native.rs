@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Result, TraceError};
 use crate::model::{
@@ -808,14 +809,14 @@ pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
 pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
     let Header { rank, info } = reader.header().clone();
     let mut comms = BTreeMap::new();
-    comms.insert(CommId::WORLD, (0..info.n_ranks).map(Rank).collect());
-    comms.insert(CommId::SELF, vec![rank]);
+    comms.insert(CommId::WORLD, crate::model::world_members(info.n_ranks));
+    comms.insert(CommId::SELF, Arc::from([rank]));
     let mut events = Vec::new();
     let mut record_counts = BTreeMap::new();
     for item in reader {
         match item? {
             Item::Comm(id, members) => {
-                comms.insert(id, members);
+                comms.insert(id, members.into());
             }
             Item::Event(e) => {
                 *record_counts.entry(e.op.name().to_owned()).or_insert(0) += 1;

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -471,9 +472,12 @@ fn parse_rank<'l>(
         info: RankInfo { n_ranks, clock: "simulated".into(), ..RankInfo::default() },
         events,
         trailing_gap_ns: ns(gap_s),
-        comms: [(CommId::WORLD, (0..n_ranks).map(Rank).collect()), (CommId::SELF, vec![rank])]
-            .into_iter()
-            .collect(),
+        comms: [
+            (CommId::WORLD, crate::model::world_members(n_ranks)),
+            (CommId::SELF, Arc::from([rank])),
+        ]
+        .into_iter()
+        .collect(),
         record_counts,
     })
 }
