@@ -12,7 +12,7 @@ use crate::instantiate::instantiate;
 use crate::program::{build, BuildError, Skeleton};
 use crate::scale::{
     cut_compute, cut_verified, default_target, main_iterations, scale, uncut, Reach, Scaling,
-    MANY_ITERATIONS, MIN_SAMPLED,
+    MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
 };
 
 /// What the deadlock check did.
@@ -112,49 +112,54 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
     (pinned, n)
 }
 
-/// Which part holds a skeleton over its target, or "" if it is within it (10 % over counts as
+/// Which parts hold a skeleton over its target, or "" if it is within it (10 % over counts as
 /// within: the estimate is one).
 fn over_target(s: &Scaling, sampled: bool) -> String {
     if s.skeleton_estimate_s <= s.target_s * 1.1 {
         return String::new();
     }
-    let rest = (1.0 - s.main_share) * s.app_time_s;
     let pct = |x: f64| 100.0 * x / s.app_time_s;
+    let rest = (1.0 - s.main_share) * s.app_time_s;
+    let mut parts = Vec::new();
     if rest >= s.target_s {
-        format!(
-            "over the target ({:.1} % of the application's time against {:.1} %): the parts \
-             outside the main loop (set-up, finish) take {:.1} % and run whole but for what \
-             their compute blocks could lose",
-            pct(s.skeleton_estimate_s),
-            pct(s.target_s),
+        parts.push(format!(
+            "the parts outside the main loop (set-up, finish) take {:.1} % and run whole but for \
+             what their compute blocks could lose",
             pct(rest)
-        )
+        ));
+    }
+    if s.main_full > 1 && s.main_run == s.main_full && s.main_full <= MIN_INNER {
+        parts.push(format!(
+            "the main loop runs all its {} iterations: a loop of {MIN_INNER} or fewer runs whole, \
+             since one iteration's drawn durations would stand for all of them",
+            s.main_full
+        ));
     } else if s.main_full > s.main_run && (s.main_run == 1 || sampled && s.main_run <= MIN_SAMPLED)
     {
         let why = if s.main_run > 1 {
             format!(
-                "up to {MIN_SAMPLED}, as many as fit in a twelfth of the application's time, \
-                 so that the compute durations they draw average out"
+                "up to {MIN_SAMPLED}, as many as fit in a twelfth of the application's time, so \
+                 that the compute durations they draw average out"
             )
         } else {
             "the fewest it can".to_owned()
         };
-        format!(
-            "over the target ({:.1} % of the application's time against {:.1} %): the main \
-             loop runs {} of its {} iterations ({why})",
-            pct(s.skeleton_estimate_s),
-            pct(s.target_s),
+        parts.push(format!(
+            "the main loop runs {} of its {} iterations ({why}), {:.1} % of the time each",
             s.main_run,
             s.main_full,
-        )
-    } else {
-        format!(
-            "over the target ({:.1} % of the application's time against {:.1} %): the loops \
-             left run whole and their compute blocks are too short to cut",
-            pct(s.skeleton_estimate_s),
-            pct(s.target_s)
-        )
+            pct(s.main_share * s.app_time_s / s.main_full as f64)
+        ));
     }
+    if parts.is_empty() {
+        parts.push("the loops left run whole and their compute blocks are too short to cut".into());
+    }
+    format!(
+        "over the target ({:.1} % of the application's time against {:.1} %): {}",
+        pct(s.skeleton_estimate_s),
+        pct(s.target_s),
+        parts.join("; ")
+    )
 }
 
 fn make_once(

@@ -42,7 +42,7 @@ use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
 /// the 1 % of blocks that took five times the usual lands in the one iteration). Its compute
 /// blocks are cut instead. With a longer inner loop (a few outer iterations of many inner ones),
 /// the inner loop is cut keeping at least this many iterations, and the draws stay many.
-const MIN_INNER: u64 = 8;
+pub const MIN_INNER: u64 = 8;
 
 /// Whether the main loop's body (in the lead class) holds an inner loop of more than
 /// [`MIN_INNER`] iterations.

@@ -155,3 +155,32 @@ fn a_program_without_a_loop_loses_computation_only() {
     assert!(s.compute_removed_s > 0.08, "{s:?}");
     assert!(s.skeleton_estimate_s < 0.1 / 4.0, "{s:?}");
 }
+
+#[test]
+fn a_skeleton_over_its_target_says_which_parts_hold_it_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole_compute = |path: &Path, app_s: f64| {
+        let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
+        let lt = mpiskel_logicalize::logicalize(&set);
+        make(&lt, app_s, "given", None, false).unwrap().scaling
+    };
+    // Six iterations of 10 ms, every compute block run whole: a loop of so few iterations runs
+    // whole.
+    let path = ti_trace(dir.path(), 4, ring(4, 6, 1, 10_000_000));
+    let s = whole_compute(&path, 0.062);
+    assert_eq!((s.main_run, s.main_full), (6, 6), "{s:?}");
+    assert!(s.note.contains("the main loop runs all its 6 iterations"), "{s:?}");
+    // A set-up of 40 ms before 100 iterations of 1 ms, run whole (no compute cut): the set-up
+    // alone is over a twelfth.
+    let path = ti_trace(dir.path(), 4, |r| {
+        let mut v = ring(4, 100, 1, 1_000_000)(r);
+        v[0] = "compute 40000000".into();
+        v.insert(1, "bcast 64".into());
+        v
+    });
+    let s = whole_compute(&path, 0.14);
+    assert!(s.note.contains("the parts outside the main loop (set-up, finish) take"), "{s:?}");
+    // Within its target: no note.
+    let path = ti_trace(dir.path(), 4, ring(4, 200, 1, 1_000_000));
+    assert!(built_for(&path, 0.2, None).scaling.note.is_empty());
+}
