@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use serde::{Deserialize, Serialize};
 
@@ -423,19 +423,18 @@ pub struct RankInfo {
     pub has_cpu_time: bool,
 }
 
-/// The members of an `MPI_COMM_WORLD` of `n` ranks (0..n), shared by every rank trace read with
-/// the same `n`: the last list made is kept and handed out again.
+/// The members of an `MPI_COMM_WORLD` of `n` ranks (0..n), shared by every rank trace alive
+/// with the same `n` (the list is made again once none holds it).
 pub fn world_members(n: u32) -> Arc<[Rank]> {
-    static LAST: Mutex<Option<Arc<[Rank]>>> = Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    match &*last {
-        Some(w) if w.len() == n as usize => w.clone(),
-        _ => {
-            let w: Arc<[Rank]> = (0..n).map(Rank).collect();
-            *last = Some(w.clone());
-            w
-        }
+    static LISTS: Mutex<BTreeMap<u32, Weak<[Rank]>>> = Mutex::new(BTreeMap::new());
+    let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(w) = lists.get(&n).and_then(Weak::upgrade) {
+        return w;
     }
+    lists.retain(|_, w| w.strong_count() > 0);
+    let w: Arc<[Rank]> = (0..n).map(Rank).collect();
+    lists.insert(n, Arc::downgrade(&w));
+    w
 }
 
 impl RankTrace {
@@ -452,5 +451,20 @@ impl RankTrace {
     /// Total time inside MPI calls.
     pub fn mpi_ns(&self) -> u64 {
         self.events.iter().map(Event::duration_ns).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn world_members_are_shared_by_the_ranks_of_a_run() {
+        let (a, b) = (world_members(5), world_members(5));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(&a[..], &(0..5).map(Rank).collect::<Vec<_>>()[..]);
+        let c = world_members(3);
+        assert_eq!(c.len(), 3);
+        assert_eq!(world_members(0).len(), 0);
     }
 }
