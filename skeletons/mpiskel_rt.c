@@ -96,6 +96,8 @@ void sk_init(int *argc, char ***argv) {
             sk_scale = atof((*argv)[++i]);
         } else if (strcmp((*argv)[i], "--compute-rate") == 0 && i + 1 < *argc) {
             sk_fixed_rate = atof((*argv)[++i]);
+        } else if (strcmp((*argv)[i], "--seed") == 0 && i + 1 < *argc) {
+            sk_state ^= strtoull((*argv)[++i], NULL, 10) * 0xBF58476D1CE4E5B9ULL;
         }
     }
     int rank;

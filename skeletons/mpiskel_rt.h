@@ -34,7 +34,9 @@ typedef struct {
 /* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there),
  * --compute-scale X (every compute block times X; what `mpiskel retune --app-time` sets),
  * --compute-rate R (R kernel iterations per recorded second instead of calibrating: a fixed
- * amount of work, which takes longer on a slower processor; `mpiskel retune --work`). */
+ * amount of work, which takes longer on a slower processor; `mpiskel retune --work`),
+ * --seed N (another sequence of drawn compute durations: runs with different seeds show how
+ * much the prediction depends on the draws). */
 void sk_init(int *argc, char ***argv);
 /* The main loop's iterations: the value built in, or as many fewer as --iterations asks of the
  * class with lead_full iterations. */

@@ -104,7 +104,8 @@ impl Runtime {
     /// Reads `--iterations N` (main loop iterations), `--report FILE` (also write the JSON
     /// there), `--compute-scale X` (every compute block times X) and `--compute-rate R` (R
     /// kernel iterations per recorded second instead of calibrating: a fixed amount of work)
-    /// from the command line, seeds the generator by rank and calibrates the kernel.
+    /// and `--seed N` (another sequence of drawn compute durations) from the command line,
+    /// seeds the generator by rank and calibrates the kernel.
     pub fn init(world: &impl Communicator) -> Runtime {
         let mut rt = Runtime {
             rate: 1e9,
@@ -131,6 +132,10 @@ impl Runtime {
                     rt.scale = args.next().and_then(|x| x.parse().ok()).unwrap_or(1.0);
                 }
                 "--compute-rate" => fixed_rate = args.next().and_then(|x| x.parse().ok()),
+                "--seed" => {
+                    let seed: u64 = args.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+                    rt.state ^= seed.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                }
                 _ => {}
             }
         }

@@ -28,7 +28,8 @@ use report::Validation;
 /// ../shared/fixtures) and runs it under SimGrid on each platform of the fixtures'
 /// `npb/platforms` (reference; bandwidth 50, 20, 5 MB/s; latency ×10; CPU speed ½; 16 ranks on
 /// 8 and on 4 hosts; MPICH's and OpenMPI's collective algorithms), against NPB itself there and
-/// against SimGrid's replay of the full trace (`npb/ground-truth.csv`).
+/// against SimGrid's replay of the full trace (`npb/ground-truth.csv`), --reps times with
+/// different seeds of the skeleton's drawn compute durations.
 ///
 /// The native suite traces each application once here (OpenMPI, shared memory), builds its
 /// skeleton, then runs application and skeleton interleaved, --reps times each, in each
@@ -73,7 +74,8 @@ pub struct ValidateArgs {
     /// Scenarios, by name, of either suite [default: all].
     #[arg(long, value_delimiter = ',')]
     scenario: Vec<String>,
-    /// Repetitions of each native run.
+    /// Repetitions: of each native run; under SimGrid (deterministic), runs of each skeleton
+    /// with the seeds 0 to N−1 of its drawn compute durations (`--seed` of the skeleton).
     #[arg(long, default_value_t = 5)]
     reps: usize,
     /// The fixture programs' folder (their Makefile).
@@ -282,6 +284,7 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
             && (a.scenario.is_empty() || !names(&smpi_known).is_empty());
         let run_native = a.suite.contains(&Suite::Native)
             && (a.scenario.is_empty() || !names(&native_known).is_empty());
+        anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
         if run_smpi {
             let npb = fixtures.join("npb");
             if !npb.join("ground-truth.csv").exists() {
@@ -289,11 +292,10 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
             }
             let scenarios = smpi::select(&names(&smpi_known))?;
             let traces = if a.trace.is_empty() { smpi::all_traces(&npb)? } else { a.trace.clone() };
-            v.rows.extend(smpi::run(&npb, &traces, &scenarios, &a.output, &progress)?);
+            v.rows.extend(smpi::run(&npb, &traces, &scenarios, &a.output, a.reps, &progress)?);
             v.retune.extend(retune::smpi(&npb, &traces, &a.output, &progress)?);
         }
         if run_native {
-            anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
             let (cases, scenarios) = native::select(&a.case, &names(&native_known))?;
             let o = native::Options {
                 programs: &a.programs,

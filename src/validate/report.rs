@@ -40,11 +40,6 @@ impl Stat {
         }
     }
 
-    /// One deterministic value.
-    pub fn one(x: f64) -> Stat {
-        Stat { median: x, min: x, max: x, runs: 1 }
-    }
-
     /// The spread around the median, percent: (below, above).
     pub fn spread(&self) -> (f64, f64) {
         ((self.min / self.median - 1.0) * 100.0, (self.max / self.median - 1.0) * 100.0)
@@ -536,9 +531,9 @@ mod tests {
             scenario: class.into(),
             class: class.into(),
             setting: String::new(),
-            skeleton: Stat::one(truth / 10.0),
-            by_phase: Stat::one(phase),
-            by_ratio: Stat::one(phase),
+            skeleton: Stat::of(&[truth / 10.0]),
+            by_phase: Stat::of(&[phase]),
+            by_ratio: Stat::of(&[phase]),
             truth: Stat::of(&[truth * 0.9, truth, truth * 1.2]),
             replay,
             main_iterations: None,
@@ -578,7 +573,7 @@ mod tests {
         // Rows whose skeletons run a twentieth of the replay.
         let short = |class: &str, phase: f64| {
             let mut r = row(class, phase, 1.0, Some(1.0));
-            r.skeleton = Stat::one(0.05);
+            r.skeleton = Stat::of(&[0.05]);
             r
         };
         let met = Validation {
@@ -596,7 +591,7 @@ mod tests {
         assert!(m[1].contains("error -9.0 %"), "{m:?}");
         // 0.07 of the run meets a twelfth, not the twentieth of a main loop of ≥ 20 iterations.
         let mut long = short("latency", 1.0);
-        long.skeleton = Stat::one(0.07);
+        long.skeleton = Stat::of(&[0.07]);
         long.main_iterations = Some(200);
         let v = Validation { rows: vec![long], ..met.clone() };
         let m = missed_targets(&v);

@@ -164,13 +164,15 @@ pub fn all_traces(npb: &Path) -> Result<Vec<String>> {
     Ok(v)
 }
 
-/// Builds the C skeleton of each trace and runs it in each scenario (simulated runs are
-/// deterministic: one run each).
+/// Builds the C skeleton of each trace and runs it in each scenario, `reps` times with the
+/// seeds 0, 1, … of its drawn compute durations (a simulated run is deterministic given its
+/// seed: the repetitions show how much the prediction depends on the draws).
 pub fn run(
     npb: &Path,
     traces: &[String],
     scenarios: &[Scenario],
     work: &Path,
+    reps: usize,
     progress: &Progress,
 ) -> Result<Vec<Row>> {
     let platforms = npb.join("platforms");
@@ -188,28 +190,41 @@ pub fn run(
                 progress.say(&format!("{t} {}: no ground truth in the fixtures; skipped", s.name));
                 continue;
             };
-            let mut a = RunArgs::new(&dir, Mpi::Smpi);
-            a.platform = Some(platforms.join(s.platform));
-            a.hostfile = Some(platforms.join(s.hostfile));
-            a.smpi_cfg = s.cfg.iter().map(|c| c.to_string()).collect();
-            let (r, _) = run_skeleton(&a).with_context(|| format!("{t} in scenario {}", s.name))?;
-            progress.say(&format!(
-                "{t} {}: {:.4} s predicted, {} real, replay {}",
-                s.name,
-                r.predicted_s,
-                truth.real.median,
-                truth.replay.map(|x| x.to_string()).unwrap_or_else(|| "–".into())
-            ));
+            let (mut skeleton, mut by_phase, mut by_ratio) = (Vec::new(), Vec::new(), Vec::new());
+            let mut ranks = 0;
+            for seed in 0..reps.max(1) {
+                let mut a = RunArgs::new(&dir, Mpi::Smpi);
+                a.platform = Some(platforms.join(s.platform));
+                a.hostfile = Some(platforms.join(s.hostfile));
+                a.smpi_cfg = s.cfg.iter().map(|c| c.to_string()).collect();
+                if seed > 0 {
+                    a.skeleton_args = vec!["--seed".into(), seed.to_string()];
+                }
+                let (r, _) =
+                    run_skeleton(&a).with_context(|| format!("{t} in scenario {}", s.name))?;
+                progress.say(&format!(
+                    "{t} {}{}: {:.4} s predicted, {} real, replay {}",
+                    s.name,
+                    if reps > 1 { format!(" (seed {seed})") } else { String::new() },
+                    r.predicted_s,
+                    truth.real.median,
+                    truth.replay.map(|x| x.to_string()).unwrap_or_else(|| "–".into())
+                ));
+                skeleton.push(r.skeleton_s);
+                by_phase.push(r.predicted_s);
+                by_ratio.push(r.predicted_ratio_s);
+                ranks = r.ranks;
+            }
             rows.push(Row {
                 suite: "smpi".into(),
                 case: t.clone(),
-                ranks: r.ranks,
+                ranks,
                 scenario: s.name.into(),
                 class: s.class.into(),
                 setting: s.setting.into(),
-                skeleton: Stat::one(r.skeleton_s),
-                by_phase: Stat::one(r.predicted_s),
-                by_ratio: Stat::one(r.predicted_ratio_s),
+                skeleton: Stat::of(&skeleton),
+                by_phase: Stat::of(&by_phase),
+                by_ratio: Stat::of(&by_ratio),
                 truth: truth.real,
                 replay: truth.replay,
                 main_iterations,
