@@ -444,14 +444,8 @@ pub struct Skeleton {
     pub size_tables: Vec<Vec<u64>>,
 }
 
-impl Skeleton {
-    /// The largest number of bytes `c` sends on any rank (0 for calls that send nothing
-    /// point-to-point).
-    pub fn largest_send(&self, c: &Call) -> u64 {
-        largest_send(c, &self.size_tables)
-    }
-}
-
+/// The largest number of bytes `c` sends on any rank, given the size tables (0 for calls that
+/// send nothing point-to-point).
 fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
     match c {
         Call::Send { bytes, sizes, .. } | Call::SendRecv { bytes, sizes, .. } => sizes
