@@ -1,5 +1,5 @@
 # mpiskel tasks. `make demo` and `make test` set up everything they need on Debian.
-.PHONY: deps demo test lint bench fixtures validate
+.PHONY: deps demo test test-fast lint bench fuzz fixtures validate
 
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
@@ -11,9 +11,15 @@ deps:
 demo: deps
 	@scripts/demo.sh
 
-# Every test: unit, property, readers on ../shared/fixtures, the tracer under OpenMPI and MPICH.
-test: deps
-	INSTA_UPDATE=no cargo test --workspace
+# Every test, in two tiers: the library crates' tests (no MPI: unit, property, readers on
+# ../shared/fixtures, fuzzing smoke runs and regressions), then the binary's (the tracer,
+# skeletons compiled and run under OpenMPI, MPICH and SimGrid).
+test: deps test-fast
+	INSTA_UPDATE=no cargo test -p mpiskel
+
+# The first tier alone: under two minutes, without MPI.
+test-fast:
+	INSTA_UPDATE=no cargo test -p mpiskel-trace -p mpiskel-logicalize -p mpiskel-compress -p mpiskel-emit -p mpiskel-fuzz
 
 # Formatting, clippy, and the tracer compiled with -Wall -Wextra -Werror for each MPI.
 lint: deps
@@ -31,6 +37,15 @@ bench: deps
 	cargo bench --bench logicalize_npb
 	cargo bench -p mpiskel-logicalize --bench identify
 	cargo bench --bench skeleton
+
+# Fuzzing campaigns whose figures BENCHMARKS.md records (FUZZ_CASES per reader; ten times as
+# many through the pipeline): optimized, with overflow checks.
+FUZZ_CASES ?= 100000
+fuzz:
+	cargo build --profile fuzz -p mpiskel-fuzz
+	target/fuzz/mpiskel-fuzz pipeline --cases $$(( $(FUZZ_CASES) * 10 ))
+	target/fuzz/mpiskel-fuzz native --cases $(FUZZ_CASES)
+	target/fuzz/mpiskel-fuzz ti --cases $(FUZZ_CASES)
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps

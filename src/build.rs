@@ -214,19 +214,6 @@ impl Tuning {
 
 pub const KIND: &str = "mpiskel-skeleton";
 
-/// Recorded application time: the slowest rank's span from the end of its first call
-/// (`MPI_Init`) to the start of `MPI_Finalize` (or the end of its last call).
-pub fn app_time_of(set: &TraceSet) -> f64 {
-    set.ranks
-        .iter()
-        .filter_map(|r| Some((r.events.first()?, r.events.last()?)))
-        .map(|(a, b)| {
-            let end = if b.op == mpiskel_trace::Op::Finalize { b.enter_ns } else { b.exit_ns };
-            end.saturating_sub(a.exit_ns) as f64 * 1e-9
-        })
-        .fold(0.0, f64::max)
-}
-
 /// What pinning `n` receives from any source means, for people.
 pub fn describe_pinned(n: usize) -> String {
     format!(
@@ -290,7 +277,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     let (app_time, source) = match a.app_time {
         Some(t) => (t, "given with --app-time".to_owned()),
         None => (
-            app_time_of(&set),
+            set.app_time_s(),
             "span of the slowest rank from MPI_Init to MPI_Finalize in the trace".to_owned(),
         ),
     };

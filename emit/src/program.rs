@@ -810,6 +810,9 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
             // tree's children send to PARENT and a parent to its CHILDren.
             let back = if d.name.starts_with("CHILD") {
                 "PARENT".to_owned()
+            } else if d.name == "SELF" {
+                // A message to self comes back on its own channel.
+                "SELF".to_owned()
             } else if d.name == "PARENT" {
                 "CHILD".to_owned()
             } else {
@@ -1253,7 +1256,7 @@ pub fn comm_size(c: &Comm, lt: &LogicalTrace) -> u64 {
 /// Bytes a collective writes into the receive buffer.
 pub fn collective_recv_bytes(op: Op, bytes: u64, members: u64) -> u64 {
     match op {
-        Op::Gather | Op::Allgather | Op::Alltoall => bytes * members,
+        Op::Gather | Op::Allgather | Op::Alltoall => bytes.saturating_mul(members),
         Op::ReduceScatterBlock => bytes,
         Op::Barrier => 0,
         _ => bytes,
@@ -1263,8 +1266,7 @@ pub fn collective_recv_bytes(op: Op, bytes: u64, members: u64) -> u64 {
 /// Bytes a collective reads from the send buffer.
 pub fn collective_send_bytes(op: Op, bytes: u64, members: u64) -> u64 {
     match op {
-        Op::Scatter | Op::Alltoall => bytes * members,
-        Op::ReduceScatterBlock => bytes * members,
+        Op::Scatter | Op::Alltoall | Op::ReduceScatterBlock => bytes.saturating_mul(members),
         Op::Barrier => 0,
         _ => bytes,
     }

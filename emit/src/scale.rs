@@ -55,7 +55,7 @@ fn has_long_inner(skel: &Skeleton) -> bool {
 /// The top-level loops but the main one that can lose iterations, by the lead class's names:
 /// (name, iterations removed to leave two, application seconds saved), most saved first.
 fn other_loop_cuts(skel: &Skeleton, seconds_of: &dyn Fn(f64) -> f64) -> Vec<(String, u64, f64)> {
-    let Some(lead) = skel.classes.first() else { return Vec::new() };
+    let Some(lead) = lead_class(skel) else { return Vec::new() };
     let mut cuts: Vec<(String, u64, f64)> = lead
         .phases
         .iter()
@@ -146,7 +146,7 @@ fn cut_inner(
     seconds_of: &dyn Fn(f64) -> f64,
 ) -> f64 {
     let main_of = crate::program::ClassProgram::main_loop_index;
-    let Some(lead) = skel.classes.first() else { return estimate };
+    let Some(lead) = lead_class(skel) else { return estimate };
     let Some(mi) = main_of(lead) else { return estimate };
     let body = &lead.phases[mi].body;
     let Some((index, count, compute)) = body
@@ -524,31 +524,32 @@ pub fn default_target(app_time_s: f64, main_iterations: u64) -> f64 {
 /// The class whose computation decides the split: its (main loop, total) weight, and its main
 /// loop's iteration count if it has one.
 fn lead(skel: &Skeleton) -> Option<((f64, f64), Option<u64>)> {
-    // The largest class by computation; by calls where nothing was computed.
-    let weight = |c: &crate::program::ClassProgram| -> (f64, f64) {
-        let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
-        let main: f64 = c
-            .phases
-            .iter()
-            .filter(|p| p.name == "main_loop")
-            .map(|p| p.compute_s * p.full as f64)
-            .sum();
-        if total > 0.0 {
-            return (main, total);
-        }
-        let calls: f64 = c.phases.iter().map(|p| (p.calls * p.full) as f64).sum();
-        let main_calls: f64 = c
-            .phases
-            .iter()
-            .filter(|p| p.name == "main_loop")
-            .map(|p| (p.calls * p.full) as f64)
-            .sum();
-        (main_calls, calls)
-    };
-    skel.classes
+    let c = lead_class(skel)?;
+    Some((weight(c), c.main_loop().map(|p| p.full)))
+}
+
+/// A class's (main loop, total) weight: its computation, or its calls where it computed nothing.
+fn weight(c: &crate::program::ClassProgram) -> (f64, f64) {
+    let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
+    let main: f64 = c
+        .phases
         .iter()
-        .max_by(|a, b| weight(a).1.total_cmp(&weight(b).1))
-        .map(|c| (weight(c), c.main_loop().map(|p| p.full)))
+        .filter(|p| p.name == "main_loop")
+        .map(|p| p.compute_s * p.full as f64)
+        .sum();
+    if total > 0.0 {
+        return (main, total);
+    }
+    let calls: f64 = c.phases.iter().map(|p| (p.calls * p.full) as f64).sum();
+    let main_calls: f64 =
+        c.phases.iter().filter(|p| p.name == "main_loop").map(|p| (p.calls * p.full) as f64).sum();
+    (main_calls, calls)
+}
+
+/// The class whose loops decide every cut: the largest by computation (by calls where nothing
+/// was computed); the last of equals.
+fn lead_class(skel: &Skeleton) -> Option<&crate::program::ClassProgram> {
+    skel.classes.iter().max_by(|a, b| weight(a).1.total_cmp(&weight(b).1))
 }
 
 /// Iterations of the main loop of the class that decides the split (1 without a main loop):

@@ -2,7 +2,6 @@
 //! no MPI needed): how many iterations of which loop run, when computation is cut instead, and
 //! that what comes out is checked deadlock-free.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use mpiskel_emit::pipeline::make;
@@ -11,20 +10,7 @@ use mpiskel_trace::{ReadOptions, TraceSet};
 /// Writes a TI trace of `n` ranks whose rank `r` runs `body(r)` (action lines without the rank)
 /// into `dir`; returns the index file.
 fn ti_trace(dir: &Path, n: u32, body: impl Fn(u32) -> Vec<String>) -> PathBuf {
-    let mut index = String::new();
-    for r in 0..n {
-        let mut text = format!("{r} init\n");
-        for line in body(r) {
-            let _ = writeln!(text, "{r} {line}");
-        }
-        let _ = writeln!(text, "{r} finalize");
-        let name = format!("rank{r}.txt");
-        std::fs::write(dir.join(&name), text).unwrap();
-        let _ = writeln!(index, "{name}");
-    }
-    let path = dir.join("trace.txt");
-    std::fs::write(&path, index).unwrap();
-    path
+    mpiskel_trace::ti::write_actions(dir, n, body).unwrap()
 }
 
 /// A ring exchange of `bytes` after `flops` of computation, `iterations` times (each iteration

@@ -70,3 +70,53 @@ pub fn same_spectrum(observed: &Graph, observed_ev: Option<&[f64]>, candidate: &
         None => moments(observed) == moments(candidate),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(n: u32) -> Graph {
+        Graph::from_edges(n as usize, (0..n).map(|v| (v, (v + 1) % n)))
+    }
+
+    fn star(n: u32) -> Graph {
+        Graph::from_edges(n as usize, (1..n).map(|v| (0, v)))
+    }
+
+    #[test]
+    fn a_ring_has_the_eigenvalues_of_a_cycle() {
+        // λ_k = 2 cos(2πk/n).
+        let n = 8;
+        let mut want: Vec<f64> = (0..n)
+            .map(|k| 2.0 * (2.0 * std::f64::consts::PI * k as f64 / n as f64).cos())
+            .collect();
+        want.sort_by(f64::total_cmp);
+        let got = eigenvalues(&ring(n));
+        assert!(got.iter().zip(&want).all(|(a, b)| (a - b).abs() < 1e-9), "{got:?}");
+    }
+
+    #[test]
+    fn moments_are_the_power_sums_of_the_eigenvalues() {
+        for g in [ring(7), star(6), Graph::from_edges(4, [(0, 1), (1, 2), (2, 0), (2, 3)])] {
+            let ev = eigenvalues(&g);
+            let m = moments(&g);
+            for (k, &mk) in m.iter().enumerate() {
+                let sum: f64 = ev.iter().map(|l| l.powi(k as i32 + 2)).sum();
+                assert!((sum - mk as f64).abs() < 1e-6, "tr(A^{}) = {mk}, Σλ^k = {sum}", k + 2);
+            }
+        }
+    }
+
+    #[test]
+    fn graphs_with_the_same_edges_count_but_other_shapes_fail_the_test() {
+        // A 6-ring and two triangles: both 2-regular with 6 edges, different spectra.
+        let two_triangles = Graph::from_edges(6, [(0, 1), (1, 2), (2, 0), (3, 4), (4, 5), (5, 3)]);
+        let r = ring(6);
+        let ev = eigenvalues(&r);
+        assert!(!same_spectrum(&r, Some(&ev), &two_triangles));
+        assert!(!same_spectrum(&r, None, &two_triangles), "moments count the triangles");
+        let (shuffled, _) = r.shuffled(3);
+        assert!(same_spectrum(&r, Some(&ev), &shuffled));
+        assert!(same_spectrum(&r, None, &shuffled));
+    }
+}

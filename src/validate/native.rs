@@ -236,7 +236,7 @@ fn run_app(
     }
     let set = mpiskel_trace::TraceSet::open(trace, &mpiskel_trace::ReadOptions::default())
         .with_context(|| format!("reading {}", trace.display()))?;
-    Ok(crate::build::app_time_of(&set))
+    Ok(set.app_time_s())
 }
 
 /// How the skeleton in `skel` runs in a scenario.

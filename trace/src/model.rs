@@ -46,8 +46,8 @@ impl CommId {
 }
 
 /// A non-blocking request, numbered by the rank that started it. It links the call that started
-/// it (Isend, Irecv, Ibcast, …) with the Wait or Test that completed it. Numbers are never reused
-/// within a rank.
+/// it (Isend, Irecv, Ibcast, …) with the Wait or Test that completed it. Numbers start at 1 (the
+/// native format stores "no request" as 0) and are never reused within a rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RequestId(pub u32);

@@ -173,6 +173,17 @@ pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
     })
 }
 
+/// A request as the format stores it: 0 for none, so that id 0 cannot be written.
+fn put_request(b: &mut Vec<u8>, r: Option<RequestId>) -> Result<(), String> {
+    match r {
+        Some(RequestId(0)) => Err("request id 0 (ids start at 1)".into()),
+        r => {
+            put_uvar(b, r.map_or(0, |r| u64::from(r.0)));
+            Ok(())
+        }
+    }
+}
+
 fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
     match (op.class(), p) {
         (OpClass::Lifecycle, Payload::None) => {}
@@ -184,7 +195,7 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
             put_svar(b, i64::from(*tag));
             put_uvar(b, *bytes);
             put_uvar(b, u64::from(comm.0));
-            put_uvar(b, request.map_or(0, |r| u64::from(r.0)));
+            put_request(b, *request)?;
             b.push(u8::from(wildcards.source) | (u8::from(wildcards.tag) << 1));
         }
         (
@@ -203,7 +214,7 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
             put_uvar(b, u64::from(*n_given));
             put_uvar(b, completed.len() as u64);
             for c in completed {
-                put_uvar(b, c.request.map_or(0, |r| u64::from(r.0)));
+                put_request(b, c.request)?;
                 match (c.source, c.tag, c.bytes) {
                     (Some(s), Some(t), Some(n)) => {
                         b.push(1);
@@ -239,7 +250,7 @@ fn encode_payload(b: &mut Vec<u8>, op: Op, p: &Payload) -> Result<(), String> {
                     put_uvar(b, *c);
                 }
             }
-            put_uvar(b, request.map_or(0, |r| u64::from(r.0)));
+            put_request(b, *request)?;
         }
         (OpClass::Comm, Payload::Comm { parent, created, color, key, cart }) => {
             put_uvar(b, u64::from(parent.0));

@@ -50,7 +50,7 @@ pub fn is_action_line(first_line: &str) -> bool {
 
 /// Reads a time-independent trace from an index file or a single multi-rank action file.
 pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError::io(path, e))?;
+    let text = read_text(path)?;
     let first = text.lines().find(|l| !l.trim().is_empty()).ok_or_else(|| {
         TraceError::NotATrace { path: path.to_path_buf(), reason: "the file is empty".into() }
     })?;
@@ -69,11 +69,51 @@ pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
         .enumerate()
         .map(|(k, file)| {
             let rank = Rank(k as u32);
-            let body = std::fs::read_to_string(file).map_err(|e| TraceError::io(file, e))?;
+            let body = read_text(file)?;
             let lines = body.lines().enumerate().map(|(i, l)| (i as u64 + 1, l));
             parse_rank(file, rank, n_ranks, lines, opts)
         })
         .collect()
+}
+
+/// Writes a time-independent trace into `dir`: rank `r`'s action lines `body(r)` (without the
+/// leading rank number; `init` and `finalize` are added) into `rank<r>.txt`, and the index
+/// `trace.txt` naming them, which it returns. For programs written by hand, as tests do.
+pub fn write_actions(
+    dir: &Path,
+    n_ranks: u32,
+    body: impl Fn(u32) -> Vec<String>,
+) -> std::io::Result<PathBuf> {
+    use std::fmt::Write as _;
+    let mut index = String::new();
+    for r in 0..n_ranks {
+        let mut text = format!("{r} init\n");
+        for line in body(r) {
+            let _ = writeln!(text, "{r} {line}");
+        }
+        let _ = writeln!(text, "{r} finalize");
+        std::fs::write(dir.join(format!("rank{r}.txt")), text)?;
+        let _ = writeln!(index, "rank{r}.txt");
+    }
+    let path = dir.join("trace.txt");
+    std::fs::write(&path, index)?;
+    Ok(path)
+}
+
+/// A text file's contents; bytes that are not UTF-8 are reported with their line and offset.
+fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).map_err(|e| TraceError::io(path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        TraceError::TiSyntax {
+            path: path.to_path_buf(),
+            line,
+            rank: None,
+            reason: format!("byte {at} (0x{:02x}) is not UTF-8 text", bytes[at]),
+        }
+    })
 }
 
 /// All ranks in one file: lines are grouped by their leading rank.
@@ -510,8 +550,8 @@ fn vcoll(root: Option<Rank>, send: Option<(&[f64], u64)>, recv: Option<(&[f64], 
     Payload::Collective {
         comm: CommId::WORLD,
         root,
-        send_bytes: send_counts.iter().flatten().sum(),
-        recv_bytes: recv_counts.iter().flatten().sum(),
+        send_bytes: send_counts.iter().flatten().fold(0, |a: u64, b| a.saturating_add(*b)),
+        recv_bytes: recv_counts.iter().flatten().fold(0, |a: u64, b| a.saturating_add(*b)),
         send_counts,
         recv_counts,
         request: None,

@@ -4,7 +4,9 @@
 //! A reader checks the bytes or lines of one file; this pass checks what only the whole set can
 //! tell: every rank of the run is present, in order, and agrees on the run's size; every rank a
 //! call names (peer, root, actual source of a completed receive) and every communicator member is
-//! a rank of the run; every communicator a call uses is defined. A single rank file of a larger
+//! a rank of the run; every communicator a call uses is defined; each rank's times run forward
+//! and its sizes are ones an MPI call can move ([`MAX_BYTES`]), so that no sum over a run
+//! overflows. A single rank file of a larger
 //! run is refused, naming the directory that holds the whole run.
 //!
 //! Linear in the number of events and communicator members.
@@ -13,6 +15,27 @@ use std::path::Path;
 
 use crate::error::{Result, TraceError};
 use crate::model::{CommId, Payload, Peer, Rank, RankTrace};
+
+/// The largest message or buffer size accepted (256 TiB): far beyond any MPI call, far enough
+/// below 2^64 that sums and products of sizes over a run cannot overflow.
+pub const MAX_BYTES: u64 = 1 << 48;
+
+/// The latest time accepted, nanoseconds after a rank's trace started (about 146 years).
+pub const MAX_TIME_NS: u64 = 1 << 62;
+
+/// The largest size a call's payload names.
+fn largest_size(p: &Payload) -> Option<u64> {
+    match p {
+        Payload::None | Payload::Comm { .. } => None,
+        Payload::P2p { bytes, .. } => Some(*bytes),
+        Payload::SendRecv { send_bytes, recv_bytes, .. } => Some(*send_bytes.max(recv_bytes)),
+        Payload::Completion { completed, .. } => completed.iter().filter_map(|c| c.bytes).max(),
+        Payload::Collective { send_bytes, recv_bytes, send_counts, recv_counts, .. } => {
+            let counts = send_counts.iter().chain(recv_counts).flatten().copied();
+            counts.chain([*send_bytes, *recv_bytes]).max()
+        }
+    }
+}
 
 /// Checks `ranks`, read from `path`, as one whole run.
 pub fn validate(path: &Path, ranks: &[RankTrace]) -> Result<()> {
@@ -59,8 +82,35 @@ pub fn validate(path: &Path, ranks: &[RankTrace]) -> Result<()> {
                 ));
             }
         }
+        let mut last_exit = 0;
         for (i, e) in t.events.iter().enumerate() {
             let name = e.op.name();
+            if e.enter_ns < last_exit || e.exit_ns < e.enter_ns || e.gap_ns > e.enter_ns {
+                return Err(bad(
+                    Some(i),
+                    format!(
+                        "MPI_{name}: times out of order (enters at {} ns, leaves at {} ns after \
+                         {} ns of compute; the previous call left at {last_exit} ns)",
+                        e.enter_ns, e.exit_ns, e.gap_ns
+                    ),
+                ));
+            }
+            if e.exit_ns > MAX_TIME_NS {
+                return Err(bad(
+                    Some(i),
+                    format!(
+                        "MPI_{name}: ends {} ns after the trace started, more than a century",
+                        e.exit_ns
+                    ),
+                ));
+            }
+            last_exit = e.exit_ns;
+            if let Some(b) = largest_size(&e.payload).filter(|&b| b > MAX_BYTES) {
+                return Err(bad(
+                    Some(i),
+                    format!("MPI_{name}: a size of {b} bytes, more than any MPI call moves (2^48)"),
+                ));
+            }
             let peer = |p: Peer, what: &str| match p {
                 Peer::Rank(r) if !in_run(r) => Err(bad(
                     Some(i),

@@ -142,3 +142,52 @@ fn a_missing_file_is_named_once() {
     assert!(text.starts_with(&missing.display().to_string()), "{text}");
     assert_eq!(text.matches("os error").count(), 1, "{text}");
 }
+
+#[test]
+fn sizes_no_mpi_call_moves_are_refused_before_any_sum_overflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut huge = send_to(1);
+    if let Payload::P2p { bytes, .. } = &mut huge.payload {
+        *bytes = u64::MAX / 3;
+    }
+    write_rank(dir.path(), 0, 2, &[send_to(1), huge]);
+    write_rank(dir.path(), 1, 2, &[send_to(0)]);
+    let err = open_err(dir.path());
+    assert!(err.contains("rank 0") && err.contains("call 1") && err.contains("2^48"), "{err}");
+}
+
+#[test]
+fn times_that_run_backwards_are_refused_with_rank_and_call() {
+    let ranks: Vec<_> = (0..2)
+        .map(|r| {
+            let mut events = vec![send_to(1 - r), send_to(1 - r)];
+            events[1].enter_ns = 5;
+            events[1].exit_ns = 6;
+            events[0].enter_ns = 10;
+            events[0].exit_ns = 20;
+            mpiskel_trace::RankTrace {
+                rank: Rank(r),
+                info: info(2),
+                events,
+                trailing_gap_ns: 0,
+                comms: [(CommId::WORLD, mpiskel_trace::model::world_members(2))].into(),
+                record_counts: Default::default(),
+            }
+        })
+        .collect();
+    let err = mpiskel_trace::validate::validate("t".as_ref(), &ranks).unwrap_err().to_string();
+    assert!(
+        err.contains("rank 0") && err.contains("call 1") && err.contains("times out of order"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_ti_file_that_is_not_text_is_reported_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.txt");
+    std::fs::write(&f, b"0 init\n1 init\n0 send 1 0 8\n1 recv 0 0 \xff8\n").unwrap();
+    let err = open_err(&f);
+    assert!(err.contains(":4") && err.contains("not UTF-8"), "{err}");
+    assert_eq!(err.matches("UTF-8").count(), 1, "{err}");
+}

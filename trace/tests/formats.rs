@@ -344,3 +344,34 @@ fn truncated_rank_file_in_a_directory() {
         "{err}"
     );
 }
+
+/// The format stores "no request" as 0: a request numbered 0 cannot be written, and is refused
+/// rather than read back as no request (which would leave its wait waiting for nothing).
+#[test]
+fn request_zero_is_refused_by_the_writer() {
+    let e = Event {
+        op: Op::Iallreduce,
+        enter_ns: 0,
+        exit_ns: 1,
+        gap_ns: 0,
+        gap_work: None,
+        gap_cpu_ns: None,
+        payload: Payload::Collective {
+            comm: CommId::WORLD,
+            root: None,
+            send_bytes: 8,
+            recv_bytes: 8,
+            send_counts: None,
+            recv_counts: None,
+            request: Some(RequestId(0)),
+        },
+    };
+    let mut w = NativeWriter::new(Vec::new(), Rank(0), &info(1, false)).unwrap();
+    let err = w.event(&e).unwrap_err().to_string();
+    assert!(err.contains("request id 0"), "{err}");
+    let mut ok = e.clone();
+    if let Payload::Collective { request, .. } = &mut ok.payload {
+        *request = Some(RequestId(1));
+    }
+    w.event(&ok).unwrap();
+}

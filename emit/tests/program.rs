@@ -1,0 +1,106 @@
+//! The program IR, its instantiation per rank and both back ends on small programs written here
+//! as SimGrid time-independent traces (no MPI needed), with a focused snapshot of one phase of
+//! emitted C.
+
+use std::path::Path;
+
+use mpiskel_emit::c::Meta;
+use mpiskel_emit::instantiate::instantiate;
+use mpiskel_emit::pipeline::{make, Built};
+use mpiskel_emit::CheckOp;
+use mpiskel_trace::{ReadOptions, TraceSet};
+
+/// The checked skeleton of `n` ranks whose rank `r` runs `body(r)` (action lines without the
+/// rank), for an application of `app_s` seconds and the default target.
+fn skeleton(n: u32, app_s: f64, body: impl Fn(u32) -> Vec<String>) -> Built {
+    let dir = tempfile::tempdir().unwrap();
+    let path = mpiskel_trace::ti::write_actions(dir.path(), n, body).unwrap();
+    let set = TraceSet::open(Path::new(&path), &ReadOptions::default()).unwrap();
+    let lt = mpiskel_logicalize::logicalize(&set);
+    make(&lt, app_s, "given", None, true).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A periodic ring: each of `iterations` computes 1 Mflop, receives from the left, sends to the
+/// right, and waits for both; with `to_self`, each rank also sends a message to itself.
+fn ring(n: u32, iterations: u32, to_self: bool) -> impl Fn(u32) -> Vec<String> {
+    move |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = Vec::new();
+        for _ in 0..iterations {
+            v.push("compute 1000000".to_owned());
+            v.push(format!("irecv {prev} 0 2048"));
+            v.push(format!("isend {next} 0 2048"));
+            v.push("waitall".into());
+            if to_self {
+                v.push(format!("irecv {r} 3 64"));
+                v.push(format!("send {r} 3 64"));
+                v.push("wait".into());
+            }
+        }
+        v
+    }
+}
+
+fn meta() -> Meta {
+    Meta { name: "ring".into(), trace: "ring/trace.txt".into(), version: "test".into() }
+}
+
+#[test]
+fn a_message_to_self_is_received_on_the_tag_it_was_sent_with() {
+    for n in [1, 4] {
+        let b = skeleton(n, 1.0, ring(n, 30, true));
+        let me = b.skeleton.directions.iter().find(|d| d.name == "SELF").expect("a SELF direction");
+        assert_eq!(me.tag, me.recv_tag, "{n} ranks: {:?}", b.skeleton.directions);
+    }
+}
+
+#[test]
+fn every_rank_sends_right_and_receives_left_as_often_as_its_main_loop_runs() {
+    let n = 5;
+    let b = skeleton(n, 2.0, ring(n, 40, false));
+    let run = b.skeleton.classes[0].main_loop().expect("a main loop").run;
+    assert!(run < 40, "the main loop is cut: {run}");
+    let (programs, _) = instantiate(&b.skeleton);
+    assert_eq!(programs.len(), n as usize);
+    for (r, ops) in programs.iter().enumerate() {
+        let r = r as u32;
+        let sends = ops
+            .iter()
+            .filter(|o| matches!(o, CheckOp::Isend { to, .. } if *to == (r + 1) % n))
+            .count();
+        let recvs = ops
+            .iter()
+            .filter(|o| matches!(o, CheckOp::Irecv { from: Some(f), .. } if *f == (r + n - 1) % n))
+            .count();
+        assert_eq!((sends, recvs), (run as usize, run as usize), "rank {r}");
+        assert!(ops.iter().all(|o| !matches!(o, CheckOp::Send { .. } | CheckOp::Recv { .. })));
+    }
+    assert!(mpiskel_emit::check(&programs).is_none());
+}
+
+#[test]
+fn the_c_main_loop_of_a_ring() {
+    let b = skeleton(4, 2.0, ring(4, 40, false));
+    let files = mpiskel_emit::c::render(&b.skeleton, &b.scaling, &meta()).unwrap();
+    let source = mpiskel_emit::c::source(&files);
+    let lines: Vec<&str> = source.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with("/* main_loop:")).expect("a main loop");
+    let end = start + lines[start..].iter().position(|l| *l == "}").expect("its end");
+    insta::with_settings!({
+        description => "a 4-rank periodic ring, 40 iterations of 1 Mflop + Irecv/Isend/Waitall of 2 KiB, for an application of 2 s: the main loop of skeleton.c",
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(lines[start..=end].join("\n"));
+    });
+}
+
+#[test]
+fn the_rust_back_end_renders_the_same_program() {
+    let b = skeleton(4, 2.0, ring(4, 40, false));
+    let files = mpiskel_emit::rust::render(&b.skeleton, &b.scaling, &meta()).unwrap();
+    let main = mpiskel_emit::rust::source(&files);
+    syn::parse_file(main).expect("main.rs parses");
+    for call in ["immediate_receive_into", "immediate_send"] {
+        assert!(main.contains(call), "{call} missing from main.rs");
+    }
+}

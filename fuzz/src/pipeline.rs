@@ -1,0 +1,99 @@
+//! One case through the whole pipeline, as `mpiskel build` runs it: the reader boundary's check,
+//! poll folding, logicalization, loop nests, the program IR, scaling, the deadlock check, both
+//! back ends — and the invariants every stage owes its caller.
+//!
+//! A stage may refuse its input with an error; that is an [`Outcome::Refused`], not a failure.
+//! A [`Violation`] is a broken promise: a back end that fails on a checked program, an emitted
+//! program that the checker, run again on what was emitted, finds can block, a scaling with a
+//! figure that is not a finite positive number, or a correct program (one [`crate::programs`]
+//! generated, unmutated) that is refused. Panics are caught by the caller
+//! ([`crate::campaign`]).
+
+use std::path::Path;
+
+use mpiskel_emit::c::Meta;
+use mpiskel_emit::instantiate::instantiate;
+use mpiskel_emit::pipeline::{make, PipelineError};
+use mpiskel_trace::{RankTrace, TraceFormat, TraceSet};
+
+/// What became of a case that broke no promise.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// A stage refused the input with an error.
+    Refused {
+        /// The stage: `read`, `program` or `check`.
+        stage: &'static str,
+        /// Its message.
+        reason: String,
+    },
+    /// A checked skeleton was rendered in C and Rust.
+    Built {
+        /// Operations the deadlock check executed over all ranks.
+        operations: usize,
+    },
+}
+
+/// A promise a stage broke.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Violation(pub String);
+
+/// Runs `ranks`, said to have been read from `path`, through every stage. `correct`: the input
+/// is a correct program, which must give a skeleton.
+pub fn run(path: &Path, ranks: Vec<RankTrace>, correct: bool) -> Result<Outcome, Violation> {
+    if let Err(e) = mpiskel_trace::validate::validate(path, &ranks) {
+        return refused(correct, "read", e.to_string());
+    }
+    let mut set =
+        TraceSet { path: path.to_path_buf(), format: TraceFormat::Native, ranks, meta: None };
+    set.fold_polls();
+    built(&set, correct)
+}
+
+/// Runs a trace set that its reader accepted through every stage after reading.
+pub fn built(set: &TraceSet, correct: bool) -> Result<Outcome, Violation> {
+    let lt = mpiskel_logicalize::logicalize(set);
+    let app_time = set.app_time_s();
+    let b = match make(&lt, app_time, "the trace", None, true) {
+        Ok(b) => b,
+        Err(e @ PipelineError::Build(_)) => return refused(correct, "program", e.to_string()),
+        Err(e @ PipelineError::Deadlock(_)) => return refused(correct, "check", e.to_string()),
+    };
+    let s = &b.scaling;
+    let figures = [
+        ("target", s.target_s),
+        ("estimate", s.skeleton_estimate_s),
+        ("factor", s.factor),
+        ("compute removed", s.compute_removed_s + 1.0),
+        ("main share", s.main_share + 1.0),
+        ("compute shrink", s.compute_shrink + 1.0),
+    ];
+    if app_time > 0.0 {
+        if let Some((what, v)) = figures.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(Violation(format!(
+                "scaling {what} is {v} for an application of {app_time} s"
+            )));
+        }
+    }
+    let meta = Meta { name: "fuzz".into(), trace: path_text(set), version: "0".into() };
+    mpiskel_emit::c::render(&b.skeleton, &b.scaling, &meta)
+        .map_err(|e| Violation(format!("the C back end failed on a checked program: {e}")))?;
+    mpiskel_emit::rust::render(&b.skeleton, &b.scaling, &meta)
+        .map_err(|e| Violation(format!("the Rust back end failed on a checked program: {e}")))?;
+    let (programs, _) = instantiate(&b.skeleton);
+    if let Some(d) = mpiskel_emit::check(&programs) {
+        return Err(Violation(format!("the emitted program can block: {d}")));
+    }
+    Ok(Outcome::Built { operations: b.check.operations })
+}
+
+fn path_text(set: &TraceSet) -> String {
+    set.path.display().to_string()
+}
+
+fn refused(correct: bool, stage: &'static str, reason: String) -> Result<Outcome, Violation> {
+    if correct {
+        return Err(Violation(format!("a correct program was refused at {stage}: {reason}")));
+    }
+    Ok(Outcome::Refused { stage, reason })
+}

@@ -1,0 +1,60 @@
+//! Short campaigns of every target (the long ones are recorded in BENCHMARKS.md): nothing
+//! panics, hangs or breaks a promise, and each target reaches the last stage in some cases —
+//! a campaign whose every input is refused at the first check would test nothing.
+//! `MPISKEL_FUZZ_SEED=S cargo test -p mpiskel-fuzz --test smoke` runs other cases.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mpiskel_fuzz::campaign::{run, Config, Report, Target};
+
+fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Report {
+    let cfg = Config {
+        target,
+        cases,
+        seed,
+        jobs: 2,
+        hang_after: Duration::from_secs(120),
+        corpus,
+        verbose: false,
+    };
+    let r = run(&cfg).unwrap();
+    assert!(r.clean(), "{target:?}: panics {:?}, broken promises {:?}", r.panics, r.violations);
+    assert_eq!(r.cases, cases);
+    assert!(r.built > 0, "{target:?}: no case reached the back ends: refused {:?}", r.refused);
+    r
+}
+
+/// The first case's seed: `$MPISKEL_FUZZ_SEED`, or 0 (the tests stay reproducible; campaigns
+/// from other seeds run with `mpiskel-fuzz`).
+fn seed() -> u64 {
+    std::env::var("MPISKEL_FUZZ_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+fn the_pipeline_survives_generated_and_mutated_programs() {
+    let r = campaign(Target::Pipeline, 300, seed(), Vec::new());
+    assert!(r.mutated > 0 && r.mutated < r.cases);
+}
+
+#[test]
+fn the_native_reader_survives_mutated_rank_files() {
+    campaign(Target::Native, 300, seed(), Vec::new());
+}
+
+#[test]
+fn the_ti_reader_survives_mutated_real_traces() {
+    let shared = std::env::var_os("MPISKEL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let ti = shared.join("fixtures/public/simgrid-ti");
+    let mut corpus = vec![ti.join("ti_traces_32_1.index.txt")];
+    for f in ["actions_bcast.txt", "actions_alltoallv.txt", "actions0.txt"] {
+        corpus.push(ti.join("replay-examples").join(f));
+    }
+    corpus.push(shared.join("fixtures/npb/is.W.16/trace.txt"));
+    for c in &corpus {
+        assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
+    }
+    campaign(Target::Ti, 300, seed(), corpus);
+}
