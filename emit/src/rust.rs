@@ -590,11 +590,12 @@ impl Gen<'_> {
                 format_ident!("_{}", name)
             }
         };
-        let k_arg = arg("k", uses_ident(&body, "k"));
-        let sk_arg = arg("sk", p.is_loop || uses_ident(&body, "sk"));
-        let b_arg = arg("b", uses_ident(&body, "b"));
+        let in_body = idents_of(&body);
+        let k_arg = arg("k", in_body.contains("k"));
+        let sk_arg = arg("sk", p.is_loop || in_body.contains("sk"));
+        let b_arg = arg("b", in_body.contains("b"));
         let (life, k_ty, extra) = if program_scope {
-            let r = arg("req", uses_ident(&body, "req"));
+            let r = arg("req", in_body.contains("req"));
             (quote! { <'p> }, quote! { &'p Kit }, quote! { #r: &mut Requests<'p, '_>, })
         } else if level != ScopeLevel::None {
             (quote! {}, quote! { &Kit }, quote! { pool: &mut Pool, })
@@ -1317,12 +1318,14 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
     used.extend(setup.clone());
     used.extend(at_method.clone());
     used.extend(kit_fields.iter().cloned());
+    let used = idents_of(&used);
     let dir_consts: TokenStream = dir_consts
         .into_iter()
-        .filter(|(id, _)| id == "N_DIRECTIONS" || uses_ident(&used, &id.to_string()))
+        .filter(|(id, _)| id == "N_DIRECTIONS" || used.contains(&id.to_string()))
         .map(|(_, t)| t)
         .collect();
-    let main_full_const = if uses_ident(&functions, "MAIN_FULL") {
+    let in_functions = idents_of(&functions);
+    let main_full_const = if in_functions.contains("MAIN_FULL") {
         quote! {
             #[doc = " Iterations of the main loop in the application (the lead class's)."]
             const MAIN_FULL: i64 = #main_full;
@@ -1330,7 +1333,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
     } else {
         quote! {}
     };
-    let (uses_sbuf, uses_sreal) = (uses_ident(&functions, "sbuf"), uses_ident(&functions, "sreal"));
+    let (uses_sbuf, uses_sreal) = (in_functions.contains("sbuf"), in_functions.contains("sreal"));
     let send_const = if uses_sbuf || uses_sreal {
         quote! {
             #[doc = " Bytes of the send buffer."]
@@ -1423,25 +1426,26 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
         }
     };
     // Import what the program uses.
+    let in_items = idents_of(&items);
     let topology: Vec<proc_macro2::Ident> =
         ["CartesianCommunicator", "Color", "Process", "Rank", "SimpleCommunicator"]
             .iter()
-            .filter(|n| uses_ident(&items, n))
+            .filter(|n| in_items.contains(**n))
             .map(|n| format_ident!("{}", n))
             .collect();
-    let op = if uses_ident(&items, "SystemOperation") {
+    let op = if in_items.contains("SystemOperation") {
         quote! { use mpi::collective::SystemOperation; }
     } else {
         quote! {}
     };
-    let tag = if uses_ident(&items, "Tag") {
+    let tag = if in_items.contains("Tag") {
         quote! { use mpi::Tag; }
     } else {
         quote! {}
     };
     let rt_names: Vec<proc_macro2::Ident> = ["Buffers", "Phase", "Pool", "Requests", "Runtime"]
         .iter()
-        .filter(|n| uses_ident(&items, n))
+        .filter(|n| in_items.contains(**n))
         .map(|n| format_ident!("{}", n))
         .collect();
     let file = quote! {
@@ -1527,6 +1531,25 @@ fn layout(text: &str) -> String {
         i += 1;
     }
     out.join("\n") + "\n"
+}
+
+/// Every identifier that occurs in `ts`: one walk answers any number of [`uses_ident`]
+/// questions about a large stream.
+fn idents_of(ts: &TokenStream) -> std::collections::HashSet<String> {
+    fn walk(ts: TokenStream, out: &mut std::collections::HashSet<String>) {
+        for t in ts {
+            match t {
+                proc_macro2::TokenTree::Ident(i) => {
+                    out.insert(i.to_string());
+                }
+                proc_macro2::TokenTree::Group(g) => walk(g.stream(), out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = std::collections::HashSet::new();
+    walk(ts.clone(), &mut out);
+    out
 }
 
 /// Whether the identifier `name` occurs in `ts`.

@@ -56,6 +56,9 @@ pub struct Config {
     pub hang_after: Duration,
     /// The real traces the `ti` target mutates (index files or single action files).
     pub corpus: Vec<PathBuf>,
+    /// Pipeline cases whose seed is a multiple of this also go through the Rust back end (1:
+    /// every case; 0: none); the reader targets always render both back ends.
+    pub rust_every: u64,
     /// Print each case's shape, mutations and outcome.
     pub verbose: bool,
 }
@@ -206,7 +209,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
                     running[w].0.store(seed, Ordering::Relaxed);
                     running[w].1.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
                     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-                        one(cfg.target, seed, dir.as_ref().map(|d| d.path()), corpus)
+                        let rust = cfg.rust_every > 0 && seed % cfg.rust_every == 0;
+                        one(cfg.target, seed, rust, dir.as_ref().map(|d| d.path()), corpus)
                     }));
                     running[w].1.store(0, Ordering::Relaxed);
                     let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -316,12 +320,12 @@ pub fn write_native_dir(dir: &Path, ranks: &[RankTrace]) -> std::io::Result<()> 
 }
 
 /// One case of `target` from `seed`.
-fn one(target: Target, seed: u64, dir: Option<&Path>, corpus: &[Corpus]) -> CaseResult {
+fn one(target: Target, seed: u64, rust: bool, dir: Option<&Path>, corpus: &[Corpus]) -> CaseResult {
     match target {
         Target::Pipeline => {
             let (ranks, case, mutated) = pipeline_case(seed);
             let input_bytes = ranks.iter().map(|t| t.events.len() as u64 * 48).sum();
-            let result = pipeline::run(Path::new("generated"), ranks, !mutated);
+            let result = pipeline::run(Path::new("generated"), ranks, !mutated, rust);
             CaseResult { case, mutated, input_bytes, result }
         }
         Target::Native => native_case(&mut Rng::new(seed), dir),
@@ -401,7 +405,7 @@ pub fn read_and_build(path: &Path, correct: bool) -> Result<Outcome, Violation> 
         }
     };
     set.fold_polls();
-    pipeline::built(&set, correct)
+    pipeline::built(&set, correct, true)
 }
 
 /// A real TI trace: its files (path relative to the trace's folder, bytes) and the file to open.

@@ -45,6 +45,11 @@ struct Args {
     /// (or `$MPISKEL_SHARED/fixtures`).
     #[arg(long, value_name = "FILE")]
     corpus: Vec<PathBuf>,
+    /// Pipeline cases whose seed is a multiple of N also go through the Rust back end, which
+    /// takes about half of a case's time (1: every case; the reader targets render both
+    /// back ends always).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    rust_every: u64,
     /// Print every case's shape, mutations and outcome.
     #[arg(long)]
     verbose: bool,
@@ -131,6 +136,7 @@ fn main() -> Result<ExitCode> {
         jobs: a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         hang_after: Duration::from_secs_f64(a.hang_after),
         corpus,
+        rust_every: a.rust_every,
         verbose: a.verbose,
     };
     let r = run(&cfg)?;

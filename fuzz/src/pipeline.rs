@@ -39,19 +39,25 @@ pub enum Outcome {
 pub struct Violation(pub String);
 
 /// Runs `ranks`, said to have been read from `path`, through every stage. `correct`: the input
-/// is a correct program, which must give a skeleton.
-pub fn run(path: &Path, ranks: Vec<RankTrace>, correct: bool) -> Result<Outcome, Violation> {
+/// is a correct program, which must give a skeleton; `rust`: render the Rust back end too (it
+/// takes about half a case's time).
+pub fn run(
+    path: &Path,
+    ranks: Vec<RankTrace>,
+    correct: bool,
+    rust: bool,
+) -> Result<Outcome, Violation> {
     if let Err(e) = mpiskel_trace::validate::validate(path, &ranks) {
         return refused(correct, "read", e.to_string());
     }
     let mut set =
         TraceSet { path: path.to_path_buf(), format: TraceFormat::Native, ranks, meta: None };
     set.fold_polls();
-    built(&set, correct)
+    built(&set, correct, rust)
 }
 
 /// Runs a trace set that its reader accepted through every stage after reading.
-pub fn built(set: &TraceSet, correct: bool) -> Result<Outcome, Violation> {
+pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Violation> {
     let lt = mpiskel_logicalize::logicalize(set);
     let app_time = set.app_time_s();
     let b = match make(&lt, app_time, "the trace", None, true) {
@@ -78,8 +84,11 @@ pub fn built(set: &TraceSet, correct: bool) -> Result<Outcome, Violation> {
     let meta = Meta { name: "fuzz".into(), trace: path_text(set), version: "0".into() };
     mpiskel_emit::c::render(&b.skeleton, &b.scaling, &meta)
         .map_err(|e| Violation(format!("the C back end failed on a checked program: {e}")))?;
-    mpiskel_emit::rust::render(&b.skeleton, &b.scaling, &meta)
-        .map_err(|e| Violation(format!("the Rust back end failed on a checked program: {e}")))?;
+    if rust {
+        mpiskel_emit::rust::render(&b.skeleton, &b.scaling, &meta).map_err(|e| {
+            Violation(format!("the Rust back end failed on a checked program: {e}"))
+        })?;
+    }
     let (programs, _) = instantiate(&b.skeleton);
     if let Some(d) = mpiskel_emit::check(&programs) {
         return Err(Violation(format!("the emitted program can block: {d}")));

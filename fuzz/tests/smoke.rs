@@ -16,6 +16,7 @@ fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Repo
         jobs: 2,
         hang_after: Duration::from_secs(120),
         corpus,
+        rust_every: 1,
         verbose: false,
     };
     let r = run(&cfg).unwrap();

@@ -100,6 +100,16 @@ pub fn write_actions(
     Ok(path)
 }
 
+/// A token as an error message quotes it: whole when short, else its first 32 characters and
+/// its length, so that a bad token of megabytes does not become a message of megabytes.
+fn excerpt(token: &str) -> String {
+    const SHOWN: usize = 32;
+    match token.char_indices().nth(SHOWN) {
+        None => format!("{token:?}"),
+        Some((end, _)) => format!("{:?}… ({} bytes)", &token[..end], token.len()),
+    }
+}
+
 /// A text file's contents; bytes that are not UTF-8 are reported with their line and offset.
 fn read_text(path: &Path) -> Result<String> {
     let bytes = std::fs::read(path).map_err(|e| TraceError::io(path, e))?;
@@ -127,7 +137,10 @@ fn read_combined(path: &Path, text: &str, opts: &TiOptions) -> Result<Vec<RankTr
             path: path.to_path_buf(),
             line: i as u64 + 1,
             rank: None,
-            reason: format!("expected a rank number at the start of the line, found {tok:?}"),
+            reason: format!(
+                "expected a rank number at the start of the line, found {}",
+                excerpt(tok)
+            ),
         })?;
         by_rank.entry(rank).or_default().push((i as u64 + 1, line));
     }
@@ -189,16 +202,20 @@ impl Parser<'_> {
             args.get(i).ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
         match s.parse::<f64>() {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(self
-                .err(format!("argument {} ({what}) is not a non-negative number: {s:?}", i + 1))),
+            _ => Err(self.err(format!(
+                "argument {} ({what}) is not a non-negative number: {}",
+                i + 1,
+                excerpt(s)
+            ))),
         }
     }
 
     fn int(&self, args: &[&str], i: usize, what: &str) -> Result<i64> {
         let s =
             args.get(i).ok_or_else(|| self.err(format!("missing argument {} ({what})", i + 1)))?;
-        s.parse::<i64>()
-            .map_err(|_| self.err(format!("argument {} ({what}) is not an integer: {s:?}", i + 1)))
+        s.parse::<i64>().map_err(|_| {
+            self.err(format!("argument {} ({what}) is not an integer: {}", i + 1, excerpt(s)))
+        })
     }
 
     fn rank_arg(&self, args: &[&str], i: usize, n_ranks: u32, what: &str) -> Result<Rank> {
@@ -265,11 +282,15 @@ fn parse_rank<'l>(
             continue;
         }
         if toks.len() < 2 {
-            return Err(p.err(format!("expected `<rank> <action> …`, found {line:?}")));
+            return Err(p.err(format!("expected `<rank> <action> …`, found {}", excerpt(line))));
         }
         match toks[0].parse::<u32>() {
             Ok(r) if r == rank.0 => {}
-            _ => return Err(p.err(format!("line belongs to rank {:?}, not rank {rank}", toks[0]))),
+            _ => {
+                return Err(
+                    p.err(format!("line belongs to rank {}, not rank {rank}", excerpt(toks[0])))
+                )
+            }
         }
         let action = toks[1];
         let a = &toks[2..];
@@ -489,7 +510,7 @@ fn parse_rank<'l>(
                 }
                 (Op::ReduceScatter, payload)
             }
-            other => return Err(p.err(format!("unknown action {other:?}"))),
+            other => return Err(p.err(format!("unknown action {}", excerpt(other)))),
         };
         now_s += gap_s;
         let t = ns(now_s);

@@ -191,3 +191,20 @@ fn a_ti_file_that_is_not_text_is_reported_with_its_line() {
     assert!(err.contains(":4") && err.contains("not UTF-8"), "{err}");
     assert_eq!(err.matches("UTF-8").count(), 1, "{err}");
 }
+
+#[test]
+fn a_bad_token_of_megabytes_is_quoted_as_a_short_excerpt() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.txt");
+    let long = "x".repeat(4 << 20);
+    for text in [
+        format!("0 init\n1 init\n0 {long} 1\n"),
+        format!("0 init\n1 init\n0 send 1 0 {long}\n"),
+        format!("0 init\n{long} init\n"),
+    ] {
+        std::fs::write(&f, text).unwrap();
+        let err = open_err(&f);
+        assert!(err.len() < 300, "{} bytes: {}…", err.len(), &err[..300]);
+        assert!(err.contains(&format!("({} bytes)", 4 << 20)), "{err}");
+    }
+}
