@@ -87,6 +87,13 @@ pub struct Report {
     pub mutated: u64,
     /// Cases that gave a checked skeleton in C and Rust.
     pub built: u64,
+    /// Correct programs (unmutated, pipeline target) that gave a skeleton.
+    pub correct_built: u64,
+    /// Of those, the ones whose skeleton is longer than the default target allows (a twelfth
+    /// of the application's time, 10 % over counted as within), with the seed of the longest.
+    pub correct_over_target: (u64, u64),
+    /// Median length of their skeletons, as a share of the application's time.
+    pub correct_median_length: f64,
     /// Cases refused, by stage (`read`, `program`, `check`).
     pub refused: BTreeMap<String, u64>,
     /// Panics, by place; the first case of each.
@@ -102,6 +109,12 @@ pub struct Report {
     pub hangs: u64,
     /// Wall-clock seconds of the campaign.
     pub seconds: f64,
+    /// Lengths of the correct programs' skeletons (for the median).
+    #[serde(skip)]
+    lengths: Vec<f32>,
+    /// The longest correct program's skeleton: its length and seed.
+    #[serde(skip)]
+    longest: (f64, u64),
     /// The slowest case, milliseconds, and its seed.
     pub slowest_ms: (f64, u64),
     /// Largest input of a case, bytes.
@@ -176,6 +189,11 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
         seed: cfg.seed,
         mutated: 0,
         built: 0,
+        correct_built: 0,
+        correct_over_target: (0, cfg.seed),
+        correct_median_length: 0.0,
+        lengths: Vec::new(),
+        longest: (0.0, cfg.seed),
         refused: BTreeMap::new(),
         panics: BTreeMap::new(),
         panic_count: 0,
@@ -270,6 +288,9 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
     let _ = panic::take_hook();
     let mut r = report.into_inner().unwrap_or_else(|e| e.into_inner());
     r.seconds = started.elapsed().as_secs_f64();
+    r.correct_over_target.1 = r.longest.1;
+    r.lengths.sort_by(f32::total_cmp);
+    r.correct_median_length = r.lengths.get(r.lengths.len() / 2).map_or(0.0, |&x| f64::from(x));
     r.peak_rss = peak_rss();
     Ok(r)
 }
@@ -281,7 +302,19 @@ fn record(r: &mut Report, seed: u64, c: CaseResult, verbose: bool) {
         println!("{seed}: {}\n  -> {:?}", c.case, c.result);
     }
     match c.result {
-        Ok(Outcome::Built { .. }) => r.built += 1,
+        Ok(Outcome::Built { length, .. }) => {
+            r.built += 1;
+            if !c.mutated && r.target == Target::Pipeline {
+                r.correct_built += 1;
+                r.lengths.push(length as f32);
+                if length > r.longest.0 {
+                    r.longest = (length, seed);
+                }
+                if length > 1.1 / 12.0 {
+                    r.correct_over_target.0 += 1;
+                }
+            }
+        }
         Ok(Outcome::Refused { stage, .. }) => *r.refused.entry(stage.to_owned()).or_default() += 1,
         Err(v) => {
             r.violation_count += 1;

@@ -106,6 +106,12 @@ fn print(r: &Report) {
         r.largest_input,
         r.peak_rss as f64 / 1e6
     );
+    if r.correct_built > 0 {
+        println!(
+            "  correct programs built {}: skeleton median {:.3} of the run; {} over a twelfth (longest: seed {})",
+            r.correct_built, r.correct_median_length, r.correct_over_target.0, r.correct_over_target.1
+        );
+    }
     for (place, f) in &r.panics {
         println!("  panic at {place} (seed {}): {}", f.seed, f.what);
     }

@@ -30,6 +30,9 @@ pub enum Outcome {
     Built {
         /// Operations the deadlock check executed over all ranks.
         operations: usize,
+        /// The skeleton's expected time as a share of the application's (0 when the
+        /// application's time is 0).
+        length: f64,
     },
 }
 
@@ -93,7 +96,8 @@ pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Viola
     if let Some(d) = mpiskel_emit::check(&programs) {
         return Err(Violation(format!("the emitted program can block: {d}")));
     }
-    Ok(Outcome::Built { operations: b.check.operations })
+    let length = if app_time > 0.0 { s.skeleton_estimate_s / app_time } else { 0.0 };
+    Ok(Outcome::Built { operations: b.check.operations, length })
 }
 
 fn path_text(set: &TraceSet) -> String {
