@@ -311,6 +311,16 @@ fn describe(out: &mut String, what: &str, items: &[Item]) {
     }
 }
 
+/// A completed receive, with what the completion revealed.
+fn received(q: RequestId, source: u32, tag: i32, bytes: u64) -> Completed {
+    Completed { request: Some(q), source: Some(Rank(source)), tag: Some(tag), bytes: Some(bytes) }
+}
+
+/// A completed send or collective.
+fn sent(q: RequestId) -> Completed {
+    Completed { request: Some(q), source: None, tag: None, bytes: None }
+}
+
 fn p2p(peer: Peer, tag: i32, bytes: u64, request: Option<RequestId>) -> Payload {
     Payload::P2p { peer, tag, bytes, comm: CommId::WORLD, request, wildcards: Wildcards::default() }
 }
@@ -463,12 +473,7 @@ impl Machine<'_> {
                                 Op::Irecv,
                                 p2p(Peer::Rank(Rank(src)), tag, bytes, Some(q)),
                             );
-                            done.push(Completed {
-                                request: Some(q),
-                                source: Some(Rank(src)),
-                                tag: Some(tag),
-                                bytes: Some(bytes),
-                            });
+                            done.push(received(q, src, tag, bytes));
                         }
                     }
                     for &(dx, dy, tag) in &dirs {
@@ -479,12 +484,7 @@ impl Machine<'_> {
                                 Op::Isend,
                                 p2p(Peer::Rank(Rank(dest)), tag, bytes, Some(q)),
                             );
-                            done.push(Completed {
-                                request: Some(q),
-                                source: None,
-                                tag: None,
-                                bytes: None,
-                            });
+                            done.push(sent(q));
                         }
                     }
                     if !done.is_empty() {
@@ -515,14 +515,6 @@ impl Machine<'_> {
     ) {
         self.compute(r, 80_000);
         let rank = |p: Option<u32>| p.map_or(Peer::Null, |p| Peer::Rank(Rank(p)));
-        let recv_done = |q: RequestId, s: u32| Completed {
-            request: Some(q),
-            source: Some(Rank(s)),
-            tag: Some(tag),
-            bytes: Some(bytes),
-        };
-        let send_done =
-            |q: RequestId| Completed { request: Some(q), source: None, tag: None, bytes: None };
         match mode {
             Mode::Sendrecv => self.call(
                 r,
@@ -543,12 +535,12 @@ impl Machine<'_> {
                 if let Some(s) = src {
                     let q = self.request(r);
                     self.call(r, Op::Irecv, p2p(rank(src), tag, bytes, Some(q)));
-                    recv = Some(recv_done(q, s));
+                    recv = Some(received(q, s, tag, bytes));
                 }
                 if dest.is_some() {
                     let q = self.request(r);
                     self.call(r, Op::Isend, p2p(rank(dest), tag, bytes, Some(q)));
-                    done.push(send_done(q));
+                    done.push(sent(q));
                 }
                 if let (Mode::Polling, Some(c)) = (mode, &recv) {
                     let polls = self.rng.range(0, 6);
@@ -586,7 +578,10 @@ impl Machine<'_> {
                     self.call(
                         r,
                         Op::Wait,
-                        Payload::Completion { n_given: 1, completed: vec![recv_done(q, s)] },
+                        Payload::Completion {
+                            n_given: 1,
+                            completed: vec![received(q, s, tag, bytes)],
+                        },
                     );
                 }
             }
@@ -604,7 +599,7 @@ impl Machine<'_> {
                     self.call(
                         r,
                         Op::Wait,
-                        Payload::Completion { n_given: 1, completed: vec![send_done(q)] },
+                        Payload::Completion { n_given: 1, completed: vec![sent(q)] },
                     );
                 }
             }
@@ -661,7 +656,7 @@ impl Machine<'_> {
             );
             if let Some(q) = request {
                 self.compute(r, 40_000);
-                let c = Completed { request: Some(q), source: None, tag: None, bytes: None };
+                let c = sent(q);
                 self.call(r, Op::Wait, Payload::Completion { n_given: 1, completed: vec![c] });
             }
         }

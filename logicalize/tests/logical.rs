@@ -53,6 +53,13 @@ fn open_halo(
     }
 }
 
+/// Rank `r`'s part of one exchange around a periodic ring of `n`: receive `count` elements
+/// from the left, send as many to the right, wait for both.
+fn ring_exchange(r: u32, n: u32, count: u64) -> [String; 3] {
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    [format!("irecv {prev} 0 {count}"), format!("isend {next} 0 {count}"), "waitall".into()]
+}
+
 #[test]
 fn an_open_grid_folds_its_edges_into_the_interior_class() {
     let lt = logical(16, open_halo(4, 4, 3, |_| 1_000_000));
@@ -78,14 +85,9 @@ fn a_peer_outside_the_topology_is_an_exception_not_a_loss() {
     // carries under a tenth of the median pair's messages is not an edge of the topology.
     let n = 8;
     let lt = logical(n, move |r| {
-        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
         let mut v = Vec::new();
         for _ in 0..30 {
-            v.extend([
-                format!("irecv {prev} 0 4096"),
-                format!("isend {next} 0 4096"),
-                "waitall".into(),
-            ]);
+            v.extend(ring_exchange(r, n, 4096));
         }
         match r {
             0 => v.push("send 4 1 8".into()),
@@ -105,15 +107,10 @@ fn compute_gaps_are_aggregated_over_the_ranks_of_a_class() {
     // A periodic ring where rank r computes (r + 1) Mflop per iteration.
     let n = 4;
     let lt = logical(n, move |r| {
-        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
         let mut v = Vec::new();
         for _ in 0..4 {
             v.push(format!("compute {}", (r as u64 + 1) * 1_000_000));
-            v.extend([
-                format!("irecv {prev} 0 64"),
-                format!("isend {next} 0 64"),
-                "waitall".into(),
-            ]);
+            v.extend(ring_exchange(r, n, 64));
         }
         v
     });
