@@ -156,12 +156,17 @@ void sk_compute_shrink(double share) {
 }
 
 /* Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the phase's
- * removed computation. */
-static void sk_compute_cut(double seconds, double removed, double shrink) {
+ * removed computation. With `clip`, a duration shorter than `removed` runs nothing and still
+ * adds `removed`: every rank adds the same, and what counts is the slowest rank's (see
+ * sk_compute_drawn_less). */
+static void sk_compute_cut(double seconds, double removed, double shrink, int clip) {
     seconds *= sk_weight * sk_scale;
     removed *= sk_scale;
     double kept = seconds - removed;
-    if (removed <= 0.0 || kept <= 0.0 || sk_current < 0 || !sk_cut) {
+    if (clip && kept < 0.0) {
+        kept = 0.0;
+    }
+    if (removed <= 0.0 || kept < 0.0 || (kept == 0.0 && !clip) || sk_current < 0 || !sk_cut) {
         sk_run(seconds);
         return;
     }
@@ -176,7 +181,14 @@ static void sk_compute_cut(double seconds, double removed, double shrink) {
 }
 
 void sk_compute_less(double seconds, double removed) {
-    sk_compute_cut(seconds, removed, sk_shrink);
+    sk_compute_cut(seconds, removed, sk_shrink, 0);
+}
+
+/* sk_compute_less without sk_compute_shrink: at a block where the ranks of a class differ
+ * beyond their weights, the slowest rank here is not the slowest elsewhere, and each rank adding
+ * back its own shrunk part would lose the waiting for this block's slowest. */
+void sk_compute_less_whole(double seconds, double removed) {
+    sk_compute_cut(seconds, removed, 1.0, 0);
 }
 
 static const double (*sk_dists)[SK_QUANTILES];
@@ -208,10 +220,22 @@ void sk_compute_drawn(int i) {
     sk_compute(sk_draw(i));
 }
 
-/* A drawn block is not shrunk: the ranks' random deviations make a different rank the slowest
- * in each execution, and only the time each rank waits for that one would tell. */
+/* Every rank skips the same `removed` seconds of its draw and adds them back; a draw shorter
+ * than that runs nothing. The waiting at the next point where ranks meet is for the slowest
+ * rank, whose draw the build chose `removed` to stay under but for a bias it bounds (see
+ * removal.rs of mpiskel-emit). A drawn block is not shrunk further: the ranks' random
+ * deviations make a different rank the slowest in each execution, and only the time each rank
+ * waits for that one would tell. */
 void sk_compute_drawn_less(int i, double removed) {
-    sk_compute_cut(sk_draw(i), removed, 1.0);
+    sk_compute_cut(sk_draw(i), removed, 1.0, 1);
+}
+
+void sk_compute_drawn_scaled(int i, double factor) {
+    sk_compute(sk_draw(i) * factor);
+}
+
+void sk_compute_drawn_scaled_less(int i, double factor, double removed) {
+    sk_compute_cut(sk_draw(i) * factor, removed, 1.0, 1);
 }
 
 void sk_start(sk_phase *phases, int n) {

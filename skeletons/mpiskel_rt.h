@@ -59,10 +59,19 @@ void sk_compute_drawn(int i);
  * the prediction of the phase being timed, per iteration run (the compute cut; every rank removes
  * the same). */
 void sk_compute_less(double seconds, double removed);
+/* sk_compute_less whose kept part always runs whole (a block with per-rank factors). */
+void sk_compute_less_whole(double seconds, double removed);
 /* Every block cut with sk_compute_less (not the drawn ones) runs only this share of what it
  * keeps; the rest is added back to the prediction as its removed part is. */
 void sk_compute_shrink(double share);
+/* sk_compute_drawn less `removed` seconds, added back as sk_compute_less does; a draw shorter
+ * than `removed` runs nothing and still adds `removed` (every rank adds the same: what counts
+ * is the slowest rank's draw, which the build keeps above `removed` but for a bounded bias). */
 void sk_compute_drawn_less(int i, double removed);
+/* sk_compute_drawn and sk_compute_drawn_less with the draw multiplied by `factor` (this rank's
+ * factor at a block where the ranks of its class compute differently). */
+void sk_compute_drawn_scaled(int i, double factor);
+void sk_compute_drawn_scaled_less(int i, double factor, double removed);
 
 /* Timing of phases; sk_start synchronises all ranks and starts the clock. */
 void sk_start(sk_phase *phases, int n);

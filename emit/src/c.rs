@@ -202,6 +202,12 @@ impl Names<'_> {
     }
 
     /// The count of a send: its bytes, or this rank's entry of its size table.
+    /// A compute block's seconds, times this rank's factor where the block has a table.
+    fn times(seconds: &str, factors: Option<usize>) -> String {
+        factors
+            .map_or_else(|| seconds.to_owned(), |t| format!("{seconds} * compute_factor[{t}][me]"))
+    }
+
     fn bytes(bytes: u64, sizes: Option<usize>) -> String {
         sizes.map_or_else(|| bytes.to_string(), |t| format!("send_size[{t}][me]"))
     }
@@ -386,19 +392,23 @@ impl Names<'_> {
         let pad = "    ".repeat(indent);
         for s in body {
             match s {
-                Stmt::Compute { seconds: x, dist: None, removed } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, dist: None, removed, factors } if *removed > 0.0 => {
+                    let f =
+                        if factors.is_some() { "sk_compute_less_whole" } else { "sk_compute_less" };
                     out.push(format!(
-                        "{pad}sk_compute_less({}, {}); /* {} s of it are not run but added to the \
+                        "{pad}{f}({}, {}); /* {} s of it are not run but added to the \
                          prediction */",
-                        seconds(*x),
+                        Self::times(&seconds(*x), *factors),
                         seconds(*removed),
                         seconds(*removed)
                     ));
                 }
-                Stmt::Compute { seconds: x, dist: None, .. } => {
-                    out.push(format!("{pad}sk_compute({});", seconds(*x)));
+                Stmt::Compute { seconds: x, dist: None, factors, .. } => {
+                    out.push(format!("{pad}sk_compute({});", Self::times(&seconds(*x), *factors)));
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), removed } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, dist: Some(d), removed, factors: None }
+                    if *removed > 0.0 =>
+                {
                     out.push(format!(
                         "{pad}sk_compute_drawn_less({d}, {}); /* {} s on average, of which {} s \
                          are not run but added to the prediction */",
@@ -407,10 +417,28 @@ impl Names<'_> {
                         seconds(*removed)
                     ));
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), .. } => out.push(format!(
-                    "{pad}sk_compute_drawn({d}); /* {} s on average */",
-                    seconds(*x)
-                )),
+                Stmt::Compute { seconds: x, dist: Some(d), removed, factors: Some(t) }
+                    if *removed > 0.0 =>
+                {
+                    out.push(format!(
+                        "{pad}sk_compute_drawn_scaled_less({d}, compute_factor[{t}][me], {}); /* {} \
+                         s on average, times this rank's factor, of which {} s are not run but \
+                         added to the prediction */",
+                        seconds(*removed),
+                        seconds(*x),
+                        seconds(*removed)
+                    ));
+                }
+                Stmt::Compute { seconds: x, dist: Some(d), factors: None, .. } => out.push(
+                    format!("{pad}sk_compute_drawn({d}); /* {} s on average */", seconds(*x)),
+                ),
+                Stmt::Compute { seconds: x, dist: Some(d), factors: Some(t), .. } => {
+                    out.push(format!(
+                        "{pad}sk_compute_drawn_scaled({d}, compute_factor[{t}][me]); /* {} s on \
+                         average, times this rank's factor */",
+                        seconds(*x)
+                    ))
+                }
                 Stmt::Call { call } => {
                     out.extend(self.call(call).lines().map(|l| format!("{pad}{l}")));
                 }
@@ -882,6 +910,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
             .size_tables
             .iter()
             .map(|t| table_lines(&t.iter().map(u64::to_string).collect::<Vec<_>>(), 16))
+            .collect::<Vec<_>>(),
+        compute_factors => skel
+            .compute_factors
+            .iter()
+            .map(|t| table_lines(&t.iter().map(|f| format!("{f:.4}")).collect::<Vec<_>>(), 8))
             .collect::<Vec<_>>(),
         rank_weights => if skel.rank_weight.iter().any(|w| (w - 1.0).abs() > 0.005) {
             table_lines(&skel.rank_weight.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>(), 8)

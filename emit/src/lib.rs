@@ -7,6 +7,8 @@
 //!   trace and the nests;
 //! - [`matching`]: global and local sends and receives (Xu & Subhlok 2008, Fig. 3), size balancing;
 //! - [`scale`]: main-loop cut for a target time, and the prediction factors;
+//! - [`removal`]: what every rank may skip of a compute block whose durations are drawn;
+//! - [`sampling`]: how many iterations of a loop of few iterations stand for all of them;
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
 //!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;
 //! - [`pipeline`]: all of the above in order;
@@ -22,7 +24,9 @@ pub mod instantiate;
 pub mod matching;
 pub mod pipeline;
 pub mod program;
+pub mod removal;
 pub mod rust;
+pub mod sampling;
 pub mod scale;
 pub mod symbols;
 pub mod timesteps;

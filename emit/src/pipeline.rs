@@ -130,9 +130,17 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
     }
     if s.main_full > 1 && s.main_run == s.main_full && s.main_full <= MIN_INNER {
         parts.push(format!(
-            "the main loop runs all its {} iterations: a loop of {MIN_INNER} or fewer runs whole, \
-             since one iteration's drawn durations would stand for all of them",
+            "the main loop runs all its {} iterations: the compute durations its iterations draw \
+             spread so widely that fewer would not predict the application within 2 %",
             s.main_full
+        ));
+    } else if s.main_full > s.main_run && s.main_full <= MIN_INNER && s.main_needed > 1 {
+        parts.push(format!(
+            "the main loop runs {} of its {} iterations, as many as the spread of the compute \
+             durations they draw needs, {:.1} % of the time each",
+            s.main_run,
+            s.main_full,
+            pct(s.main_share * s.app_time_s / s.main_full as f64)
         ));
     } else if s.main_full > s.main_run && (s.main_run == 1 || sampled && s.main_run <= MIN_SAMPLED)
     {
@@ -231,9 +239,13 @@ fn make_once(
     if compute_cut {
         cut_compute(&mut skeleton, &mut scaling);
     }
-    if scaling.note.is_empty() {
-        scaling.note = over_target(&scaling, sampled_within.is_some());
-    }
+    // Over the target: which parts hold it up, after why loops stayed whole if they did.
+    let over = over_target(&scaling, sampled_within.is_some());
+    scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
+        (true, _) => over,
+        (false, true) => scaling.note.clone(),
+        (false, false) => format!("{}; {over}", scaling.note),
+    };
     skeleton.reused_slots = reused.into_iter().collect();
     let operations = programs.iter().map(Vec::len).sum();
     let seconds = t.elapsed().as_secs_f64();

@@ -252,6 +252,12 @@ pub enum Stmt {
         /// have taken back into its phase's prediction.
         #[serde(default, skip_serializing_if = "is_zero")]
         removed: f64,
+        /// Per-rank factors (index into [`Skeleton::compute_factors`]) where the ranks of the
+        /// class differ at this block beyond their weights (a rank with more of the grid's
+        /// boundary, or the root of a coarse level, computes more here and not elsewhere);
+        /// each rank's duration is multiplied by its factor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        factors: Option<usize>,
     },
     /// An MPI call.
     Call {
@@ -442,6 +448,30 @@ pub struct Skeleton {
     /// ranks of other classes). Sends name theirs in `sizes`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub size_tables: Vec<Vec<u64>>,
+    /// Per-rank factors of compute blocks whose class's ranks differ there beyond their
+    /// weights: one table per such block, one entry per rank (1 for ranks of other classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compute_factors: Vec<Vec<f64>>,
+}
+
+impl Skeleton {
+    /// What each rank of `class` multiplies a compute block with `factors` by: its weight times
+    /// its factor there.
+    pub fn block_weights(&self, class: &ClassProgram, factors: Option<usize>) -> Vec<f64> {
+        class
+            .ranks
+            .iter()
+            .map(|&r| {
+                self.rank_weight.get(r as usize).copied().unwrap_or(1.0)
+                    * factor_of(&self.compute_factors, factors, r)
+            })
+            .collect()
+    }
+}
+
+/// The factor of rank `r` at a compute block with `factors` (1 without a table).
+pub fn factor_of(tables: &[Vec<f64>], factors: Option<usize>, r: u32) -> f64 {
+    factors.and_then(|t| tables.get(t)).and_then(|t| t.get(r as usize)).copied().unwrap_or(1.0)
 }
 
 /// The largest number of bytes `c` sends on any rank, given the size tables (0 for calls that
@@ -472,6 +502,88 @@ pub const QUANTILE_PROBABILITIES: [f64; QUANTILES] =
 pub struct Dist {
     /// [`QUANTILES`] quantiles at [`QUANTILE_PROBABILITIES`], seconds, with the recorded mean.
     pub q: Vec<f64>,
+}
+
+/// One compute block of a class program as recorded: its mean, the distribution its durations
+/// are drawn from, and its per-rank factors.
+#[derive(Debug, Clone, Copy)]
+struct Gap {
+    seconds: f64,
+    dist: Option<usize>,
+    factors: Option<usize>,
+}
+
+/// How far a rank's mean at a block may stray from its weight before the block gets a table of
+/// per-rank factors ([`rank_factors`]).
+pub const FACTOR_SPREAD: f64 = 0.1;
+
+/// Each rank's mean duration at one compute block over the class mean × the rank's weight, when
+/// some rank strays by more than [`FACTOR_SPREAD`]: the ranks of a class then differ
+/// systematically at this block (a rank on the grid's boundary, or the root of a coarse level,
+/// computes more here and not elsewhere), which one weight per rank cannot say and drawing at
+/// random would scatter over the ranks (measured on NPB MG, 16 ranks folded into 2 classes:
+/// −17 % against SimGrid's replay with random draws, as with one class per rank). `groups` are
+/// the block's positions, each with one sample per rank. `None` for a class of one rank, blocks
+/// under a microsecond, or ranks that agree.
+///
+/// # Complexity
+/// O(samples).
+pub fn rank_factors(
+    groups: &[&[(u32, f32)]],
+    weight: &dyn Fn(u32) -> f64,
+) -> Option<BTreeMap<u32, f64>> {
+    // Per rank: sum, sum of squares, executions.
+    let mut sums: BTreeMap<u32, (f64, f64, usize)> = BTreeMap::new();
+    let (mut total, mut count) = (0.0f64, 0usize);
+    for g in groups {
+        for &(r, x) in g.iter() {
+            let x = f64::from(x);
+            let e = sums.entry(r).or_default();
+            e.0 += x;
+            e.1 += x * x;
+            e.2 += 1;
+            total += x;
+            count += 1;
+        }
+    }
+    if sums.len() < 2 || count == 0 {
+        return None;
+    }
+    let mean = total / count as f64;
+    if mean < 1e-6 {
+        return None;
+    }
+    let f: BTreeMap<u32, f64> = sums
+        .iter()
+        .map(|(&r, &(s, _, k))| {
+            let w = weight(r);
+            (r, if w > 0.0 { s / k as f64 / (mean * w) } else { 1.0 })
+        })
+        .collect();
+    if !f.values().any(|&x| (x - 1.0).abs() > FACTOR_SPREAD) {
+        return None;
+    }
+    // Where ranks ran the block several times, their means must differ by more than their
+    // executions' own spread explains (four times the variance of a mean), or the differences
+    // are noise, which the draws carry. A block run once per rank has no other evidence: its
+    // durations are the ranks' own.
+    let k_min = sums.values().map(|e| e.2).min().unwrap_or(1);
+    if k_min >= 2 {
+        let within: f64 = sums
+            .values()
+            .map(|&(s, q, k)| {
+                let m = s / k as f64;
+                ((q / k as f64 - m * m).max(0.0) / k as f64) / (mean * mean)
+            })
+            .sum::<f64>()
+            / sums.len() as f64;
+        let fm = f.values().sum::<f64>() / f.len() as f64;
+        let between = f.values().map(|x| (x - fm).powi(2)).sum::<f64>() / (f.len() - 1) as f64;
+        if between <= 4.0 * within {
+            return None;
+        }
+    }
+    Some(f)
 }
 
 /// The distribution of one compute block, from the samples of each program position it stands
@@ -624,22 +736,7 @@ fn rank_of_node(lt: &LogicalTrace) -> Vec<u32> {
 fn node_in_direction(t: &Topology, v: usize, d: &Direction) -> Option<usize> {
     let n = t.n();
     match t.kind {
-        Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
-            let mut c = t.coords(v);
-            for (k, &o) in d.offset.iter().enumerate() {
-                let size = *t.dims.get(k)? as i64;
-                if size == 2 && o != 0 {
-                    c[k] = 1 - c[k];
-                    continue;
-                }
-                let x = c[k] as i64 + o;
-                if !(0..size).contains(&x) && !t.periods.get(k).copied().unwrap_or(false) {
-                    return None;
-                }
-                c[k] = x.rem_euclid(size) as usize;
-            }
-            Some(t.node(&c))
-        }
+        Kind::Cartesian | Kind::Moore | Kind::Bt6 => t.step(v, &d.offset),
         Kind::Butterfly => {
             let cols = t.dims[1];
             let (r, c) = (v / cols, v % cols);
@@ -864,6 +961,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     let mut distributions: Vec<Dist> = Vec::new();
     let mut rank_weight = vec![1.0f64; n as usize];
     let mut size_tables: Vec<Vec<u64>> = Vec::new();
+    let mut compute_factors: Vec<Vec<f64>> = Vec::new();
     let collective_sizes = agreed_collective_sizes(lt, nests);
     for (ci, (class, nest)) in lt.classes.iter().zip(nests).enumerate() {
         for &r in class.ranks.iter().chain(&class.folded) {
@@ -1015,7 +1113,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                 }
             }
         }
-        let gaps: Vec<(f64, Option<usize>)> = leaf_nodes
+        let gaps: Vec<Gap> = leaf_nodes
             .iter()
             .enumerate()
             .map(|(leaf, l)| {
@@ -1027,11 +1125,37 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                     .iter()
                     .map(|&p| class.ops[p].gap_samples.as_slice())
                     .collect();
-                let dist = distribution(&groups, &|r| rank_weight[r as usize]).map(|d| {
+                let weight = |r: u32| rank_weight[r as usize];
+                let (dist, factors) = match rank_factors(&groups, &weight) {
+                    Some(f) => {
+                        // Each rank's own spread between executions, relative to its mean.
+                        let own: Vec<[(u32, f32); 1]> = groups
+                            .iter()
+                            .flat_map(|g| g.iter())
+                            .filter_map(|&(r, x)| {
+                                let m = f.get(&r)? * weight(r) * mean;
+                                (m > 0.0).then(|| [(r, (f64::from(x) / m) as f32)])
+                            })
+                            .collect();
+                        let single: Vec<&[(u32, f32)]> = own.iter().map(|x| x.as_slice()).collect();
+                        let mut table = vec![1.0; n as usize];
+                        for (&r, &x) in &f {
+                            if let Some(t) = table.get_mut(r as usize) {
+                                *t = x;
+                            }
+                        }
+                        compute_factors.push(table);
+                        let d = distribution(&single, &|_| 1.0)
+                            .map(|d| Dist { q: d.q.iter().map(|x| x * mean).collect() });
+                        (d, Some(compute_factors.len() - 1))
+                    }
+                    None => (distribution(&groups, &weight), None),
+                };
+                let dist = dist.map(|d| {
                     distributions.push(d);
                     distributions.len() - 1
                 });
-                (mean, dist)
+                Gap { seconds: mean, dist, factors }
             })
             .collect();
         programs.push((class, nest, calls, gaps, lm));
@@ -1135,6 +1259,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         distributions,
         rank_weight,
         size_tables,
+        compute_factors,
     })
 }
 
@@ -1413,7 +1538,7 @@ fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> u32 {
 fn phases_of(
     items: &[Node],
     calls: &[Option<Call>],
-    gaps: &[(f64, Option<usize>)],
+    gaps: &[Gap],
     class: &ProcessClass,
 ) -> Vec<Phase> {
     let main = mpiskel_compress::main_loop_index(items);
@@ -1542,22 +1667,24 @@ fn lower(
     depth: usize,
     enclosing: u64,
     calls: &[Option<Call>],
-    gaps: &[(f64, Option<usize>)],
+    gaps: &[Gap],
     leaf: &mut usize,
     out: &mut Vec<Stmt>,
 ) {
     for n in nodes {
         match n {
             Node::Sym { .. } => {
-                let (g, dist) = gaps[*leaf];
+                let Gap { seconds: g, dist, factors } = gaps[*leaf];
                 if g > 0.0 {
                     // Merge with a preceding plain compute block (dropped calls leave two in a
                     // row).
                     match out.last_mut() {
-                        Some(Stmt::Compute { seconds, dist: None, .. }) if dist.is_none() => {
+                        Some(Stmt::Compute { seconds, dist: None, factors: None, .. })
+                            if dist.is_none() && factors.is_none() =>
+                        {
                             *seconds += g;
                         }
-                        _ => out.push(Stmt::Compute { seconds: g, dist, removed: 0.0 }),
+                        _ => out.push(Stmt::Compute { seconds: g, dist, removed: 0.0, factors }),
                     }
                 }
                 if let Some(c) = &calls[*leaf] {

@@ -230,6 +230,24 @@ impl Gen<'_> {
         }
     }
 
+    /// This rank's entry of compute factor table `t`.
+    fn factor(t: usize) -> TokenStream {
+        let t = Literal::usize_unsuffixed(t);
+        quote! { COMPUTE_FACTOR[#t][k.all.rank() as usize] }
+    }
+
+    /// A compute block's seconds, times this rank's factor where the block has a table.
+    fn times(x: f64, factors: Option<usize>) -> TokenStream {
+        let x = float(x);
+        match factors {
+            Some(t) => {
+                let f = Self::factor(t);
+                quote! { #x * #f }
+            }
+            None => quote! { #x },
+        }
+    }
+
     /// The length of a send: its bytes, or this rank's entry of its size table.
     fn bytes(bytes: u64, sizes: Option<usize>) -> TokenStream {
         match sizes {
@@ -459,31 +477,50 @@ impl Gen<'_> {
         let mut out = TokenStream::new();
         for s in body {
             out.extend(match s {
-                Stmt::Compute { seconds: x, dist: None, removed } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, dist: None, removed, factors } if *removed > 0.0 => {
                     let n = note(&format!(
                         "{} s of it are not run but added to the prediction",
                         seconds(*removed)
                     ));
-                    let (x, r) = (float(*x), float(*removed));
-                    quote! { #n sk.compute_less(#x, #r); }
+                    let (x, r) = (Self::times(*x, *factors), float(*removed));
+                    if factors.is_some() {
+                        quote! { #n sk.compute_less_whole(#x, #r); }
+                    } else {
+                        quote! { #n sk.compute_less(#x, #r); }
+                    }
                 }
-                Stmt::Compute { seconds: x, dist: None, .. } => {
-                    let x = float(*x);
+                Stmt::Compute { seconds: x, dist: None, factors, .. } => {
+                    let x = Self::times(*x, *factors);
                     quote! { sk.compute(#x); }
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), removed } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, dist: Some(d), removed, factors } if *removed > 0.0 => {
+                    let times = if factors.is_some() { ", times this rank's factor" } else { "" };
                     let n = note(&format!(
-                        "{} s on average, of which {} s are not run but added to the prediction",
+                        "{} s on average{times}, of which {} s are not run but added to the \
+                         prediction",
                         seconds(*x),
                         seconds(*removed)
                     ));
                     let (d, r) = (Literal::usize_unsuffixed(*d), float(*removed));
-                    quote! { #n sk.compute_drawn_less(#d, #r); }
+                    match factors {
+                        Some(t) => {
+                            let f = Self::factor(*t);
+                            quote! { #n sk.compute_drawn_scaled_less(#d, #f, #r); }
+                        }
+                        None => quote! { #n sk.compute_drawn_less(#d, #r); },
+                    }
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), .. } => {
-                    let n = note(&format!("{} s on average", seconds(*x)));
+                Stmt::Compute { seconds: x, dist: Some(d), factors, .. } => {
+                    let times = if factors.is_some() { ", times this rank's factor" } else { "" };
+                    let n = note(&format!("{} s on average{times}", seconds(*x)));
                     let d = Literal::usize_unsuffixed(*d);
-                    quote! { #n sk.compute_drawn(#d); }
+                    match factors {
+                        Some(t) => {
+                            let f = Self::factor(*t);
+                            quote! { #n sk.compute_drawn_scaled(#d, #f); }
+                        }
+                        None => quote! { #n sk.compute_drawn(#d); },
+                    }
                 }
                 Stmt::Call { call } => self.call(call),
                 Stmt::Loop { depth, count, body, note: text } => {
@@ -1195,6 +1232,19 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
              decomposition): SEND_SIZE[table][rank], as recorded (a loop's mean over its iterations).",
         );
         tables.extend(quote! { #d static SEND_SIZE: [[usize; #n_lit]; #nt] = [#(#rows),*]; });
+    }
+    if !skel.compute_factors.is_empty() {
+        let rows = skel.compute_factors.iter().map(|t| {
+            let v = t.iter().map(|&f| float(f));
+            quote! { [#(#v),*] }
+        });
+        let nt = Literal::usize_unsuffixed(skel.compute_factors.len());
+        let d = doc(
+            "Where the ranks of a class compute differently at one block beyond their weights\n\
+             (each rank's mean there over its weight times the class's mean, as recorded): each\n\
+             rank's factor, COMPUTE_FACTOR[table][rank].",
+        );
+        tables.extend(quote! { #d static COMPUTE_FACTOR: [[f64; #n_lit]; #nt] = [#(#rows),*]; });
     }
     let uses_rank = setup.to_string().contains("[rank]");
     let rank_line = if uses_rank {

@@ -35,19 +35,20 @@ use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
 
 /// Iterations of a cut loop that always run: a steady state to time, and enough draws of each
 /// compute block to average. A main loop of at most this many iterations (a few long ones, as
-/// NPB MG's 4 V-cycles and FT's 6 transforms) whose body holds no inner loop longer than this is
-/// not shortened by iterations at all: one iteration would stand for up to eight, so one unusual
-/// iteration or one unusual draw weighs up to eight times (measured on NPB FT W, 16 ranks, under
-/// SMPI: one of six iterations predicts +43 % where all six predict +2.4 %, because a draw from
-/// the 1 % of blocks that took five times the usual lands in the one iteration). Its compute
-/// blocks are cut instead. With a longer inner loop (a few outer iterations of many inner ones),
+/// NPB MG's 4 V-cycles and FT's 6 transforms) whose body holds no inner loop longer than this
+/// runs as many iterations as [`crate::sampling`] finds its drawn durations need: one iteration
+/// stands for up to eight, so one unusual draw weighs up to eight times (measured on NPB FT W,
+/// 16 ranks, under SMPI: one of six iterations predicts +43 % where all six predict +2.4 %,
+/// because a draw from the 1 % of blocks that took five times the usual lands in the one
+/// iteration); where they hardly spread, one iteration does. Its compute blocks are cut where
+/// that is not enough. With a longer inner loop (a few outer iterations of many inner ones),
 /// the inner loop is cut keeping at least this many iterations, and the draws stay many.
 pub const MIN_INNER: u64 = 8;
 
 /// Whether the main loop's body (in the lead class) holds an inner loop of more than
 /// [`MIN_INNER`] iterations.
 fn has_long_inner(skel: &Skeleton) -> bool {
-    skel.classes.first().and_then(|c| c.main_loop()).is_some_and(|p| {
+    lead_class(skel).and_then(|c| c.main_loop()).is_some_and(|p| {
         p.body.iter().any(|s| matches!(s, Stmt::Loop { count, .. } if *count > MIN_INNER))
     })
 }
@@ -326,25 +327,26 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
     }
     // Application seconds that a share of the recorded computation stands for.
     let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
-    let weight_min = |ranks: &[u32]| -> f64 {
-        let w = ranks
-            .iter()
-            .filter_map(|&r| skel.rank_weight.get(r as usize).copied())
-            .fold(f64::INFINITY, f64::min);
+    let weight_min = |c: &crate::program::ClassProgram, factors: Option<usize>| -> f64 {
+        let w = skel.block_weights(c, factors).into_iter().fold(f64::INFINITY, f64::min);
         if w.is_finite() {
             w
         } else {
             1.0
         }
     };
-    // What a block can lose in one class: the smallest draw on any of its ranks, less what runs.
+    // What a block can lose in one class, less what runs: its shortest duration on any of its
+    // ranks, or for a drawn block what every rank may skip (see [`crate::removal`]).
+    let drawn = crate::removal::drawn_removals(skel);
     let can_of = |c: &crate::program::ClassProgram, phase: &str, at: usize| -> Option<f64> {
         let p = c.phases.iter().find(|p| p.name == phase)?;
-        let Some(Stmt::Compute { seconds, dist, .. }) = p.body.get(at) else { return None };
+        let Some(Stmt::Compute { seconds, dist, factors, .. }) = p.body.get(at) else {
+            return None;
+        };
         let least = match dist {
-            Some(d) => skel.distributions.get(*d)?.q.first().copied()?,
-            None => *seconds,
-        } * weight_min(&c.ranks);
+            Some(_) => *drawn.get(&(phase.to_string(), at))?,
+            None => *seconds * weight_min(c, *factors),
+        };
         Some((least - (KEEP_SHARE * least).max(KEEP_MIN)).max(0.0))
     };
     let Some(first) = skel.classes.first() else { return };
@@ -377,17 +379,26 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
     let (mut kept, mut kept_mean) = (0.0, 0.0);
     for (name, at, can, runs) in &blocks {
         let (mut most, mut mean) = (0.0f64, 0.0f64);
-        for c in &mut skel.classes {
-            let w = c
-                .ranks
-                .iter()
-                .filter_map(|&r| skel.rank_weight.get(r as usize).copied())
-                .fold(1.0f64, f64::max);
+        let weights: Vec<Vec<f64>> = skel
+            .classes
+            .iter()
+            .map(|c| {
+                let factors =
+                    c.phases.iter().find(|p| &p.name == name).and_then(|p| match p.body.get(*at) {
+                        Some(Stmt::Compute { factors, .. }) => *factors,
+                        _ => None,
+                    });
+                skel.block_weights(c, factors)
+            })
+            .collect();
+        for (c, ws) in skel.classes.iter_mut().zip(&weights) {
+            let w = ws.iter().copied().fold(1.0f64, f64::max);
             let Some(p) = c.phases.iter_mut().find(|p| &p.name == name) else { continue };
-            if let Some(Stmt::Compute { removed, seconds, dist }) = p.body.get_mut(*at) {
+            if let Some(Stmt::Compute { removed, seconds, dist, factors }) = p.body.get_mut(*at) {
                 *removed = share * can;
-                // Drawn blocks are not shrunk (see the runtime's sk_compute_drawn_less).
-                if dist.is_none() {
+                // Drawn blocks and blocks with per-rank factors are not shrunk (see the runtime's
+                // sk_compute_drawn_less and sk_compute_less_whole).
+                if dist.is_none() && factors.is_none() {
                     most = most.max(*seconds * w - *removed);
                     mean = mean.max(*seconds - *removed);
                 }
@@ -420,6 +431,10 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
 
 /// Smallest share of a cut block's kept part that still runs ([`Scaling::compute_shrink`]).
 const MIN_SHRINK: f64 = 0.1;
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
 
 fn one() -> f64 {
     1.0
@@ -503,6 +518,10 @@ pub struct Scaling {
     /// 1: all of it.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub compute_shrink: f64,
+    /// Iterations a main loop of at most [`MIN_INNER`] iterations must run for the durations
+    /// they draw to stand for all of them ([`crate::sampling`]); 0 for longer loops.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub main_needed: u64,
     /// Why the cut differs from the target's, if it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -587,8 +606,22 @@ pub fn scale(
     let per_iter = share * app_time_s / n as f64;
     let rest = app_time_s - share * app_time_s;
     let fit = |t: f64| ((t - rest) / per_iter).floor().max(0.0) as u64;
-    let k = if per_iter > 0.0 && (n > MIN_INNER || has_long_inner(skel)) {
-        let least = sampled_within.map_or(1, |t| fit(t).min(MIN_SAMPLED));
+    // A loop of few iterations runs as many as its drawn durations need (all of them where
+    // they spread widely; see [`crate::sampling`]).
+    let few = n <= MIN_INNER && !has_long_inner(skel);
+    let needed = match lead_class(skel) {
+        Some(c) if few && per_iter > 0.0 => {
+            let lead_compute = lead_compute(skel);
+            let spread = crate::sampling::iteration_spread(skel, c);
+            let spread_s =
+                if lead_compute > 0.0 { spread / lead_compute * app_time_s } else { 0.0 };
+            crate::sampling::iterations_needed(n, spread_s, app_time_s)
+        }
+        _ => 0,
+    };
+    let k = if per_iter > 0.0 && (!few || needed < n) {
+        let least =
+            if few { needed } else { sampled_within.map_or(1, |t| fit(t).min(MIN_SAMPLED)) };
         fit(target_s).max(least).clamp(1, n)
     } else {
         n
@@ -610,7 +643,7 @@ pub fn scale(
     }) {
         estimate = rest + main;
     }
-    let k = skel.classes.first().and_then(|c| c.main_loop()).map_or(k, |p| p.run);
+    let k = lead_class(skel).and_then(|c| c.main_loop()).map_or(k, |p| p.run);
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
     // Application seconds that a share of the recorded computation stands for.
@@ -633,6 +666,7 @@ pub fn scale(
         factor: if estimate > 0.0 { app_time_s / estimate } else { 1.0 },
         compute_removed_s: 0.0,
         compute_shrink: 1.0,
+        main_needed: needed,
         note: String::new(),
     }
 }

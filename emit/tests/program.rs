@@ -141,3 +141,58 @@ fn rounded(v: serde_json::Value) -> serde_json::Value {
         other => other,
     }
 }
+
+/// Ranks that compute differently at one block and alike at the others get a factor table for
+/// that block; ranks whose means differ only by their executions' noise do not.
+#[test]
+fn ranks_that_differ_at_one_block_get_factors_there() {
+    use mpiskel_emit::program::{factor_of, rank_factors, Stmt};
+    // Rank 1 computes twice as long at the first block, the same at the second (20 times).
+    let built = skeleton(2, 0.1, |r| {
+        let mut v = Vec::new();
+        for _ in 0..20 {
+            v.push(format!("compute {}", if r == 1 { 4_000_000 } else { 2_000_000 }));
+            v.push("allreduce 1 1".into());
+            v.push("compute 2000000".into());
+            v.push("barrier".into());
+        }
+        v
+    });
+    let s = &built.skeleton;
+    let main = s.classes[0].main_loop().expect("a main loop");
+    let factors: Vec<Option<usize>> = main
+        .body
+        .iter()
+        .filter_map(|st| match st {
+            Stmt::Compute { factors, .. } => Some(*factors),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(factors.len(), 2, "{:?}", main.body);
+    assert!(factors.iter().all(Option::is_some), "{factors:?}");
+    // Each rank's duration at a block is its weight × its factor: 2 ms and 4 ms, then 2 ms twice.
+    let seconds = |at: usize, r: u32| {
+        let x = match main.body.iter().filter(|st| matches!(st, Stmt::Compute { .. })).nth(at) {
+            Some(Stmt::Compute { seconds, .. }) => *seconds,
+            _ => unreachable!(),
+        };
+        x * s.rank_weight[r as usize] * factor_of(&s.compute_factors, factors[at], r)
+    };
+    for (at, r, want) in [(0, 0, 2e-3), (0, 1, 4e-3), (1, 0, 2e-3), (1, 1, 2e-3)] {
+        let got = seconds(at, r);
+        assert!((got / want - 1.0).abs() < 0.01, "block {at} rank {r}: {got} s, want {want} s");
+    }
+    // Means 2 % apart with executions spread ±30 %: noise, no table.
+    let noisy: Vec<Vec<(u32, f32)>> = (0..10)
+        .map(|i| {
+            let d = if i % 2 == 0 { 0.3 } else { -0.3 };
+            vec![(0, (1.0 + d) as f32), (1, (1.02 - d) as f32)]
+        })
+        .collect();
+    let groups: Vec<&[(u32, f32)]> = noisy.iter().map(Vec::as_slice).collect();
+    assert!(rank_factors(&groups, &|_| 1.0).is_none());
+    // Run once per rank, 1 and 2 s: the ranks' own durations.
+    let once = [(0u32, 1.0f32), (1, 2.0)];
+    let f = rank_factors(&[&once[..]], &|_| 1.0).expect("factors");
+    assert!((f[&0] - 2.0 / 3.0).abs() < 1e-9 && (f[&1] - 4.0 / 3.0).abs() < 1e-9, "{f:?}");
+}

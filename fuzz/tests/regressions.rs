@@ -30,6 +30,12 @@ fn loops_are_cut_by_the_class_that_splits_the_time() {
 }
 
 #[test]
+fn along_a_dimension_of_two_no_rank_misses_its_neighbour() {
+    // A 3 × 2 grid with strides: folding took a rank for an edge of the dimension of two.
+    assert!(matches!(case("size-two-dim-stride-6-ranks", true), Outcome::Built { .. }));
+}
+
+#[test]
 fn every_regression_input_is_listed_and_tested() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();

@@ -55,6 +55,11 @@ pub struct Topology {
     pub dims: Vec<usize>,
     /// Whether each dimension wraps around (Cartesian and Moore).
     pub periods: Vec<bool>,
+    /// Offsets beyond the family's stencil that some ranks also talk along (a Cartesian grid
+    /// with extra strides, as a multigrid's coarse levels two planes away; see
+    /// [`crate::identify`]), as the logical trace names them. Empty for catalogue topologies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub strides: Vec<Vec<i64>>,
 }
 
 impl Topology {
@@ -97,6 +102,19 @@ impl Topology {
             }
             Kind::Cartesian if self.dims.len() > 2 && self.dims.iter().all(|&d| d == 2) => {
                 format!("hypercube 2^{}", self.dims.len())
+            }
+            Kind::Cartesian if !self.strides.is_empty() => {
+                let s: Vec<String> = self
+                    .strides
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "({})",
+                            o.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+                        )
+                    })
+                    .collect();
+                format!("{x} {} with strides {}", wrap(), s.join(" "))
             }
             Kind::Cartesian => format!("{x} {}", wrap()),
             Kind::Moore => {
@@ -147,7 +165,58 @@ impl Topology {
         Some(self.node(&c))
     }
 
-    /// The stencil offsets of Cartesian-like kinds.
+    /// The node one step along `offset` from `v`, as a skeleton moves: along a dimension of two
+    /// any non-zero offset is the other node; periodic dimensions wrap; `None` past the edge
+    /// of a non-periodic one.
+    pub fn step(&self, v: usize, offset: &[i64]) -> Option<usize> {
+        let mut c = self.coords(v);
+        for (k, &o) in offset.iter().enumerate() {
+            let size = *self.dims.get(k)? as i64;
+            if size == 2 && o != 0 {
+                c[k] = 1 - c[k];
+                continue;
+            }
+            let x = c[k] as i64 + o;
+            if !(0..size).contains(&x) && !self.periods.get(k).copied().unwrap_or(false) {
+                return None;
+            }
+            c[k] = x.rem_euclid(size) as usize;
+        }
+        Some(self.node(&c))
+    }
+
+    /// The offset from node `a` to node `b` of a Cartesian-like kind, as directions name it:
+    /// along a dimension of two, 1 for "the other one" either way; along a periodic dimension,
+    /// wrapped into (−n/2, n/2].
+    pub fn offset(&self, a: usize, b: usize) -> Vec<i64> {
+        let (ca, cb) = (self.coords(a), self.coords(b));
+        (0..ca.len())
+            .map(|k| {
+                let n = self.dims[k] as i64;
+                let o = cb[k] as i64 - ca[k] as i64;
+                if n == 2 {
+                    return o.abs();
+                }
+                self.wrap(k, o)
+            })
+            .collect()
+    }
+
+    /// Offset `o` along dimension `k` wrapped into (−n/2, n/2] if the dimension is periodic.
+    pub fn wrap(&self, k: usize, o: i64) -> i64 {
+        let n = self.dims[k] as i64;
+        if !self.periods.get(k).copied().unwrap_or(false) {
+            return o;
+        }
+        let o = o.rem_euclid(n);
+        if o > n / 2 {
+            o - n
+        } else {
+            o
+        }
+    }
+
+    /// The stencil offsets of Cartesian-like kinds (not the extra [`Topology::strides`]).
     pub fn offsets(&self) -> Vec<Vec<i64>> {
         let d = self.dims.len();
         match self.kind {
@@ -186,6 +255,7 @@ impl Topology {
                 .offsets()
                 .iter()
                 .filter_map(|o| self.at_offset(v, o))
+                .chain(self.strides.iter().filter_map(|o| self.step(v, o)))
                 .filter(|&u| u != v)
                 .collect(),
             Kind::Butterfly => {
@@ -371,9 +441,15 @@ pub fn catalogue(n: usize) -> Vec<Topology> {
                     kind: Kind::Cartesian,
                     dims: dims.clone(),
                     periods: periods.clone(),
+                    strides: Vec::new(),
                 });
                 if (d == 2 || d == 3) && dims.iter().all(|&x| x >= 3) {
-                    out.push(Topology { kind: Kind::Moore, dims: dims.clone(), periods });
+                    out.push(Topology {
+                        kind: Kind::Moore,
+                        dims: dims.clone(),
+                        periods,
+                        strides: Vec::new(),
+                    });
                 }
             }
             if d == 2 && dims[0] == dims[1] && dims[0] >= 3 {
@@ -381,6 +457,7 @@ pub fn catalogue(n: usize) -> Vec<Topology> {
                     kind: Kind::Bt6,
                     dims: dims.clone(),
                     periods: vec![true, true],
+                    strides: Vec::new(),
                 });
             }
             if d == 2 && dims[0] == dims[1] && dims[0].is_power_of_two() {
@@ -388,6 +465,7 @@ pub fn catalogue(n: usize) -> Vec<Topology> {
                     kind: Kind::Butterfly,
                     dims: dims.clone(),
                     periods: vec![false, false],
+                    strides: Vec::new(),
                 });
             }
         }
@@ -395,16 +473,36 @@ pub fn catalogue(n: usize) -> Vec<Topology> {
     if n >= 4 {
         for k in 2..=4 {
             if n > k + 1 {
-                out.push(Topology { kind: Kind::Tree, dims: vec![n, k], periods: Vec::new() });
+                out.push(Topology {
+                    kind: Kind::Tree,
+                    dims: vec![n, k],
+                    periods: Vec::new(),
+                    strides: Vec::new(),
+                });
             }
         }
         // The star (master and workers): a tree of one level.
-        out.push(Topology { kind: Kind::Tree, dims: vec![n, n - 1], periods: Vec::new() });
+        out.push(Topology {
+            kind: Kind::Tree,
+            dims: vec![n, n - 1],
+            periods: Vec::new(),
+            strides: Vec::new(),
+        });
     }
     if n % 2 == 0 && n > 2 {
-        out.push(Topology { kind: Kind::Pairs, dims: vec![n], periods: Vec::new() });
+        out.push(Topology {
+            kind: Kind::Pairs,
+            dims: vec![n],
+            periods: Vec::new(),
+            strides: Vec::new(),
+        });
     }
-    out.push(Topology { kind: Kind::AllToAll, dims: vec![n], periods: Vec::new() });
+    out.push(Topology {
+        kind: Kind::AllToAll,
+        dims: vec![n],
+        periods: Vec::new(),
+        strides: Vec::new(),
+    });
     out
 }
 
@@ -427,7 +525,12 @@ mod tests {
     #[test]
     fn bt_stencil_matches_npb() {
         // Rank 0 of BT on 16 ranks talks to 1, 3, 4, 12, 13 and 7.
-        let t = Topology { kind: Kind::Bt6, dims: vec![4, 4], periods: vec![true, true] };
+        let t = Topology {
+            kind: Kind::Bt6,
+            dims: vec![4, 4],
+            periods: vec![true, true],
+            strides: Vec::new(),
+        };
         let mut nb = t.neighbors(0);
         nb.sort();
         assert_eq!(nb, vec![1, 3, 4, 7, 12, 13]);

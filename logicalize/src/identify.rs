@@ -7,6 +7,8 @@
 //! 2. **Spectrum**: survivors must have the observed adjacency spectrum ([`crate::spectrum`]).
 //! 3. **Isomorphism**: survivors must be isomorphic to the observed graph ([`crate::iso`]); the
 //!    isomorphism is the rank → node (and so rank → coordinate) map.
+//! 4. **Strides** (beyond the decision tree, only when nothing is isomorphic): a Cartesian grid,
+//!    ranks row-major, that the graph holds with a few longer offsets ([`crate::strides`]).
 //!
 //! When several topologies are isomorphic (a 4 × 4 torus is also a 2^4 hypercube), one is chosen
 //! by this rule: the Cartesian topology the program itself declared with `MPI_Cart_create`, if it
@@ -33,7 +35,7 @@ use crate::spectrum::{eigenvalues, same_spectrum, DENSE_LIMIT};
 /// What one stage of the decision tree left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
-    /// `simple tests`, `spectrum` or `isomorphism`.
+    /// `simple tests`, `spectrum`, `isomorphism` or `strides`.
     pub name: String,
     /// The topologies that passed it.
     pub candidates: Vec<String>,
@@ -167,6 +169,7 @@ pub fn normalize_declared(dims: &[u32], periods: &[bool]) -> Option<Topology> {
         kind: Kind::Cartesian,
         dims: dp.iter().map(|x| x.0).collect(),
         periods: dp.iter().map(|x| x.1).collect(),
+        strides: Vec::new(),
     })
 }
 
@@ -258,7 +261,35 @@ pub fn identify(observed: &Graph, declared: Option<&Topology>) -> Identification
         method: "distance profile, then BFS-ordered matching with labels".into(),
     });
     if iso.is_empty() {
-        return general(Structure::General, stages);
+        // 4. A grid with extra strides (a multigrid's coarse levels).
+        let t0 = Instant::now();
+        let found = crate::strides::strided(observed);
+        stages.push(Stage {
+            name: "strides".into(),
+            candidates: found.iter().map(Topology::name).collect(),
+            seconds: t0.elapsed().as_secs_f64(),
+            method: "Cartesian topologies, ranks row-major, whose every edge is observed, \
+                     with the fewest offsets beyond the stencil"
+                .into(),
+        });
+        let Some(topology) = found else {
+            return general(Structure::General, stages);
+        };
+        return Identification {
+            n,
+            structure: Structure::Topology {
+                name: topology.name(),
+                alternatives: Vec::new(),
+                rule: "the only stage that matched: a grid whose ranks also talk along a few \
+                       longer offsets"
+                    .into(),
+                topology: topology.clone(),
+            },
+            stages,
+            node_of_rank: identity.clone(),
+            coords: (0..n).map(|v| topology.coords(v)).collect(),
+            edges,
+        };
     }
 
     iso.sort_by_key(|a| a.0.simplicity());

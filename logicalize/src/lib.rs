@@ -5,7 +5,8 @@
 //! - [`catalogue`]: every structured topology for a number of ranks, from its prime
 //!   factorisation.
 //! - [`identify`]: the decision tree (simple tests → spectrum → isomorphism), with each stage's
-//!   survivors and time, giving the rank → coordinate map.
+//!   survivors and time, giving the rank → coordinate map; [`strides`]: a grid with a few
+//!   longer offsets where nothing in the catalogue matches (a multigrid).
 //! - [`logicalize`]: the logical trace — peers as directions of the topology, ranks grouped
 //!   into process classes, edge classes folded into the interior one.
 //!
@@ -26,6 +27,7 @@ pub mod iso;
 mod logical;
 pub mod matrix;
 pub mod spectrum;
+pub mod strides;
 
 pub use catalogue::{Kind, Topology};
 pub use graph::Graph;

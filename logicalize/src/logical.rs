@@ -60,11 +60,14 @@ impl Direction {
         }
         match topo.kind {
             Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+                // Wrapped as the neighbour names it: half-way round a periodic dimension
+                // (a stride of 2 along 4) is the same offset both ways.
                 let offset: Vec<i64> = self
                     .offset
                     .iter()
                     .zip(&topo.dims)
-                    .map(|(&o, &d)| if d == 2 { o } else { -o })
+                    .enumerate()
+                    .map(|(k, (&o, &d))| if d == 2 { o } else { topo.wrap(k, -o) })
                     .collect();
                 Some(Direction { name: direction_name(&offset), offset })
             }
@@ -338,24 +341,8 @@ impl Namer<'_> {
         }
         LogicalPeer::Dir(match t.kind {
             Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
-                let (ca, cb) = (t.coords(a), t.coords(b));
-                let offset: Vec<i64> = (0..ca.len())
-                    .map(|k| {
-                        let n = t.dims[k] as i64;
-                        let mut o = cb[k] as i64 - ca[k] as i64;
-                        if n == 2 {
-                            // Along a dimension of two there is only "the other one".
-                            return o.abs();
-                        }
-                        if t.periods.get(k).copied().unwrap_or(false) {
-                            o = o.rem_euclid(n);
-                            if o > n / 2 {
-                                o -= n;
-                            }
-                        }
-                        o
-                    })
-                    .collect();
+                // Along a dimension of two there is only "the other one".
+                let offset = t.offset(a, b);
                 Direction { name: direction_name(&offset), offset }
             }
             Kind::Butterfly => {
@@ -540,7 +527,9 @@ fn missing_directions(
         return BTreeSet::new();
     };
     let node = ident.node_of_rank[r] as usize;
-    t.offsets().into_iter().filter(|o| t.at_offset(node, o).is_none()).collect()
+    // As a skeleton moves (`Topology::step`): along a dimension of two the other node is always
+    // there, so no rank misses a neighbour along it.
+    t.offsets().into_iter().filter(|o| t.step(node, o).is_none()).collect()
 }
 
 /// Aligns rank sequence `b` (with `missing` directions) to class program `a`: for each position
@@ -673,7 +662,7 @@ fn declared_layout(set: &TraceSet) -> Option<Identification> {
         .filter(|(d, _)| **d > 1)
         .map(|(&d, &p)| p && d > 2)
         .collect();
-    let topology = Topology { kind: Kind::Cartesian, dims, periods };
+    let topology = Topology { kind: Kind::Cartesian, dims, periods, strides: Vec::new() };
     let mut node_of_rank = vec![0u32; n];
     for (cart_rank, world) in members.iter().enumerate() {
         node_of_rank[world.0 as usize] = cart_rank as u32;

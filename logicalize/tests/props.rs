@@ -51,7 +51,7 @@ fn cartesian() -> impl Strategy<Value = Topology> {
             dims.iter().zip(&p).map(|(&d, &p)| (d, p && d > 2)).collect();
         axes.sort_unstable_by(|a, b| b.cmp(a));
         let (dims, periods) = axes.into_iter().unzip();
-        Topology { kind: Kind::Cartesian, dims, periods }
+        Topology { kind: Kind::Cartesian, dims, periods, strides: Vec::new() }
     })
 }
 
@@ -67,16 +67,42 @@ proptest! {
 #[test]
 fn stencils_trees_and_butterflies_are_identified_under_renumbering() {
     let cases = [
-        Topology { kind: Kind::Moore, dims: vec![6, 5], periods: vec![true, false] },
-        Topology { kind: Kind::Moore, dims: vec![4, 4, 3], periods: vec![true, true, true] },
-        Topology { kind: Kind::Bt6, dims: vec![11, 11], periods: vec![true, true] },
-        Topology { kind: Kind::Butterfly, dims: vec![8, 8], periods: vec![false, false] },
-        Topology { kind: Kind::Tree, dims: vec![40, 3], periods: vec![] },
-        Topology { kind: Kind::Cartesian, dims: vec![16, 8], periods: vec![false, false] },
+        Topology {
+            kind: Kind::Moore,
+            dims: vec![6, 5],
+            periods: vec![true, false],
+            strides: Vec::new(),
+        },
+        Topology {
+            kind: Kind::Moore,
+            dims: vec![4, 4, 3],
+            periods: vec![true, true, true],
+            strides: Vec::new(),
+        },
+        Topology {
+            kind: Kind::Bt6,
+            dims: vec![11, 11],
+            periods: vec![true, true],
+            strides: Vec::new(),
+        },
+        Topology {
+            kind: Kind::Butterfly,
+            dims: vec![8, 8],
+            periods: vec![false, false],
+            strides: Vec::new(),
+        },
+        Topology { kind: Kind::Tree, dims: vec![40, 3], periods: vec![], strides: Vec::new() },
+        Topology {
+            kind: Kind::Cartesian,
+            dims: vec![16, 8],
+            periods: vec![false, false],
+            strides: Vec::new(),
+        },
         Topology {
             kind: Kind::Cartesian,
             dims: vec![8, 2, 2, 2],
             periods: vec![true, false, false, false],
+            strides: Vec::new(),
         },
     ];
     for (i, t) in cases.iter().enumerate() {
@@ -91,7 +117,31 @@ fn an_irregular_graph_is_a_general_graph() {
     edges.extend([(0, 7), (3, 19), (11, 25)]);
     let id = identify(&Graph::from_edges(30, edges), None);
     assert_eq!(id.structure, Structure::General);
-    assert_eq!(id.stages.len(), 3);
+    // The decision tree's three stages, then grids with strides: lone chords are none.
+    assert_eq!(id.stages.len(), 4);
+    assert_eq!(id.stages[3].name, "strides");
+    assert!(id.stages[3].candidates.is_empty());
+}
+
+#[test]
+fn a_torus_with_shared_strides_is_a_grid_with_strides() {
+    // A 4 × 2 × 2 torus whose odd planes also talk two planes away (NPB MG on 16 ranks).
+    let base = Topology {
+        kind: Kind::Cartesian,
+        dims: vec![4, 2, 2],
+        periods: vec![true, false, false],
+        strides: Vec::new(),
+    };
+    let mut edges: Vec<(u32, u32)> = (0..16)
+        .flat_map(|v| base.neighbors(v).into_iter().map(move |u| (v as u32, u as u32)))
+        .collect();
+    edges.extend((4..8).map(|v| (v, v + 8)));
+    let id = identify(&Graph::from_edges(16, edges), None);
+    let Structure::Topology { topology, .. } = &id.structure else { panic!("{:?}", id.structure) };
+    assert_eq!(topology.strides, vec![vec![2, 0, 0]]);
+    assert_eq!(id.coords[5], vec![1, 0, 1]);
+    // Rank 5 reaches 13 two planes on, and 13 reaches 5 the same way round the torus.
+    assert!(topology.neighbors(5).contains(&13) && topology.neighbors(13).contains(&5));
 }
 
 #[test]
@@ -103,7 +153,11 @@ fn no_messages_no_topology() {
 /// A shape whose equal dimensions need more than one swap to put the periodic one first.
 #[test]
 fn a_cube_periodic_in_its_last_dimension_is_named_canonically() {
-    let t =
-        Topology { kind: Kind::Cartesian, dims: vec![6, 6, 6], periods: vec![true, false, false] };
+    let t = Topology {
+        kind: Kind::Cartesian,
+        dims: vec![6, 6, 6],
+        periods: vec![true, false, false],
+        strides: Vec::new(),
+    };
     check(&t, 1189078307211405554).unwrap();
 }

@@ -236,16 +236,26 @@ impl Runtime {
     /// prediction of the phase being timed, per iteration run (the compute cut; every rank
     /// removes the same).
     pub fn compute_less(&mut self, seconds: f64, removed: f64) {
-        self.compute_cut(seconds, removed, self.shrink);
+        self.compute_cut(seconds, removed, self.shrink, false);
+    }
+
+    /// [`Runtime::compute_less`] whose kept part always runs whole: at a block where the ranks
+    /// of a class differ beyond their weights, the slowest rank here is not the slowest
+    /// elsewhere, and each rank adding back its own shrunk part would lose the waiting for this
+    /// block's slowest.
+    pub fn compute_less_whole(&mut self, seconds: f64, removed: f64) {
+        self.compute_cut(seconds, removed, 1.0, false);
     }
 
     /// Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the
-    /// phase's removed computation.
-    fn compute_cut(&mut self, seconds: f64, removed: f64, shrink: f64) {
+    /// phase's removed computation. With `clip`, a duration shorter than `removed` runs nothing
+    /// and still adds `removed`: every rank adds the same, and what counts is the slowest
+    /// rank's (see [`Runtime::compute_drawn_less`]).
+    fn compute_cut(&mut self, seconds: f64, removed: f64, shrink: f64, clip: bool) {
         let seconds = seconds * self.weight * self.scale;
         let removed = removed * self.scale;
-        let kept = seconds - removed;
-        let Some(i) = self.current.filter(|_| removed > 0.0 && kept > 0.0) else {
+        let kept = if clip { (seconds - removed).max(0.0) } else { seconds - removed };
+        let Some(i) = self.current.filter(|_| removed > 0.0 && (kept > 0.0 || clip)) else {
             self.run_for(seconds);
             return;
         };
@@ -267,12 +277,29 @@ impl Runtime {
         self.compute(x);
     }
 
-    /// [`Runtime::compute_drawn`] less `removed` seconds, as [`Runtime::compute_less`].
-    /// A drawn block is not shrunk: the ranks' random deviations make a different rank the
-    /// slowest in each execution, and only the time each rank waits for that one would tell.
+    /// [`Runtime::compute_drawn`] less `removed` seconds, as [`Runtime::compute_less`]: every
+    /// rank skips the same seconds and adds them back; a draw shorter than that runs nothing.
+    /// The waiting at the next point where ranks meet is for the slowest rank, whose draw the
+    /// build chose `removed` to stay under but for a bias it bounds (`removal.rs` of
+    /// mpiskel-emit). A drawn block is not shrunk further: the ranks' random deviations make a
+    /// different rank the slowest in each execution, and only the time each rank waits for that
+    /// one would tell.
     pub fn compute_drawn_less(&mut self, i: usize, removed: f64) {
         let x = self.draw(i);
-        self.compute_cut(x, removed, 1.0);
+        self.compute_cut(x, removed, 1.0, true);
+    }
+
+    /// [`Runtime::compute_drawn`] with the draw multiplied by `factor` (this rank's factor at a
+    /// block where the ranks of its class compute differently).
+    pub fn compute_drawn_scaled(&mut self, i: usize, factor: f64) {
+        let x = self.draw(i);
+        self.compute(x * factor);
+    }
+
+    /// [`Runtime::compute_drawn_less`] with the draw multiplied by `factor`.
+    pub fn compute_drawn_scaled_less(&mut self, i: usize, factor: f64, removed: f64) {
+        let x = self.draw(i);
+        self.compute_cut(x * factor, removed, 1.0, true);
     }
 
     /// A duration drawn from distribution `i`; 0 without it.
