@@ -1,5 +1,5 @@
 //! Properties of loop discovery: expansion gives the input back; the greedy pass covers what the
-//! exact mode covers, minus the seed's bound (at most two iterations fewer per loop).
+//! exact mode covers, minus Xu & Subhlok's bound (2008, §3: at most two iterations fewer per loop).
 
 use mpiskel_compress::{exact, find_steps, greedy, LoopNest, Node, Sym};
 use proptest::prelude::*;
@@ -20,7 +20,7 @@ fn structured(alphabet: u32) -> impl Strategy<Value = Vec<Sym>> {
     })
 }
 
-/// Span covered by `nest` minus the seed's allowance: two iterations of every top-level loop.
+/// Span covered by `nest` minus Xu & Subhlok's allowance: two iterations of every top-level loop.
 fn covered_minus_bound(nest: &LoopNest) -> i64 {
     let r = nest.report();
     let allowance: u64 = nest
@@ -137,7 +137,7 @@ proptest! {
     }
 }
 
-/// Seed 001 Table 3 shapes: the greedy pass finds them exactly.
+/// The shapes of Xu & Subhlok 2008, Table 3: the greedy pass finds them exactly.
 #[test]
 fn lu_like_nest() {
     // ((4)^10 + (4)^10 + 12)^20 with distinct symbols per part.
