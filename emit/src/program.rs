@@ -627,6 +627,13 @@ pub fn distribution(groups: &[&[(u32, f32)]], weight: &dyn Fn(u32) -> f64) -> Op
         let m = g.iter().map(|&(_, x)| f64::from(x)).sum::<f64>() / g.len() as f64;
         v.extend(g.iter().map(|&(r, x)| (mean + f64::from(x) - weight(r) * m).max(0.0)));
     }
+    quantiles_of(v, mean)
+}
+
+/// The distribution of the durations `v` with mean `mean`: its quantiles, scaled so that the
+/// distribution's mean is `mean`; `None` for fewer than 8 values, a mean under a microsecond or
+/// a spread under 2 % of the mean.
+fn quantiles_of(mut v: Vec<f64>, mean: f64) -> Option<Dist> {
     if v.len() < 8 || mean < 1e-6 {
         return None;
     }
@@ -1129,16 +1136,17 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                 let weight = |r: u32| rank_weight[r as usize];
                 let (dist, factors) = match rank_factors(&groups, &weight) {
                     Some(f) => {
-                        // Each rank's own spread between executions, relative to its mean.
-                        let own: Vec<[(u32, f32); 1]> = groups
+                        // Each rank's own spread between executions, relative to its mean
+                        // (rounded as recorded samples are).
+                        let own: Vec<f64> = groups
                             .iter()
                             .flat_map(|g| g.iter())
                             .filter_map(|&(r, x)| {
                                 let m = f.get(&r)? * weight(r) * mean;
-                                (m > 0.0).then(|| [(r, (f64::from(x) / m) as f32)])
+                                (m > 0.0).then(|| f64::from((f64::from(x) / m) as f32))
                             })
                             .collect();
-                        let single: Vec<&[(u32, f32)]> = own.iter().map(|x| x.as_slice()).collect();
+                        let own_mean = own.iter().sum::<f64>() / own.len().max(1) as f64;
                         let mut table = vec![1.0; n as usize];
                         for (&r, &x) in &f {
                             if let Some(t) = table.get_mut(r as usize) {
@@ -1146,7 +1154,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                             }
                         }
                         compute_factors.push(table);
-                        let d = distribution(&single, &|_| 1.0)
+                        let d = quantiles_of(own, own_mean)
                             .map(|d| Dist { q: d.q.iter().map(|x| x * mean).collect() });
                         (d, Some(compute_factors.len() - 1))
                     }

@@ -14,42 +14,12 @@ fn main() {
     println!("| topology (shuffled) | ranks | identified as | simple tests s (left) | spectrum s (left) | isomorphism s (left) | total s (median of 3) |");
     println!("|---|---|---|---|---|---|---|");
     let cases = [
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![16, 8],
-            periods: vec![true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![32, 32],
-            periods: vec![true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![16, 8, 8],
-            periods: vec![true, true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![128, 128],
-            periods: vec![true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![32, 32, 16],
-            periods: vec![true, true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![128, 128],
-            periods: vec![false, false],
-            strides: Vec::new(),
-        },
+        Topology::new(Kind::Cartesian, vec![16, 8], vec![true, true]),
+        Topology::new(Kind::Cartesian, vec![32, 32], vec![true, true]),
+        Topology::new(Kind::Cartesian, vec![16, 8, 8], vec![true, true, true]),
+        Topology::new(Kind::Cartesian, vec![128, 128], vec![true, true]),
+        Topology::new(Kind::Cartesian, vec![32, 32, 16], vec![true, true, true]),
+        Topology::new(Kind::Cartesian, vec![128, 128], vec![false, false]),
     ];
     for t in cases {
         let (g, _) = t.graph().shuffled(0x9E37_79B9);

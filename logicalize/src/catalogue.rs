@@ -63,6 +63,11 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// A topology of `kind` over `dims` with `periods`, without extra strides.
+    pub fn new(kind: Kind, dims: Vec<usize>, periods: Vec<bool>) -> Topology {
+        Topology { kind, dims, periods, strides: Vec::new() }
+    }
+
     /// Number of nodes.
     pub fn n(&self) -> usize {
         match self.kind {
@@ -199,6 +204,18 @@ impl Topology {
                 }
                 self.wrap(k, o)
             })
+            .collect()
+    }
+
+    /// The offset by which the node at `offset` names this one, wrapped as [`Topology::offset`]
+    /// wraps (a move along a dimension of two, and half-way round a periodic one, is its own
+    /// opposite).
+    pub fn opposite(&self, offset: &[i64]) -> Vec<i64> {
+        offset
+            .iter()
+            .zip(&self.dims)
+            .enumerate()
+            .map(|(k, (&o, &d))| if d == 2 { o } else { self.wrap(k, -o) })
             .collect()
     }
 
@@ -437,72 +454,32 @@ pub fn catalogue(n: usize) -> Vec<Topology> {
     for d in 1..=4 {
         for dims in factorizations(n, d, n) {
             for periods in periodicities(&dims) {
-                out.push(Topology {
-                    kind: Kind::Cartesian,
-                    dims: dims.clone(),
-                    periods: periods.clone(),
-                    strides: Vec::new(),
-                });
+                out.push(Topology::new(Kind::Cartesian, dims.clone(), periods.clone()));
                 if (d == 2 || d == 3) && dims.iter().all(|&x| x >= 3) {
-                    out.push(Topology {
-                        kind: Kind::Moore,
-                        dims: dims.clone(),
-                        periods,
-                        strides: Vec::new(),
-                    });
+                    out.push(Topology::new(Kind::Moore, dims.clone(), periods));
                 }
             }
             if d == 2 && dims[0] == dims[1] && dims[0] >= 3 {
-                out.push(Topology {
-                    kind: Kind::Bt6,
-                    dims: dims.clone(),
-                    periods: vec![true, true],
-                    strides: Vec::new(),
-                });
+                out.push(Topology::new(Kind::Bt6, dims.clone(), vec![true, true]));
             }
             if d == 2 && dims[0] == dims[1] && dims[0].is_power_of_two() {
-                out.push(Topology {
-                    kind: Kind::Butterfly,
-                    dims: dims.clone(),
-                    periods: vec![false, false],
-                    strides: Vec::new(),
-                });
+                out.push(Topology::new(Kind::Butterfly, dims.clone(), vec![false, false]));
             }
         }
     }
     if n >= 4 {
         for k in 2..=4 {
             if n > k + 1 {
-                out.push(Topology {
-                    kind: Kind::Tree,
-                    dims: vec![n, k],
-                    periods: Vec::new(),
-                    strides: Vec::new(),
-                });
+                out.push(Topology::new(Kind::Tree, vec![n, k], Vec::new()));
             }
         }
         // The star (master and workers): a tree of one level.
-        out.push(Topology {
-            kind: Kind::Tree,
-            dims: vec![n, n - 1],
-            periods: Vec::new(),
-            strides: Vec::new(),
-        });
+        out.push(Topology::new(Kind::Tree, vec![n, n - 1], Vec::new()));
     }
     if n % 2 == 0 && n > 2 {
-        out.push(Topology {
-            kind: Kind::Pairs,
-            dims: vec![n],
-            periods: Vec::new(),
-            strides: Vec::new(),
-        });
+        out.push(Topology::new(Kind::Pairs, vec![n], Vec::new()));
     }
-    out.push(Topology {
-        kind: Kind::AllToAll,
-        dims: vec![n],
-        periods: Vec::new(),
-        strides: Vec::new(),
-    });
+    out.push(Topology::new(Kind::AllToAll, vec![n], Vec::new()));
     out
 }
 
@@ -525,12 +502,7 @@ mod tests {
     #[test]
     fn bt_stencil_matches_npb() {
         // Rank 0 of BT on 16 ranks talks to 1, 3, 4, 12, 13 and 7.
-        let t = Topology {
-            kind: Kind::Bt6,
-            dims: vec![4, 4],
-            periods: vec![true, true],
-            strides: Vec::new(),
-        };
+        let t = Topology::new(Kind::Bt6, vec![4, 4], vec![true, true]);
         let mut nb = t.neighbors(0);
         nb.sort();
         assert_eq!(nb, vec![1, 3, 4, 7, 12, 13]);

@@ -165,12 +165,11 @@ pub fn normalize_declared(dims: &[u32], periods: &[bool]) -> Option<Topology> {
         return None;
     }
     dp.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-    Some(Topology {
-        kind: Kind::Cartesian,
-        dims: dp.iter().map(|x| x.0).collect(),
-        periods: dp.iter().map(|x| x.1).collect(),
-        strides: Vec::new(),
-    })
+    Some(Topology::new(
+        Kind::Cartesian,
+        dp.iter().map(|x| x.0).collect(),
+        dp.iter().map(|x| x.1).collect(),
+    ))
 }
 
 /// Identifies the topology of `observed` (a graph on the ranks); `declared` is the Cartesian

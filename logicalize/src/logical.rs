@@ -62,13 +62,7 @@ impl Direction {
             Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
                 // Wrapped as the neighbour names it: half-way round a periodic dimension
                 // (a stride of 2 along 4) is the same offset both ways.
-                let offset: Vec<i64> = self
-                    .offset
-                    .iter()
-                    .zip(&topo.dims)
-                    .enumerate()
-                    .map(|(k, (&o, &d))| if d == 2 { o } else { topo.wrap(k, -o) })
-                    .collect();
+                let offset = topo.opposite(&self.offset);
                 Some(Direction { name: direction_name(&offset), offset })
             }
             Kind::Tree => None,
@@ -662,7 +656,7 @@ fn declared_layout(set: &TraceSet) -> Option<Identification> {
         .filter(|(d, _)| **d > 1)
         .map(|(&d, &p)| p && d > 2)
         .collect();
-    let topology = Topology { kind: Kind::Cartesian, dims, periods, strides: Vec::new() };
+    let topology = Topology::new(Kind::Cartesian, dims, periods);
     let mut node_of_rank = vec![0u32; n];
     for (cart_rank, world) in members.iter().enumerate() {
         node_of_rank[world.0 as usize] = cart_rank as u32;

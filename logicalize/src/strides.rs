@@ -39,44 +39,32 @@ fn fit(g: &Graph, t: &Topology) -> Option<Vec<Vec<i64>>> {
         .map(|(v, u)| t.offset(v, u))
         .collect();
     let mut extra: BTreeSet<Vec<i64>> = BTreeSet::new();
+    // Edges along each extra offset, an offset and its opposite counted as one.
+    let mut uses: BTreeMap<Vec<i64>, usize> = BTreeMap::new();
     for v in 0..n {
         if t.neighbors(v).iter().any(|&u| !g.has_edge(v, u)) {
             return None;
         }
         for &u in g.neighbors(v) {
             let o = t.offset(v, u as usize);
-            if base.contains(&o) || extra.contains(&o) {
+            if base.contains(&o) {
                 continue;
             }
-            if t.step(v, &o) != Some(u as usize) {
-                return None;
+            if !extra.contains(&o) {
+                if t.step(v, &o) != Some(u as usize) {
+                    return None;
+                }
+                extra.insert(o.clone());
+                if extra.len() > 2 * MAX_STRIDES {
+                    return None;
+                }
             }
-            extra.insert(o);
-            if extra.len() > 2 * MAX_STRIDES {
-                return None;
-            }
+            let opposite = t.opposite(&o);
+            *uses.entry(o.min(opposite)).or_default() += 1;
         }
     }
-    // An offset and its opposite count once; each must carry at least MIN_EDGES edges (a
-    // stride some ranks share, not a lone chord).
-    let canonical = |o: &Vec<i64>| {
-        let neg: Vec<i64> = o
-            .iter()
-            .enumerate()
-            .map(|(k, &x)| if t.dims[k] == 2 { x } else { t.wrap(k, -x) })
-            .collect();
-        o.clone().min(neg)
-    };
-    let mut uses: BTreeMap<Vec<i64>, usize> = BTreeMap::new();
-    for v in 0..n {
-        for &u in g.neighbors(v) {
-            let o = t.offset(v, u as usize);
-            if extra.contains(&o) {
-                *uses.entry(canonical(&o)).or_default() += 1;
-            }
-        }
-    }
-    // Each undirected edge was seen from both ends.
+    // Each must carry at least MIN_EDGES edges (a stride some ranks share, not a lone chord);
+    // each undirected edge was seen from both ends.
     let shared = uses.values().all(|&k| k / 2 >= MIN_EDGES);
     (!extra.is_empty() && uses.len() <= MAX_STRIDES && shared).then(|| extra.into_iter().collect())
 }
@@ -104,12 +92,7 @@ mod tests {
     /// NPB MG's graph on 16 ranks: a 4 × 2 × 2 torus (row-major, the 4 slowest) plus partners
     /// two planes away along the 4 for the odd planes.
     fn mg16() -> Graph {
-        let t = Topology {
-            kind: Kind::Cartesian,
-            dims: vec![4, 2, 2],
-            periods: vec![true, false, false],
-            strides: Vec::new(),
-        };
+        let t = Topology::new(Kind::Cartesian, vec![4, 2, 2], vec![true, false, false]);
         let mut edges: Vec<(u32, u32)> = (0..16)
             .flat_map(|v| t.neighbors(v).into_iter().map(move |u| (v as u32, u as u32)))
             .collect();

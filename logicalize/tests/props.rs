@@ -51,7 +51,7 @@ fn cartesian() -> impl Strategy<Value = Topology> {
             dims.iter().zip(&p).map(|(&d, &p)| (d, p && d > 2)).collect();
         axes.sort_unstable_by(|a, b| b.cmp(a));
         let (dims, periods) = axes.into_iter().unzip();
-        Topology { kind: Kind::Cartesian, dims, periods, strides: Vec::new() }
+        Topology::new(Kind::Cartesian, dims, periods)
     })
 }
 
@@ -67,43 +67,13 @@ proptest! {
 #[test]
 fn stencils_trees_and_butterflies_are_identified_under_renumbering() {
     let cases = [
-        Topology {
-            kind: Kind::Moore,
-            dims: vec![6, 5],
-            periods: vec![true, false],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Moore,
-            dims: vec![4, 4, 3],
-            periods: vec![true, true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Bt6,
-            dims: vec![11, 11],
-            periods: vec![true, true],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Butterfly,
-            dims: vec![8, 8],
-            periods: vec![false, false],
-            strides: Vec::new(),
-        },
-        Topology { kind: Kind::Tree, dims: vec![40, 3], periods: vec![], strides: Vec::new() },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![16, 8],
-            periods: vec![false, false],
-            strides: Vec::new(),
-        },
-        Topology {
-            kind: Kind::Cartesian,
-            dims: vec![8, 2, 2, 2],
-            periods: vec![true, false, false, false],
-            strides: Vec::new(),
-        },
+        Topology::new(Kind::Moore, vec![6, 5], vec![true, false]),
+        Topology::new(Kind::Moore, vec![4, 4, 3], vec![true, true, true]),
+        Topology::new(Kind::Bt6, vec![11, 11], vec![true, true]),
+        Topology::new(Kind::Butterfly, vec![8, 8], vec![false, false]),
+        Topology::new(Kind::Tree, vec![40, 3], vec![]),
+        Topology::new(Kind::Cartesian, vec![16, 8], vec![false, false]),
+        Topology::new(Kind::Cartesian, vec![8, 2, 2, 2], vec![true, false, false, false]),
     ];
     for (i, t) in cases.iter().enumerate() {
         check(t, 0x9E37 + i as u64).unwrap();
@@ -126,12 +96,7 @@ fn an_irregular_graph_is_a_general_graph() {
 #[test]
 fn a_torus_with_shared_strides_is_a_grid_with_strides() {
     // A 4 × 2 × 2 torus whose odd planes also talk two planes away (NPB MG on 16 ranks).
-    let base = Topology {
-        kind: Kind::Cartesian,
-        dims: vec![4, 2, 2],
-        periods: vec![true, false, false],
-        strides: Vec::new(),
-    };
+    let base = Topology::new(Kind::Cartesian, vec![4, 2, 2], vec![true, false, false]);
     let mut edges: Vec<(u32, u32)> = (0..16)
         .flat_map(|v| base.neighbors(v).into_iter().map(move |u| (v as u32, u as u32)))
         .collect();
@@ -153,11 +118,6 @@ fn no_messages_no_topology() {
 /// A shape whose equal dimensions need more than one swap to put the periodic one first.
 #[test]
 fn a_cube_periodic_in_its_last_dimension_is_named_canonically() {
-    let t = Topology {
-        kind: Kind::Cartesian,
-        dims: vec![6, 6, 6],
-        periods: vec![true, false, false],
-        strides: Vec::new(),
-    };
+    let t = Topology::new(Kind::Cartesian, vec![6, 6, 6], vec![true, false, false]);
     check(&t, 1189078307211405554).unwrap();
 }
