@@ -177,9 +177,24 @@ fn selected(cases: Vec<(&'static str, u32, Vec<String>)>) -> Vec<(&'static str, 
 }
 
 /// Traces `cmd` on `np` ranks under OpenMPI (`--cpu-time`) into `t`.
+/// Traces a native run (`--cpu-time`: ranks share the cores) to build a skeleton from.
 fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
+    record_native(work, t, np, cmd, name, "--cpu-time");
+}
+
+/// The application's time in one native run, recorded with `--time-only` (without the
+/// tracer's overhead on its calls).
+fn time_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) -> f64 {
+    record_native(work, t, np, cmd, name, "--time-only");
     let mut c = mpiskel();
-    c.current_dir(work).args(["trace", "--cpu-time", "--force", "-o"]).arg(t).args([
+    c.args(["inspect", "--json"]).arg(t);
+    let doc: serde_json::Value = serde_json::from_str(&ok(c, "inspecting a timed run")).unwrap();
+    doc["app_time_s"].as_f64().unwrap()
+}
+
+fn record_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str, record: &str) {
+    let mut c = mpiskel();
+    c.current_dir(work).args(["trace", record, "--force", "-o"]).arg(t).args([
         "--",
         "mpirun.openmpi",
         "--oversubscribe",
@@ -198,17 +213,13 @@ fn native(reps: usize) {
     for (name, np, cmd) in cases {
         let work = root().join("target").join("bench-native").join(name);
         std::fs::create_dir_all(&work).unwrap();
-        let trace = |k: usize| -> f64 {
-            let t = work.join(format!("run{k}.trace"));
-            trace_native(&work, &t, np, &cmd, name);
-            let doc = build(&t, &work.join(format!("run{k}.skel")));
-            doc["scaling"]["app_time_s"].as_f64().unwrap()
-        };
-        let _ = trace(0);
+        let t0 = work.join("run0.trace");
+        trace_native(&work, &t0, np, &cmd, name);
         let skel = work.join("run0.skel");
+        build(&t0, &skel);
         let (mut app, mut sk, mut ph, mut ra) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for k in 1..=reps {
-            app.push(trace(k));
+            app.push(time_native(&work, &work.join(format!("run{k}.time")), np, &cmd, name));
             let r = run(&skel, &["--mpi", "openmpi"]);
             sk.push(r["skeleton_s"].as_f64().unwrap());
             ph.push(r["predicted_s"].as_f64().unwrap());
@@ -314,30 +325,46 @@ fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> f64) -> (f64, f64) {
 }
 
 /// The real applications: name, the LAMMPS example folder, its input.
-fn app_cases() -> Vec<(&'static str, &'static str, &'static str)> {
+/// LAMMPS examples: name, folder, input, and the run length to set (each `run N` line of the
+/// input rewritten), if any.
+fn app_cases() -> Vec<(&'static str, &'static str, &'static str, Option<u32>)> {
     vec![
-        ("lammps-melt", "melt", "in.melt"),
-        ("lammps-peptide", "peptide", "in.peptide"),
-        ("lammps-crack", "crack", "in.crack"),
-        ("lammps-flow", "flow", "in.flow.pois"),
+        ("lammps-melt", "melt", "in.melt", None),
+        ("lammps-peptide", "peptide", "in.peptide", None),
+        ("lammps-crack", "crack", "in.crack", None),
+        ("lammps-flow", "flow", "in.flow.pois", None),
+        ("lammps-melt-2000", "melt", "in.melt", Some(2000)),
+        ("lammps-peptide-1000", "peptide", "in.peptide", Some(1000)),
     ]
 }
 
 fn apps(reps: usize) {
-    let names: Vec<&str> =
-        selected(app_cases().into_iter().map(|(n, _, _)| (n, 4, Vec::new())).collect::<Vec<_>>())
-            .into_iter()
-            .map(|c| c.0)
-            .collect();
+    let names: Vec<&str> = selected(
+        app_cases().into_iter().map(|(n, _, _, _)| (n, 4, Vec::new())).collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .map(|c| c.0)
+    .collect();
     println!("## Real applications, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
     println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for (name, folder, input) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
+    for (name, folder, input, steps) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
         std::fs::create_dir_all(&work).unwrap();
         let examples = Path::new("/usr/share/lammps/examples").join(folder);
         for e in std::fs::read_dir(&examples).unwrap().flatten() {
             std::fs::copy(e.path(), work.join(e.file_name())).unwrap();
+        }
+        if let Some(n) = steps {
+            let text = std::fs::read_to_string(work.join(input)).unwrap();
+            let runs: String = text
+                .lines()
+                .map(|l| match l.split_whitespace().next() {
+                    Some("run") => format!("run {n}\n"),
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            std::fs::write(work.join(input), runs).unwrap();
         }
         let cmd: Vec<String> =
             ["lmp", "-in", input, "-log", "none", "-screen", "none"].map(String::from).to_vec();
@@ -391,13 +418,7 @@ fn apps(reps: usize) {
         let compile = t.elapsed().as_secs_f64();
         let (mut app, mut sk, mut ph) = (Vec::new(), Vec::new(), Vec::new());
         for k in 1..=reps {
-            let t = work.join(format!("run{k}.trace"));
-            trace_native(&work, &t, 4, &cmd, name);
-            app.push(
-                build(&t, &work.join(format!("run{k}.skel")))["scaling"]["app_time_s"]
-                    .as_f64()
-                    .unwrap(),
-            );
+            app.push(time_native(&work, &work.join(format!("run{k}.time")), 4, &cmd, name));
             let r = run(&skel, &["--mpi", "openmpi"]);
             sk.push(r["skeleton_s"].as_f64().unwrap());
             ph.push(r["predicted_s"].as_f64().unwrap());

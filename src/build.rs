@@ -263,6 +263,13 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     progress(a.quiet, &t0, &format!("reading {}", a.trace.display()));
     let mut set = TraceSet::open(&a.trace, &opts)?;
+    if set.meta.as_ref().is_some_and(|m| m.time_only) {
+        bail!(
+            "{} holds only the application's time (recorded with `mpiskel trace --time-only`), \
+             not its calls; trace the run without --time-only to build a skeleton",
+            a.trace.display()
+        );
+    }
     let polls = set.fold_polls();
     if polls.polls > 0 {
         progress(a.quiet, &t0, &describe_polls(&polls));

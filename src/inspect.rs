@@ -171,6 +171,13 @@ fn render(r: &Report<'_>) -> String {
         "calls    {} in all; span {:.6} s; summed over ranks: {:.6} s in MPI, {:.6} s between calls",
         s.events, s.span_s, mpi_s, comp_s
     );
+    let only = r.meta.is_some_and(|m| m.time_only);
+    let _ = writeln!(
+        o,
+        "app      {:.6} s from MPI_Init to MPI_Finalize on the slowest rank{}",
+        s.app_time_s,
+        if only { " (recorded with --time-only: no calls)" } else { "" }
+    );
 
     // Records per kind per rank: one column per kind.
     let mut kinds: Vec<&String> = s.per_rank.iter().flat_map(|p| p.records.keys()).collect();

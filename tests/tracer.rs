@@ -659,3 +659,90 @@ fn an_interrupted_trace_leaves_nothing_behind() {
         assert!(!left, "{}: ranks of {} still run", lib.name(), bin.display());
     }
 }
+
+/// The seconds callrate measured itself (rank 0, from after `MPI_Init` to before `MPI_Finalize`).
+fn own_seconds(out: &std::process::Output) -> f64 {
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix("seconds="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("callrate printed no seconds:\n{text}"))
+}
+
+/// `--time-only` records `MPI_Init` and `MPI_Finalize` only; the time between them is the
+/// program's own (within a millisecond and 5 %); `inspect` says so and `build` refuses the trace.
+#[test]
+fn time_only_records_the_programs_own_time() {
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let dir = scratch(&format!("time-only-{}", lib.name()));
+        let out = support::trace_program_with(
+            lib,
+            2,
+            "callrate",
+            &["20000", "8", "2"],
+            &dir,
+            &["--time-only"],
+        );
+        let own = own_seconds(&out);
+        let set = open(&dir);
+        assert!(set.meta.as_ref().unwrap().time_only);
+        for rt in &set.ranks {
+            let ops: Vec<Op> = rt.events.iter().map(|e| e.op).collect();
+            assert_eq!(ops, [Op::Init, Op::Finalize], "{}: rank {}", lib.name(), rt.rank);
+        }
+        let app = set.app_time_s();
+        assert!(
+            (app - own).abs() <= 1e-3 + 0.05 * own,
+            "{}: the trace's time {app} s is not the program's own {own} s",
+            lib.name()
+        );
+        let mut inspect = support::mpiskel();
+        inspect.arg("inspect").arg(&dir);
+        let text = String::from_utf8(inspect.output().unwrap().stdout).unwrap();
+        assert!(text.contains("recorded with --time-only"), "{text}");
+        let mut build = support::mpiskel();
+        build.arg("build").arg(&dir).arg("-o").arg(dir.with_extension("skel"));
+        let b = build.output().unwrap();
+        assert!(!b.status.success());
+        assert!(String::from_utf8_lossy(&b.stderr).contains("--time-only"));
+    }
+}
+
+/// With `--cpu-time`, no gap's processor time exceeds its wall time, short gaps (the clock is not
+/// read for them) count whole, and the tracer's own time is out of the timeline: the traced
+/// program's time is below what the program measured itself, which includes the tracer's work.
+#[test]
+fn cpu_time_stays_within_the_gaps_and_the_tracers_own_time_is_left_out() {
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let dir = scratch(&format!("cpu-time-{}", lib.name()));
+        let out = support::trace_program_with(
+            lib,
+            2,
+            "callrate",
+            &["20000", "8", "1"],
+            &dir,
+            &["--cpu-time"],
+        );
+        let own = own_seconds(&out);
+        let set = open(&dir);
+        let mut short = 0;
+        for rt in &set.ranks {
+            for e in &rt.events {
+                let cpu = e.gap_cpu_ns.expect("--cpu-time records every gap's processor time");
+                assert!(
+                    cpu <= e.gap_ns,
+                    "{}: rank {}: {cpu} ns of {}",
+                    lib.name(),
+                    rt.rank,
+                    e.gap_ns
+                );
+                if e.gap_ns < 5_000 && cpu == e.gap_ns {
+                    short += 1;
+                }
+            }
+        }
+        assert!(short > 1000, "{}: only {short} short gaps counted whole", lib.name());
+        let app = set.app_time_s();
+        assert!(app < own, "{}: traced time {app} s, the program's own {own} s", lib.name());
+    }
+}

@@ -213,18 +213,32 @@ fn app_command(
     Ok(v)
 }
 
-/// Traces one run of the application (with the prefix of its scenario); returns its time.
+/// How the application is run: traced whole (to build its skeleton from), or timed only (the
+/// ground truth, without the tracer's overhead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AppRun {
+    Traced,
+    Timed,
+}
+
+/// Runs the application (with the prefix of its scenario) under the tracer into `trace`;
+/// returns its time.
 fn run_app(
     case: &Case,
     cmd: &[OsString],
     prefix: &[OsString],
     trace: &Path,
     timeout: Duration,
+    how: AppRun,
 ) -> Result<f64> {
     let exe = std::env::current_exe().context("finding the mpiskel executable")?;
     let mut words: Vec<OsString> = prefix.to_vec();
     words.push(exe.into());
-    words.extend(["trace", "--cpu-time", "--force", "-o"].map(OsString::from));
+    let record = match how {
+        AppRun::Traced => "--cpu-time",
+        AppRun::Timed => "--time-only",
+    };
+    words.extend(["trace", record, "--force", "-o"].map(OsString::from));
     words.push(trace.into());
     words.push("--".into());
     words.extend(cmd.iter().cloned());
@@ -283,7 +297,7 @@ pub fn retune_under_quota(
     retune::store(&by_work, Some(work.clone()))?;
     let env = Env::enter(setting)?;
     let prefix = env.prefix();
-    let given = run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o.timeout)?;
+    let given = run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o.timeout, AppRun::Timed)?;
     let (time, _) = retune::tune(&skel_args(&by_time, setting, &prefix, o), Some(given), None)?;
     retune::store(&by_time, Some(time.clone()))?;
     progress.say(&format!(
@@ -295,7 +309,8 @@ pub fn retune_under_quota(
     let mut app = Vec::new();
     let mut runs: [(Vec<f64>, Vec<f64>); 3] = Default::default();
     for _ in 0..o.reps {
-        app.push(run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o.timeout)?);
+        let timed = AppRun::Timed;
+        app.push(run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o.timeout, timed)?);
         for (k, d) in [&plain, &by_time, &by_work].into_iter().enumerate() {
             let r = run_skel(d, setting, &prefix, o)?;
             runs[k].0.push(r.predicted_s);
@@ -356,7 +371,7 @@ pub fn run(
         progress.say(&format!("{}: tracing the reference run", case.name));
         let trace = dir.join("reference.trace");
         let cmd = app_command(case, o.programs, &bin, Mpi::Openmpi, Setting::Reference)?;
-        run_app(case, &cmd, &[], &trace, o.timeout)?;
+        run_app(case, &cmd, &[], &trace, o.timeout, AppRun::Traced)?;
         let skel = dir.join("skeleton");
         super::build_skeleton(&trace, &skel, &[])?;
         for s in scenarios {
@@ -378,9 +393,9 @@ pub fn run(
             let (mut app, mut sk, mut ph, mut ra) =
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for k in 0..o.reps {
-                let t =
-                    run_app(case, &cmd, &prefix, &dir.join(format!("{}.trace", s.name)), o.timeout)
-                        .with_context(|| format!("{} in scenario {}", case.name, s.name))?;
+                let timed = dir.join(format!("{}.trace", s.name));
+                let t = run_app(case, &cmd, &prefix, &timed, o.timeout, AppRun::Timed)
+                    .with_context(|| format!("{} in scenario {}", case.name, s.name))?;
                 let r = run_skel(&skel, s.setting, &prefix, o).with_context(|| {
                     format!("the skeleton of {} in scenario {}", case.name, s.name)
                 })?;

@@ -93,9 +93,22 @@ pub fn fixture_bin(lib: Lib) -> PathBuf {
 
 /// Traces `program args` on `np` ranks under `lib` into `dir`; panics with the output on failure.
 pub fn trace_program(lib: Lib, np: usize, program: &str, args: &[&str], dir: &Path) {
+    trace_program_with(lib, np, program, args, dir, &[]);
+}
+
+/// [`trace_program`] with options for `mpiskel trace` (`--cpu-time`, `--time-only`); returns
+/// the command's output (the program's own standard output among it).
+pub fn trace_program_with(
+    lib: Lib,
+    np: usize,
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    options: &[&str],
+) -> std::process::Output {
     let bin = fixture_bin(lib).join(program);
     let mut cmd = mpiskel();
-    cmd.arg("trace").arg("--force").arg("-o").arg(dir).arg("--");
+    cmd.arg("trace").arg("--force").args(options).arg("-o").arg(dir).arg("--");
     cmd.args(lib.mpirun(np)).arg(&bin).args(args);
     let _guard = mpi_lock();
     let out = run_with_timeout(cmd, 240);
@@ -106,6 +119,7 @@ pub fn trace_program(lib: Lib, np: usize, program: &str, args: &[&str], dir: &Pa
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
 
 /// Runs a skeleton folder with `mpiskel run --json --mpi MPI --timeout TIMEOUT`, `extra`

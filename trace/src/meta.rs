@@ -32,6 +32,10 @@ pub struct RunMeta {
     /// Whether compute gaps carry their processor time.
     #[serde(default)]
     pub cpu_time: bool,
+    /// Whether only `MPI_Init` and `MPI_Finalize` were recorded (`mpiskel trace --time-only`):
+    /// the application's time, not its calls.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub time_only: bool,
     /// mpiskel version that recorded the trace.
     pub mpiskel_version: String,
 }

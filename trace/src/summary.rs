@@ -92,6 +92,9 @@ pub struct TraceSummary {
     pub matrix: MatrixSummary,
     /// The longest rank's time from first to last call plus its trailing compute, seconds.
     pub span_s: f64,
+    /// The application's time: the slowest rank's, from the end of `MPI_Init` to the start of
+    /// `MPI_Finalize` (what a skeleton predicts), seconds.
+    pub app_time_s: f64,
 }
 
 /// Directed point-to-point matrix: (src, dst) → traffic, built from the sending side.
@@ -227,5 +230,6 @@ pub fn summarize(set: &TraceSet) -> TraceSummary {
             top_pairs: top,
         },
         span_s: span_ns as f64 * 1e-9,
+        app_time_s: set.app_time_s(),
     }
 }

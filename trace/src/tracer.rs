@@ -202,21 +202,24 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
 }
 
+/// What the tracer records beside every call's times.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recording {
+    /// Count each compute gap's user-space instructions.
+    pub instructions: bool,
+    /// Record each compute gap's processor time.
+    pub cpu_time: bool,
+    /// Record only `MPI_Init` and `MPI_Finalize`: the application's time without the overhead of
+    /// recording its calls (the run between them is one gap).
+    pub time_only: bool,
+}
+
 /// Builds the command line that runs `cmd` with the tracer `lib` writing into `dir`.
 ///
 /// OpenMPI launchers get `-x NAME=VALUE` options and MPICH's Hydra `-genv NAME VALUE` options, so
 /// that the tracer is preloaded into the application processes only (not into the launcher). A
 /// program started directly (a singleton) gets the variables in its environment.
-/// `instructions` and `cpu_time` ask the tracer to count each compute gap's instructions and
-/// to record its processor time.
-pub fn launch(
-    cmd: &[String],
-    mpi: Mpi,
-    lib: &Path,
-    dir: &Path,
-    instructions: bool,
-    cpu_time: bool,
-) -> Launch {
+pub fn launch(cmd: &[String], mpi: Mpi, lib: &Path, dir: &Path, what: Recording) -> Launch {
     let mut preload = lib.display().to_string();
     if let Ok(old) = std::env::var("LD_PRELOAD") {
         if !old.is_empty() {
@@ -227,11 +230,14 @@ pub fn launch(
         ("LD_PRELOAD".to_owned(), preload),
         ("MPISKEL_TRACE_DIR".to_owned(), dir.display().to_string()),
     ];
-    if instructions {
-        vars.push(("MPISKEL_INSTRUCTIONS".to_owned(), "1".to_owned()));
-    }
-    if cpu_time {
-        vars.push(("MPISKEL_CPU_TIME".to_owned(), "1".to_owned()));
+    for (on, name) in [
+        (what.instructions, "MPISKEL_INSTRUCTIONS"),
+        (what.cpu_time, "MPISKEL_CPU_TIME"),
+        (what.time_only, "MPISKEL_TIME_ONLY"),
+    ] {
+        if on {
+            vars.push((name.to_owned(), "1".to_owned()));
+        }
     }
     let name = cmd.first().map(|s| basename(s)).unwrap_or_default();
     let is_launcher = OPENMPI_LAUNCHERS.contains(&name)
@@ -275,18 +281,19 @@ mod tests {
             Mpi::OpenMpi,
             lib,
             dir,
-            false,
-            false,
+            Recording::default(),
         );
         assert_eq!(o.argv[1], "-x");
         assert!(o.argv[2].starts_with("LD_PRELOAD=/l/t.so"));
         assert_eq!(&o.argv[5..], &s(&["-np", "4", "./a"])[..]);
         assert!(o.env.is_empty());
-        let m = launch(&s(&["mpirun.mpich", "-n", "2", "./a"]), Mpi::Mpich, lib, dir, true, true);
+        let all = Recording { instructions: true, cpu_time: true, time_only: true };
+        let m = launch(&s(&["mpirun.mpich", "-n", "2", "./a"]), Mpi::Mpich, lib, dir, all);
         assert!(m.argv.contains(&"MPISKEL_CPU_TIME".to_owned()));
         assert_eq!(&m.argv[1..3], &s(&["-genv", "LD_PRELOAD"])[..]);
         assert!(m.argv.contains(&"MPISKEL_INSTRUCTIONS".to_owned()));
-        let direct = launch(&s(&["./a"]), Mpi::Mpich, lib, dir, false, false);
+        assert!(m.argv.contains(&"MPISKEL_TIME_ONLY".to_owned()));
+        let direct = launch(&s(&["./a"]), Mpi::Mpich, lib, dir, Recording::default());
         assert_eq!(direct.argv, s(&["./a"]));
         assert_eq!(direct.env[1], ("MPISKEL_TRACE_DIR".to_owned(), "/d".to_owned()));
     }

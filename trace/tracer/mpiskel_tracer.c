@@ -15,8 +15,13 @@
  *     MPISKEL_TRACE_DIR     directory for the rank files (must exist)
  *     MPISKEL_INSTRUCTIONS  "1": count user-space instructions of compute gaps with
  *                           perf_event_open (recorded as absent where the kernel refuses)
- *     MPISKEL_CPU_TIME      "1": record the processor time of compute gaps (thread CPU clock;
- *                           two system calls per MPI call, about 1.4 us here)
+ *     MPISKEL_CPU_TIME      "1": record the processor time of compute gaps (thread CPU clock,
+ *                           read around gaps and calls of 20 us or more; see CPU_READ_NS)
+ *     MPISKEL_TIME_ONLY     "1": record MPI_Init and MPI_Finalize only (the application's time)
+ *
+ * Timeline: what the tracer does after a call returns (encoding its record, writing the buffer)
+ * is taken out of the recorded times, so a gap is the application's own computation and the
+ * trace's span is close to the untraced run's.
  *
  * Fortran: MPICH's Fortran layer calls the C MPI_* entry points, which are caught here.
  * OpenMPI's calls PMPI_* directly, so for OpenMPI this file also defines the Fortran entry
@@ -97,10 +102,17 @@ static struct {
     unsigned char *buf;
     size_t len, committed;
     uint64_t t0, last_exit, n_events;
+    /* The tracer's own time so far (recording calls after they return), taken out of the
+     * timeline so that gaps are the application's computation; and the real exit time of the
+     * call whose record is open. */
+    uint64_t hidden, open_exit;
+    int event_open;
     int perf_fd;
     uint64_t instr_prev;
     int cpu_time;              /* record the processor time of compute gaps */
+    int time_only;             /* record MPI_Init and MPI_Finalize only */
     uint64_t cpu_prev, cpu_gap; /* thread CPU clock at the last exit; the gap before this call */
+    uint64_t cpu_wall;          /* the wall clock at which cpu_prev holds */
     uint32_t next_req, next_comm;
     struct comm *comms;
     int n_comms, cap_comms;
@@ -121,6 +133,26 @@ static uint64_t cpu_now(void) {
     struct timespec ts;
     if (!T.cpu_time || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Intervals shorter than this are taken to have run on a processor throughout, and the thread
+ * CPU clock is not read for them. In a virtual machine each read is a system call (about a
+ * microsecond): read at every call's entry and exit it doubled the run of an application making
+ * 200,000 calls per rank, and put a read's cost into every recorded gap. A descheduled thread is
+ * away for a scheduler slice (milliseconds), so the intervals it inflates are long and are read;
+ * the clock is then off by at most this much per interval that a short preemption hit, and a
+ * read costs at most a twentieth of the interval it measures. */
+#define CPU_READ_NS 20000u
+
+/* The thread CPU clock at wall time `t`, which follows the last point it was known at by `t -
+ * T.cpu_wall`: estimated for a short interval, read for a long one. */
+static uint64_t cpu_at(uint64_t t) {
+    if (!T.cpu_time) return 0;
+    uint64_t since = t > T.cpu_wall ? t - T.cpu_wall : 0;
+    if (since < CPU_READ_NS) return T.cpu_prev + since;
+    uint64_t c = cpu_now();
+    /* An earlier estimate may be ahead of the clock by a short preemption. */
+    return c > T.cpu_prev ? c : T.cpu_prev;
 }
 
 static uint64_t instr_now(void) {
@@ -188,6 +220,16 @@ static void put_str(const char *s) {
 static void commit(void) {
     T.committed = T.len;
     if (T.len > BUF_CAP / 2) flush_committed();
+    if (T.event_open) {
+        /* The application resumes now: what the tracer did since the call returned is hidden
+         * from the next gap, on the wall clock and on the processor clock. */
+        T.event_open = 0;
+        uint64_t now = now_ns();
+        uint64_t rel = now - T.t0;
+        if (rel > T.open_exit) T.hidden += rel - T.open_exit;
+        T.cpu_prev = cpu_at(now);
+        T.cpu_wall = now;
+    }
 }
 
 /* ---- communicators -------------------------------------------------------------------------- */
@@ -327,7 +369,7 @@ static void req_restore(const struct req *e) {
 #define ENTER                                                                                  \
     uint64_t t_in = now_ns();                                                                  \
     uint64_t i_in = instr_now();                                                               \
-    uint64_t c_in = cpu_now();                                                                 \
+    uint64_t c_in = T.depth == 0 ? cpu_at(t_in) : 0;                                          \
     T.depth++
 #define LEAVE                                                                                  \
     T.depth--;                                                                                 \
@@ -336,13 +378,21 @@ static void req_restore(const struct req *e) {
     T.instr_prev = instr_now();                                                                \
     if (T.depth == 0) {                                                                        \
         T.cpu_gap = c_in > T.cpu_prev ? c_in - T.cpu_prev : 0;                                 \
-        T.cpu_prev = cpu_now();                                                                \
+        T.cpu_prev = c_in;                                                                     \
+        T.cpu_wall = t_in;                                                                     \
+        T.cpu_prev = cpu_at(t_out);                                                            \
+        T.cpu_wall = t_out;                                                                    \
     }
 
-#define TRACING (T.active && !T.finalized && T.depth == 0)
+#define RECORDING (T.active && !T.finalized && T.depth == 0)
+#define TRACING (RECORDING && !T.time_only)
 
 static void ev_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, size_t extra) {
     reserve(64 + extra);
+    T.event_open = 1;
+    T.open_exit = t_out;
+    t_in = t_in > T.hidden ? t_in - T.hidden : 0;
+    t_out = t_out > T.hidden ? t_out - T.hidden : 0;
     if (t_in < T.last_exit) t_in = T.last_exit;
     if (t_out < t_in) t_out = t_in;
     put_u8(TAG_EVENT);
@@ -350,7 +400,9 @@ static void ev_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, size
     put_uvar(t_in - T.last_exit);
     put_uvar(t_out - t_in);
     if (T.perf_fd >= 0) put_uvar(i_gap + 1);
-    if (T.cpu_time) put_uvar(T.cpu_gap);
+    /* The two clocks are read a few hundred nanoseconds apart: processor time beyond the wall
+     * time is that skew. */
+    if (T.cpu_time) put_uvar(T.cpu_gap < t_in - T.last_exit ? T.cpu_gap : t_in - T.last_exit);
     T.last_exit = t_out;
     T.n_events++;
 }
@@ -508,6 +560,9 @@ static void at_exit(void) {
 static void open_counter(void) {
     const char *cpu = getenv("MPISKEL_CPU_TIME");
     T.cpu_time = cpu && strcmp(cpu, "1") == 0;
+    const char *only = getenv("MPISKEL_TIME_ONLY");
+    T.time_only = only && strcmp(only, "1") == 0;
+    if (T.time_only) T.cpu_time = 0;
     const char *want = getenv("MPISKEL_INSTRUCTIONS");
     if (!want || strcmp(want, "1") != 0) return;
     struct perf_event_attr a;
@@ -578,6 +633,7 @@ static void start(int op, uint64_t t_in, uint64_t t_out) {
     T.instr_prev = instr_now();
     T.cpu_gap = 0;
     T.cpu_prev = cpu_now();
+    T.cpu_wall = now_ns();
     ev_begin(op, 0, t_out - t_in, 0, 0);
     commit();
     flush_committed();
@@ -611,7 +667,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-    if (!TRACING) return PMPI_Finalize();
+    if (!RECORDING) return PMPI_Finalize();
     ENTER;
     int rc = PMPI_Finalize();
     LEAVE;
