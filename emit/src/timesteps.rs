@@ -9,7 +9,13 @@
 //! The anchors tried are the shapes the exact main loop makes exactly once per iteration —
 //! or, when every shape comes several times per iteration (a halo exchange sends the same way
 //! in its forward and its reverse pass), the shortest runs of shapes it makes once —
-//! collectives over every rank first (every class makes them at the same step).
+//! collectives over every rank first (every class makes them at the same step). A second fold
+//! takes anchors made a whole number of times per iteration: where the exact main loop is the
+//! span between two rebuilds of a particle code (the same number of plain steps twice in a
+//! row), its steps are the spans between rebuilds — one kind per number of plain steps in
+//! them (LAMMPS flow: 46 kinds) — while the time steps themselves are of a few kinds (plain,
+//! rebuild, output). Of the folds that every class makes with the same number of steps, the
+//! one with the fewest kinds in all wins.
 //!
 //! Steps are folded in every class or in none: the skeleton runs the same steps in every class,
 //! so every class must have as many. When one class would fold and another cannot, or they find
@@ -55,20 +61,41 @@ fn main_span(nest: &LoopNest) -> Option<(usize, usize, u64)> {
 /// A class's steps, if it has some: the fold and the nest with the steps in it.
 struct Candidate {
     steps: usize,
+    kinds: usize,
     /// Whether the steps cover clearly more than the exact main loop.
     better: bool,
     nest: LoopNest,
 }
 
-fn candidate(s: &Symbolized, exact: &LoopNest) -> Option<Candidate> {
-    let (a, b, count) = main_span(exact)?;
+/// Finer folds tried at most per class (one per number of anchors per main-loop iteration).
+const MAX_FINE: usize = 4;
+
+/// The anchors of one granularity: marks made `per` times in each of the `count` iterations of
+/// the exact main loop, collectives over every rank first (every class makes them at the same
+/// step), then by first appearance.
+fn anchors_made(seen: &[(Sym, u64, usize, Sym)], s: &Symbolized, count: u64, per: u64) -> Vec<Sym> {
+    let mut anchors: Vec<(bool, usize, Sym)> = seen
+        .iter()
+        .filter(|(_, n, _, _)| *n == count * per)
+        .map(|&(m, _, first, sh)| (!s.shape_is_world_collective[sh as usize], first, m))
+        .collect();
+    anchors.sort_unstable();
+    anchors.into_iter().map(|(_, _, m)| m).collect()
+}
+
+/// A class's folds into steps: at most one made once per iteration of the exact main loop (the
+/// span between two rebuilds of a particle code, say), and up to [`MAX_FINE`] made several
+/// times per iteration (each time step of that span, or pieces of one) — the caller picks one
+/// that every class shares.
+fn candidates(s: &Symbolized, exact: &LoopNest) -> Vec<Candidate> {
+    let Some((a, b, count)) = main_span(exact) else { return Vec::new() };
     if count < 2 {
-        return None;
+        return Vec::new();
     }
-    // Anchors: shapes made exactly once per iteration of the exact main loop, or else runs of
-    // k shapes (k = 2, 3, 4, 6, 8), in order of first appearance, collectives over every rank
-    // first (every class makes them at the same step).
-    let mut fold = None;
+    // Anchors: shapes made a whole number of times per iteration of the exact main loop, or else
+    // runs of k shapes (k = 2, 3, 4, 6, 8), in order of first appearance.
+    let mut coarse = None;
+    let mut fine: Vec<mpiskel_compress::StepFold> = Vec::new();
     for k in [1usize, 2, 3, 4, 6, 8] {
         let marks: Vec<Sym> = if k == 1 {
             s.shapes.clone()
@@ -90,35 +117,60 @@ fn candidate(s: &Symbolized, exact: &LoopNest) -> Option<Candidate> {
             });
             seen[j].1 += 1;
         }
-        let mut anchors: Vec<(bool, usize, Sym)> = seen
-            .iter()
-            .filter(|(_, n, _, _)| *n == count)
-            .map(|&(m, _, first, sh)| (!s.shape_is_world_collective[sh as usize], first, m))
-            .collect();
-        anchors.sort_unstable();
-        let anchors: Vec<Sym> = anchors.into_iter().map(|(_, _, m)| m).collect();
-        if anchors.is_empty() {
-            continue;
+        if coarse.is_none() {
+            let anchors = anchors_made(&seen, s, count, 1);
+            if !anchors.is_empty() {
+                coarse = find_steps(&s.shapes, &marks, &anchors, MAX_KINDS);
+            }
         }
-        fold = find_steps(&s.shapes, &marks, &anchors, MAX_KINDS);
-        if fold.is_some() {
+        let per: std::collections::BTreeSet<u64> = seen
+            .iter()
+            .filter(|(_, n, _, _)| *n > count && n % count == 0)
+            .map(|(_, n, _, _)| n / count)
+            .collect();
+        for p in per {
+            if fine.len() >= MAX_FINE {
+                break;
+            }
+            let taken = |f: &mpiskel_compress::StepFold| {
+                fine.iter().chain(&coarse).any(|g| g.steps() == f.steps())
+            };
+            let fold = find_steps(&s.shapes, &marks, &anchors_made(&seen, s, count, p), MAX_KINDS);
+            if let Some(f) = fold.filter(|f| !taken(f)) {
+                fine.push(f);
+            }
+        }
+        if coarse.is_some() && fine.len() >= MAX_FINE {
             break;
         }
     }
-    let fold = fold?;
-    let (total, main, steps) =
-        (weight(s, 0..s.symbols.len()), weight(s, a..b), weight(s, fold.start..fold.end));
-    let better = steps >= 0.5 * total && steps >= 1.5 * main;
-    let mut items = greedy(&s.symbols[..fold.start]).items;
-    items.push(fold.node(&s.shapes));
-    items.extend(greedy(&s.symbols[fold.end..]).items);
-    let mut nest = LoopNest { items };
-    nest.attach_weights(&s.gaps_s);
-    Some(Candidate { steps: fold.steps(), better, nest })
+    let folds = coarse.into_iter().chain(fine);
+    let (total, main) = (weight(s, 0..s.symbols.len()), weight(s, a..b));
+    folds
+        .map(|fold| {
+            let steps = weight(s, fold.start..fold.end);
+            let better = steps >= 0.5 * total && steps >= 1.5 * main;
+            let mut items = greedy(&s.symbols[..fold.start]).items;
+            items.push(fold.node(&s.shapes));
+            items.extend(greedy(&s.symbols[fold.end..]).items);
+            let mut nest = LoopNest { items };
+            nest.attach_weights(&s.gaps_s);
+            Candidate { steps: fold.steps(), kinds: fold.kinds.len(), better, nest }
+        })
+        .collect()
 }
 
-/// The loop nest of every class of `lt` (see the module documentation).
+/// The loop nest of every class of `lt` (see the module documentation): the first of
+/// [`nest_choices`].
 pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
+    nest_choices(lt).swap_remove(0)
+}
+
+/// The loop nests of every class of `lt`, best first: folds into steps that every class shares,
+/// the fewest kinds in all first, then the exact nests. The skeleton takes the first whose main
+/// loop it can cut: steps that split a time step (an anchor made twice in it) may leave a
+/// class's messages in a step the others do not run.
+pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
     let symbolized: Vec<Symbolized> = lt.classes.iter().map(symbolize_class).collect();
     let exact: Vec<LoopNest> = symbolized.iter().map(exact_nest).collect();
     // Steps can cover half as much again as the main loop only where it holds less than two
@@ -127,18 +179,45 @@ pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
         main_span(e).is_some_and(|(a, b, _)| 1.5 * weight(s, a..b) < weight(s, 0..s.symbols.len()))
     });
     if !loose {
-        return exact;
+        return vec![exact];
     }
-    let candidates: Vec<Option<Candidate>> =
-        symbolized.iter().zip(&exact).map(|(s, e)| candidate(s, e)).collect();
-    let any_better = candidates.iter().flatten().any(|c| c.better);
-    let steps = candidates.first().and_then(|c| c.as_ref().map(|c| c.steps));
-    let agree = steps.is_some() && candidates.iter().all(|c| c.as_ref().map(|c| c.steps) == steps);
-    if any_better && agree {
-        candidates.into_iter().flatten().map(|c| c.nest).collect()
-    } else {
-        exact
-    }
+    let per_class: Vec<Vec<Candidate>> =
+        symbolized.iter().zip(&exact).map(|(s, e)| candidates(s, e)).collect();
+    let mut choices = choose(per_class);
+    choices.push(exact);
+    choices
+}
+
+/// The numbers of steps every class folds into, where one class's steps cover clearly more than
+/// its exact main loop, the fewest kinds in all first: each class's nest with those steps.
+fn choose(mut per_class: Vec<Vec<Candidate>>) -> Vec<Vec<LoopNest>> {
+    let mut options: Vec<(usize, Vec<usize>)> = per_class
+        .first()
+        .into_iter()
+        .flatten()
+        .map(|c| c.steps)
+        .filter_map(|steps| {
+            let picks: Vec<usize> = per_class
+                .iter()
+                .map(|cs| cs.iter().position(|c| c.steps == steps))
+                .collect::<Option<_>>()?;
+            let chosen: Vec<&Candidate> =
+                per_class.iter().zip(&picks).map(|(cs, &i)| &cs[i]).collect();
+            let kinds: usize = chosen.iter().map(|c| c.kinds).sum();
+            chosen.iter().any(|c| c.better).then_some((kinds, picks))
+        })
+        .collect();
+    options.sort_by_key(|(kinds, _)| *kinds);
+    options
+        .into_iter()
+        .map(|(_, picks)| {
+            per_class
+                .iter_mut()
+                .zip(picks)
+                .map(|(cs, i)| std::mem::replace(&mut cs[i].nest, LoopNest { items: Vec::new() }))
+                .collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -173,7 +252,7 @@ mod tests {
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s);
         assert!(!exact.notation().starts_with('{'), "{}", exact.notation());
-        let c = candidate(&s, &exact).expect("steps");
+        let c = candidates(&s, &exact).into_iter().next().expect("steps");
         assert!(c.better);
         assert_eq!(c.steps, 39);
         assert_eq!(c.nest.notation(), "(1)^2 + 2 + {3 ×31 | 3 + (1)^2 ×8}^39 + 2");
@@ -188,6 +267,38 @@ mod tests {
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s);
         assert_eq!(exact.notation(), "1 + (3)^30 + 1");
-        assert!(!candidate(&s, &exact).is_some_and(|c| c.better));
+        assert!(!candidates(&s, &exact).iter().any(|c| c.better));
+    }
+
+    #[test]
+    fn rebuilds_at_varying_periods_fold_into_single_time_steps() {
+        // A particle code: plain steps `1 2 3`, a rebuild `1 2 4 4 3` after 6, 6, 6, 6 then 9,
+        // 5, 6, 6, … plain steps (as atoms move). The exact main loop is the first four spans
+        // between rebuilds; those spans are of five kinds (one per number of plain steps), the
+        // time steps of only two.
+        let (mut shapes, mut sizes) = (vec![9, 9], vec![0, 0]);
+        let periods = [6, 6, 6, 6, 9, 5, 6, 6, 8, 6, 7, 6, 6, 5, 9, 6, 6, 6];
+        let mut steps = 0;
+        for &k in &periods {
+            for step in std::iter::once(&[1, 2, 4, 4, 3][..]).chain((0..k).map(|_| &[1, 2, 3][..]))
+            {
+                shapes.extend(step);
+                sizes.extend(step.iter().map(|_| 0));
+                steps += 1;
+            }
+        }
+        shapes.push(9);
+        sizes.push(0);
+        let s = symbolized(&shapes, &sizes, 1e-3);
+        let exact = exact_nest(&s);
+        let found = candidates(&s, &exact);
+        let notes: Vec<String> = found.iter().map(|c| c.nest.notation()).collect();
+        // The spans between rebuilds: one kind per number of plain steps.
+        assert!(notes[0].contains("(1)^2 + (3)^7 ×11 | (1)^2 + (3)^10 ×2"), "{notes:?}");
+        let nests = choose(vec![found]).swap_remove(0);
+        assert_eq!(
+            nests[0].notation(),
+            format!("(1)^2 + {{2 + (1)^2 + 1 ×18 | 3 ×{}}}^{} + 4", steps - 19, steps - 1)
+        );
     }
 }
