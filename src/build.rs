@@ -288,6 +288,9 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
             "span of the slowest rank from MPI_Init to MPI_Finalize in the trace".to_owned(),
         ),
     };
+    // The calls themselves are in the logical trace now: their memory is not held while the
+    // skeleton is made.
+    drop(set);
     let built = match make(&lt, app_time, &source, a.target_time, !a.whole_compute) {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {

@@ -605,10 +605,18 @@ pub fn rank_factors(
 /// no longer hold up the ranks of the other classes that wait for it: NPB MG on 16 ranks (a
 /// class per rank) ran 11 % short of SimGrid's replay with every block at its mean, and
 /// replaying the trace itself with each rank's gaps replaced by those means ran as short.
+/// Where the ranks vary together over time (`shared`, the share of that variation they have
+/// at once, [`mpiskel_logicalize::common`]), only the rest is the rank's own: the deviations
+/// are scaled by √(1 − shared), keeping the variance of the rank's own part (LAMMPS crack, a
+/// class per rank, 99 % shared: drawn whole, the skeleton ran 18 % over the application).
 ///
 /// `None` where drawing would not differ from the mean: fewer than 8 deviations, gaps under a
 /// microsecond, or a spread under 2 % of the mean.
-pub fn distribution(groups: &[&[(u32, f32)]], weight: &dyn Fn(u32) -> f64) -> Option<Dist> {
+pub fn distribution(
+    groups: &[&[(u32, f32)]],
+    weight: &dyn Fn(u32) -> f64,
+    shared: Option<f64>,
+) -> Option<Dist> {
     let (mut n, mut sum) = (0usize, 0.0f64);
     for g in groups {
         n += g.len();
@@ -621,7 +629,8 @@ pub fn distribution(groups: &[&[(u32, f32)]], weight: &dyn Fn(u32) -> f64) -> Op
     let mut v: Vec<f64> = Vec::new();
     // A class of one rank: the spread between its executions of the block.
     if groups.iter().all(|g| g.len() == 1) {
-        v.extend(groups.iter().map(|g| f64::from(g[0].1)));
+        let own = (1.0 - shared.unwrap_or(0.0)).clamp(0.0, 1.0).sqrt();
+        v.extend(groups.iter().map(|g| (mean + own * (f64::from(g[0].1) - mean)).max(0.0)));
     }
     for g in groups.iter().filter(|g| g.len() >= 2) {
         let m = g.iter().map(|&(_, x)| f64::from(x)).sum::<f64>() / g.len() as f64;
@@ -1158,7 +1167,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                             .map(|d| Dist { q: d.q.iter().map(|x| x * mean).collect() });
                         (d, Some(compute_factors.len() - 1))
                     }
-                    None => (distribution(&groups, &weight), None),
+                    None => (distribution(&groups, &weight, lt.shared_variation), None),
                 };
                 let dist = dist.map(|d| {
                     distributions.push(d);

@@ -196,3 +196,21 @@ fn ranks_that_differ_at_one_block_get_factors_there() {
     let f = rank_factors(&[&once[..]], &|_| 1.0).expect("factors");
     assert!((f[&0] - 2.0 / 3.0).abs() < 1e-9 && (f[&1] - 4.0 / 3.0).abs() < 1e-9, "{f:?}");
 }
+
+/// A block of a class of one rank draws from the spread between its executions, less the part
+/// that every rank shared at the same time: with 99 % shared, a tenth of the spread is left.
+#[test]
+fn a_single_rank_draws_only_the_spread_its_ranks_did_not_share() {
+    use mpiskel_emit::program::distribution;
+    // Executions of 1 ms, every fourth 3 ms (rank 0, one sample per execution).
+    let samples: Vec<[(u32, f32); 1]> =
+        (0..40).map(|k| [(0, if k % 4 == 0 { 3e-3 } else { 1e-3 })]).collect();
+    let groups: Vec<&[(u32, f32)]> = samples.iter().map(|s| &s[..]).collect();
+    let spread = |shared| {
+        let d = distribution(&groups, &|_| 1.0, shared).expect("a spread");
+        d.q.last().unwrap() - d.q.first().unwrap()
+    };
+    let (whole, rest) = (spread(None), spread(Some(0.99)));
+    assert!((whole - 2e-3).abs() < 2e-4, "{whole}");
+    assert!((rest - 0.1 * whole).abs() < 0.02 * whole, "{rest} of {whole}");
+}

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod catalogue;
+pub mod common;
 pub mod graph;
 pub mod heatmap;
 pub mod identify;

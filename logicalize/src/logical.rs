@@ -240,6 +240,10 @@ pub struct LogicalTrace {
     pub classes: Vec<ProcessClass>,
     /// Calls to peers outside the topology.
     pub exceptions: Exceptions,
+    /// The share of the variation of the ranks' computation over time that they all have at
+    /// once ([`crate::common::shared_variation`]), where the trace tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_variation: Option<f64>,
 }
 
 impl LogicalTrace {
@@ -841,5 +845,6 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         directions: directions.into_iter().collect(),
         classes,
         exceptions,
+        shared_variation: crate::common::shared_variation(set),
     }
 }

@@ -124,3 +124,30 @@ fn compute_gaps_are_aggregated_over_the_ranks_of_a_class() {
     assert!(first.gap.min_s < first.gap.mean_s && first.gap.mean_s < first.gap.max_s);
     assert_eq!(first.gap_samples.len(), n as usize, "every rank's gap is kept");
 }
+
+/// The share of the ranks' compute variation they have at once: work that changes for every
+/// rank at the same step is shared (close to 1); ranks that vary each on its own share nothing
+/// (close to 0); too few steps between collectives over every rank give no estimate.
+#[test]
+fn ranks_that_vary_together_share_their_variation() {
+    // A step of `work(r, k)` flops, then an allreduce; a cheap hash stands for noise.
+    let noise = |r: u32, k: u32| {
+        let mut x = u64::from(r) << 32 | u64::from(k);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (x ^ (x >> 31)) % 1000
+    };
+    let steps = |n: u32, work: &dyn Fn(u32, u32) -> u64| {
+        logical(4, |r| {
+            (0..n)
+                .flat_map(|k| [format!("compute {}", work(r, k)), "allreduce 8 8".to_owned()])
+                .collect()
+        })
+    };
+    // Every tenth step does ten times the work on every rank, plus a little noise of its own.
+    let together = steps(200, &|r, k| if k % 10 == 0 { 100_000 } else { 10_000 } + noise(r, k));
+    assert!(together.shared_variation.unwrap() > 0.95, "{:?}", together.shared_variation);
+    let apart = steps(200, &|r, k| 10_000 + 20 * noise(r, k));
+    assert!(apart.shared_variation.unwrap() < 0.2, "{:?}", apart.shared_variation);
+    assert_eq!(steps(8, &|_, _| 1000).shared_variation, None);
+}
