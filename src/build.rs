@@ -12,6 +12,7 @@ use mpiskel_emit::c::{render, Meta};
 use mpiskel_emit::pipeline::{make, CheckSummary, PipelineError};
 use mpiskel_emit::program::MatchingReport;
 use mpiskel_emit::{Scaling, Skeleton};
+use mpiskel_trace::local::LocalCalls;
 use mpiskel_trace::polls::PollFolding;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
@@ -83,6 +84,12 @@ pub struct BuildArgs {
     /// For SimGrid traces: compute speed in flop/s.
     #[arg(long, value_name = "FLOP/S", default_value_t = 1e9)]
     flops: f64,
+    /// Refuse a trace that holds point-to-point calls nothing matches (a receive cancelled
+    /// after nothing came, a send never received), as the deadlock check would. By default
+    /// such calls are local (Xu & Subhlok 2008, §4): they are left out, their time stays in
+    /// the computation before the next call, and the build says what it left out.
+    #[arg(long)]
+    strict: bool,
     /// No progress lines on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -163,6 +170,10 @@ pub struct SkeletonDocument {
     /// Polling loops folded into the blocking calls that ended them (`mpiskel_trace::polls`).
     #[serde(default)]
     pub polls: PollFolding,
+    /// Point-to-point calls nothing in the trace matched, left out of the skeleton
+    /// (`mpiskel_trace::local`).
+    #[serde(default, skip_serializing_if = "no_local_calls")]
+    pub local_calls: LocalCalls,
     /// Receives and probes posted with `MPI_ANY_SOURCE` that the skeleton pins to the source the
     /// traced run gave them, because with the wildcard the program could deadlock (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
@@ -224,6 +235,37 @@ pub fn describe_pinned(n: usize) -> String {
     )
 }
 
+fn no_local_calls(l: &LocalCalls) -> bool {
+    l.calls() == 0 && l.unmatched_sendrecv == 0
+}
+
+/// One line on the local calls left out, with their share of the application's time.
+pub fn describe_local(l: &LocalCalls, app_time_s: f64, ranks: usize) -> String {
+    let seconds = l.ns as f64 * 1e-9;
+    let share = if app_time_s > 0.0 && ranks > 0 {
+        format!(", {:.3} % of the ranks' time", 100.0 * seconds / (app_time_s * ranks as f64))
+    } else {
+        String::new()
+    };
+    let mut s = format!(
+        "{} calls nothing matched are local and left out ({} sends, {} receives, {} completions \
+         of them; {} bytes); their {seconds:.6} s{share} stay as computation before the next \
+         call, so the prediction keeps them",
+        l.calls(),
+        l.sends,
+        l.receives,
+        l.completions,
+        l.bytes
+    );
+    if l.unmatched_sendrecv > 0 {
+        s.push_str(&format!(
+            "; {} halves of MPI_Sendrecv without a partner are kept",
+            l.unmatched_sendrecv
+        ));
+    }
+    s
+}
+
 fn is_zero_count(n: &usize) -> bool {
     *n == 0
 }
@@ -274,6 +316,11 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     if polls.polls > 0 {
         progress(a.quiet, &t0, &describe_polls(&polls));
     }
+    let local_calls = if a.strict { LocalCalls::default() } else { set.drop_local_calls() };
+    if !no_local_calls(&local_calls) {
+        let line = describe_local(&local_calls, set.app_time_s(), set.n_ranks());
+        eprintln!("note: {line}");
+    }
     progress(a.quiet, &t0, &format!("{} ranks read; finding the topology", set.n_ranks()));
     let lt = mpiskel_logicalize::logicalize(&set);
     progress(
@@ -295,7 +342,12 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             eprint!("{d}");
-            bail!("refusing to emit {}: the program can deadlock", a.output.display());
+            let hint = if a.strict {
+                " (without --strict, calls nothing matches are left out)"
+            } else {
+                ""
+            };
+            bail!("refusing to emit {}: the program can deadlock{hint}", a.output.display());
         }
         Err(e) => return Err(e.into()),
     };
@@ -337,6 +389,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         topology_alternatives: alternatives,
         exception_calls: lt.exceptions.calls,
         polls,
+        local_calls,
         pinned_any_source: built.pinned_any_source,
         classes: built
             .skeleton
@@ -517,6 +570,10 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
     }
     if doc.polls.polls > 0 {
         let _ = writeln!(s, "polling:   {}", describe_polls(&doc.polls));
+    }
+    if !no_local_calls(&doc.local_calls) {
+        let line = describe_local(&doc.local_calls, doc.scaling.app_time_s, doc.n_ranks as usize);
+        let _ = writeln!(s, "local:     {line}");
     }
     if doc.pinned_any_source > 0 {
         let _ = writeln!(s, "sources:   {}", describe_pinned(doc.pinned_any_source));

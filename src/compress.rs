@@ -113,6 +113,7 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
     let mut set = TraceSet::open(&a.path, &opts)?;
     set.fold_polls();
+    set.drop_local_calls();
     let Some(rt) = set.ranks.get(a.rank as usize) else {
         bail!(
             "{}: rank {} does not exist (the trace has {} ranks)",

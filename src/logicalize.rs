@@ -70,6 +70,7 @@ pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
     let read_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     set.fold_polls();
+    set.drop_local_calls();
     let logical = logicalize(&set);
     let seconds = t1.elapsed().as_secs_f64();
     let doc = LogicalDocument {

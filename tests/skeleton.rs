@@ -338,7 +338,8 @@ fn an_irregular_time_step_loop_folds_into_steps_and_is_cut() {
 /// Codes that poll instead of blocking (`fixtures/programs/polling.c`: MPI_Testany and MPI_Test
 /// loops on a ring, MPI_Iprobe of any source at a collector; `panel.c`: HPL-style panel
 /// broadcasts along a ring, received by polling MPI_Iprobe while updating): the failed polls fold
-/// into the blocking calls that ended them, the time-step loop is found whole on every rank, the
+/// into the blocking calls that ended them, the time-step loop is found whole on every rank (the
+/// panels' as steps of the calls' shapes, since their sizes differ at every step), the
 /// any-source receives of the collector take only the reports (their traced tag is kept apart
 /// from the ring's messages), the deadlock check passes, and the skeletons run under both MPI
 /// libraries.
@@ -356,11 +357,18 @@ fn polling_loops_fold_into_blocking_completions() {
         assert!(polls["folded_runs"].as_u64().unwrap() > 0, "{program}: {polls}");
         // Every polling loop of these programs ends in the call it waited for.
         assert_eq!(polls["kept_runs"].as_u64(), Some(0), "{program}: {polls}");
+        let s = &doc["scaling"];
         if program == "polling" {
             // Every iteration is the same once its polls are folded: the whole loop is found.
-            let s = &doc["scaling"];
             assert_eq!(s["main_full"].as_u64(), Some(24), "{s}");
             assert!(s["main_share"].as_f64().unwrap() >= 0.9, "{s}");
+        } else {
+            // No two panels have the same size, so no call repeats exactly; the calls' shapes
+            // repeat every four panels (the root goes round the ring of 4): those steps are the
+            // main loop, and it is cut.
+            let (run, full) = (s["main_run"].as_u64().unwrap(), s["main_full"].as_u64().unwrap());
+            assert!(full >= 4 && run < full, "{s}");
+            assert!(s["main_share"].as_f64().unwrap() >= 0.6, "{s}");
         }
         compile_strict(&dir, "mpicc.openmpi", &[]);
         compile_strict(&dir, "mpicc.mpich", &[]);
@@ -369,6 +377,41 @@ fn polling_loops_fold_into_blocking_completions() {
         for mpi in ["openmpi", "mpich"] {
             check_report(&run(&dir, mpi, 300), mpi, ranks);
         }
+    }
+}
+
+/// A receive posted from any source for updates that stop coming, then cancelled
+/// (`fixtures/programs/cancel.c`): nothing matches it, so a skeleton that posted it would wait
+/// forever. `build --strict` refuses the trace as the deadlock check finds; by default the
+/// receive and the wait that completed it are local calls (Xu & Subhlok 2008, §4), left out and
+/// reported, and the skeleton is proven deadlock-free and runs under both MPI libraries.
+#[test]
+fn calls_nothing_matches_are_left_out_unless_strict() {
+    let base = scratch("cancel");
+    let (trace, strict) = (base.join("trace"), base.join("strict"));
+    support::trace_program(support::Lib::OpenMpi, 4, "cancel", &["30", "512", "100"], &trace);
+    let out =
+        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
+    let out = out.unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("which nobody matches") && err.contains("--strict"), "{err}");
+    assert!(!strict.exists());
+
+    let dir = build("cancel", &trace);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let local = &doc["local_calls"];
+    // One cancelled receive and its wait per rank.
+    assert_eq!(local["receives"].as_u64(), Some(4), "{local}");
+    assert_eq!(local["completions"].as_u64(), Some(4), "{local}");
+    assert_eq!(local["sends"].as_u64(), Some(0), "{local}");
+    assert_eq!(doc["scaling"]["main_full"].as_u64(), Some(30), "{}", doc["scaling"]);
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 300), mpi, 4);
     }
 }
 

@@ -183,13 +183,25 @@ fn make_once(
     let t = Instant::now();
     let choices = nest_choices(lt);
     let nest_seconds = t.elapsed().as_secs_f64();
+    // The first choice whose skeleton is cut and meets its target; else the shortest cut one
+    // (a fold into a few steps may cut less than the exact nest's compute cut, as for a program
+    // with no loop but a few collectives); else the first.
     let mut first = None;
+    let mut shortest: Option<Built> = None;
     for nests in choices {
         let stages = vec![("loop nests".to_owned(), nest_seconds)];
         let built =
             make_with(lt, nests, stages, app_time_s, app_time_source, target_s, compute_cut);
         match built {
-            Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => return Ok(b),
+            Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => {
+                let estimate = b.scaling.skeleton_estimate_s;
+                if estimate <= b.scaling.target_s * (1.0 + 1e-9) {
+                    return Ok(b);
+                }
+                if shortest.as_ref().is_none_or(|s| estimate < s.scaling.skeleton_estimate_s) {
+                    shortest = Some(b);
+                }
+            }
             other => {
                 if first.is_none() {
                     first = Some(other);
@@ -197,7 +209,10 @@ fn make_once(
             }
         }
     }
-    first.expect("nest_choices offers at least the exact nests")
+    match shortest {
+        Some(b) => Ok(b),
+        None => first.expect("nest_choices offers at least the exact nests"),
+    }
 }
 
 fn make_with(

@@ -20,6 +20,7 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod local;
 pub mod meta;
 pub mod model;
 pub mod native;

@@ -102,6 +102,12 @@ impl TraceSet {
         all
     }
 
+    /// Removes the point-to-point calls nothing in the trace matches ([`crate::local`]);
+    /// returns what was removed, over all ranks.
+    pub fn drop_local_calls(&mut self) -> crate::local::LocalCalls {
+        crate::local::drop_local_calls(&mut self.ranks)
+    }
+
     /// Number of ranks.
     pub fn n_ranks(&self) -> usize {
         self.ranks.len()
