@@ -419,7 +419,8 @@ fn calls_nothing_matches_are_left_out_unless_strict() {
 /// reported first, and each worker stops on a message of tag 0): with `MPI_ANY_SOURCE` kept, the
 /// master could take another worker's result than the one it then answers, and the deadlock
 /// check refuses it; the build pins each any-source receive to the source the traced run gave it,
-/// says so, and the skeleton runs under both MPI libraries.
+/// says so, cuts each worker's computation by the same share, and the skeleton runs under both
+/// MPI libraries.
 #[test]
 fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     let out_dir = scratch("taskfarm");
@@ -440,6 +441,15 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     assert_eq!(doc["pinned_any_source"].as_u64(), Some(30), "{}", doc["pinned_any_source"]);
     let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
     assert!(!source.contains("MPI_ANY_SOURCE"));
+    // No loop, and no compute block at the same place in every class (the master computes
+    // nothing): each worker's blocks lose the same share of themselves, and the skeleton is
+    // within its target.
+    let s = &doc["scaling"];
+    assert!(s["compute_removed_s"].as_f64().unwrap_or(0.0) > 0.0, "{s}");
+    let (estimate, target) =
+        (s["skeleton_estimate_s"].as_f64().unwrap(), s["target_s"].as_f64().unwrap());
+    assert!(estimate <= 1.1 * target, "{s}");
+    assert!(source.contains("sk_compute_less("), "workers' blocks are cut");
     compile_strict(&dir, "mpicc.openmpi", &[]);
     compile_strict(&dir, "mpicc.mpich", &[]);
     let _lock = mpi_lock();
