@@ -324,50 +324,81 @@ fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> f64) -> (f64, f64) {
     (values[values.len() * 25 / 1000], values[values.len() * 975 / 1000])
 }
 
-/// The real applications: name, the LAMMPS example folder, its input.
-/// LAMMPS examples: name, folder, input, and the run length to set (each `run N` line of the
-/// input rewritten), if any.
-fn app_cases() -> Vec<(&'static str, &'static str, &'static str, Option<u32>)> {
+/// The development set of irregular programs: LAMMPS examples and fixture programs that
+/// reproduce their patterns.
+enum App {
+    /// A LAMMPS example: its folder, its input, and the run length to set (each `run N` line of
+    /// the input rewritten), if any.
+    Lammps(&'static str, &'static str, Option<u32>),
+    /// A fixture program (`fixtures/programs`) with its arguments.
+    Program(&'static str, &'static [&'static str]),
+}
+
+fn app_cases() -> Vec<(&'static str, App)> {
     vec![
-        ("lammps-melt", "melt", "in.melt", None),
-        ("lammps-peptide", "peptide", "in.peptide", None),
-        ("lammps-crack", "crack", "in.crack", None),
-        ("lammps-flow", "flow", "in.flow.pois", None),
-        ("lammps-melt-2000", "melt", "in.melt", Some(2000)),
-        ("lammps-peptide-1000", "peptide", "in.peptide", Some(1000)),
+        ("lammps-melt", App::Lammps("melt", "in.melt", None)),
+        ("lammps-peptide", App::Lammps("peptide", "in.peptide", None)),
+        ("lammps-crack", App::Lammps("crack", "in.crack", None)),
+        ("lammps-flow", App::Lammps("flow", "in.flow.pois", None)),
+        ("lammps-melt-2000", App::Lammps("melt", "in.melt", Some(2000))),
+        ("lammps-peptide-1000", App::Lammps("peptide", "in.peptide", Some(1000))),
+        // A time-step loop with migrating sizes and rebuilds every tenth step.
+        ("timestep", App::Program("timestep", &["1000", "10", "25", "200"])),
+        // Testany/Test polling on a ring, Iprobe(ANY_SOURCE) at a collector.
+        ("polling", App::Program("polling", &["60", "4096", "3000"])),
+        // HPL-style panels that shrink every step, received by polling.
+        ("panel", App::Program("panel", &["96", "65536", "8000"])),
+        // Master–worker with ANY_SOURCE: regular, and a task farm in the run's order. Messages
+        // of at most 3 KB: anysource relies on eager sends (see its header).
+        ("anysource", App::Program("anysource", &["2000", "1024"])),
+        ("taskfarm", App::Program("taskfarm", &["300", "2000"])),
+        // Pre-posted any-source receives, the last one cancelled.
+        ("cancel", App::Program("cancel", &["400", "1024", "3000"])),
     ]
 }
 
 fn apps(reps: usize) {
-    let names: Vec<&str> = selected(
-        app_cases().into_iter().map(|(n, _, _, _)| (n, 4, Vec::new())).collect::<Vec<_>>(),
-    )
-    .into_iter()
-    .map(|c| c.0)
-    .collect();
-    println!("## Real applications, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
-    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for (name, folder, input, steps) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
+    let names: Vec<&str> =
+        selected(app_cases().into_iter().map(|(n, _)| (n, 4, Vec::new())).collect::<Vec<_>>())
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+    println!("## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
+    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let bin = root().join("target").join("fixture-programs").join("openmpi");
+    let mut mk = Command::new("make");
+    mk.args(["-s", "-C"])
+        .arg(root().join("fixtures").join("programs"))
+        .arg("MPI=openmpi")
+        .arg(format!("OUT={}", bin.display()));
+    ok(mk, "building the fixture programs");
+    for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
         std::fs::create_dir_all(&work).unwrap();
-        let examples = Path::new("/usr/share/lammps/examples").join(folder);
-        for e in std::fs::read_dir(&examples).unwrap().flatten() {
-            std::fs::copy(e.path(), work.join(e.file_name())).unwrap();
-        }
-        if let Some(n) = steps {
-            let text = std::fs::read_to_string(work.join(input)).unwrap();
-            let runs: String = text
-                .lines()
-                .map(|l| match l.split_whitespace().next() {
-                    Some("run") => format!("run {n}\n"),
-                    _ => format!("{l}\n"),
-                })
-                .collect();
-            std::fs::write(work.join(input), runs).unwrap();
-        }
-        let cmd: Vec<String> =
-            ["lmp", "-in", input, "-log", "none", "-screen", "none"].map(String::from).to_vec();
+        let cmd: Vec<String> = match app {
+            App::Lammps(folder, input, steps) => {
+                let examples = Path::new("/usr/share/lammps/examples").join(folder);
+                for e in std::fs::read_dir(&examples).unwrap().flatten() {
+                    std::fs::copy(e.path(), work.join(e.file_name())).unwrap();
+                }
+                if let Some(n) = steps {
+                    let text = std::fs::read_to_string(work.join(input)).unwrap();
+                    let runs: String = text
+                        .lines()
+                        .map(|l| match l.split_whitespace().next() {
+                            Some("run") => format!("run {n}\n"),
+                            _ => format!("{l}\n"),
+                        })
+                        .collect();
+                    std::fs::write(work.join(input), runs).unwrap();
+                }
+                ["lmp", "-in", input, "-log", "none", "-screen", "none"].map(String::from).to_vec()
+            }
+            App::Program(program, args) => std::iter::once(bin.join(program).display().to_string())
+                .chain(args.iter().map(|a| a.to_string()))
+                .collect(),
+        };
         let t0 = work.join("run0.trace");
         trace_native(&work, &t0, 4, &cmd, name);
         // The build under /usr/bin/time for its peak memory.
@@ -423,11 +454,14 @@ fn apps(reps: usize) {
             sk.push(r["skeleton_s"].as_f64().unwrap());
             ph.push(r["predicted_s"].as_f64().unwrap());
         }
+        // The same skeleton under MPICH: it runs there too (its time, not compared: the
+        // application ran under OpenMPI).
+        let mpich = run(&skel, &["--mpi", "mpich"])["skeleton_s"].as_f64().unwrap();
         let (a, s, p) = (median(app), median(sk), median(ph.clone()));
         let lo = ph.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ph.iter().copied().fold(0.0, f64::max);
         println!(
-            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % |",
+            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {mpich:.4} |",
             share * 100.0,
             s / a,
             (p / a - 1.0) * 100.0,
