@@ -121,8 +121,8 @@ fn smpi() {
     println!("\nby phase: mean |error| {mean:.1} %, max {max:.1} %\n");
 }
 
-/// The native cases: name, ranks, command.
-fn native_cases() -> Vec<(&'static str, u32, Vec<String>)> {
+/// Builds the fixture programs for OpenMPI; their folder.
+fn fixture_programs() -> PathBuf {
     let bin = root().join("target").join("fixture-programs").join("openmpi");
     let mut mk = Command::new("make");
     mk.args(["-s", "-C"])
@@ -130,6 +130,12 @@ fn native_cases() -> Vec<(&'static str, u32, Vec<String>)> {
         .arg("MPI=openmpi")
         .arg(format!("OUT={}", bin.display()));
     ok(mk, "building the fixture programs");
+    bin
+}
+
+/// The native cases: name, ranks, command.
+fn native_cases() -> Vec<(&'static str, u32, Vec<String>)> {
+    let bin = fixture_programs();
     let p = |name: &str| bin.join(name).display().to_string();
     vec![
         ("ring", 4, vec![p("ring"), "2000".into(), "65536".into()]),
@@ -366,13 +372,7 @@ fn apps(reps: usize) {
     println!("## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
     println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let bin = root().join("target").join("fixture-programs").join("openmpi");
-    let mut mk = Command::new("make");
-    mk.args(["-s", "-C"])
-        .arg(root().join("fixtures").join("programs"))
-        .arg("MPI=openmpi")
-        .arg(format!("OUT={}", bin.display()));
-    ok(mk, "building the fixture programs");
+    let bin = fixture_programs();
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
         std::fs::create_dir_all(&work).unwrap();
