@@ -25,7 +25,6 @@ static int sk_nphases;
 /* Per phase, for the computation not run (sk_compute_less): seconds removed, and the seconds
  * asked of and taken by the parts that ran, whose pace prices the removed ones. */
 static double (*sk_cut)[3];
-static double *sk_factor; /* per phase: application seconds per second run, 0 for full / run */
 static int sk_current = -1;  /* the phase being timed */
 static double sk_t0, sk_begun;
 /* When this rank began its main loop, seconds after the common start (-1: not yet, or it has
@@ -247,8 +246,6 @@ void sk_start(sk_phase *phases, int n) {
     sk_nphases = n;
     free(sk_cut);
     sk_cut = calloc((size_t)n, sizeof *sk_cut);
-    free(sk_factor);
-    sk_factor = calloc((size_t)n, sizeof *sk_factor);
     MPI_Barrier(MPI_COMM_WORLD);
     sk_t0 = MPI_Wtime();
 }
@@ -275,12 +272,6 @@ void sk_iteration_end(long it) {
 
 void sk_phase_add(int i, double seconds) {
     sk_phases[i].seconds += seconds;
-}
-
-void sk_phase_factor(int i, double factor) {
-    if (sk_factor && i >= 0 && i < sk_nphases && factor > 0.0) {
-        sk_factor[i] = factor;
-    }
 }
 
 /* Seconds of removed computation added back to the iterations phase i ran: what was removed,
@@ -317,15 +308,14 @@ static double sk_predicted(int i) {
     if (p->run <= 0) {
         return inner;
     }
-    double scale = sk_factor && sk_factor[i] > 0.0 ? sk_factor[i] : (double)p->full / (double)p->run;
-    double restored = sk_restored_of(i) * scale;
+    double restored = sk_restored_of(i) * (double)p->full / (double)p->run;
     if (children == 0 && p->first_set && p->run >= 2 && p->full > p->run) {
         double others = (own - p->first) / (double)(p->run - 1);
         if (p->first > SK_FIRST_LONGER * others) {
             return p->first + others * (double)(p->full - 1) + restored;
         }
     }
-    double predicted = own * scale + restored + inner;
+    double predicted = own * (double)p->full / (double)p->run + restored + inner;
     /* A rank that reached the main loop before the last one waited for it in the iterations it
      * ran, as the application did once, in its first: that wait is counted once, not scaled
      * (the panels of an LU factorization start where the longest set-up ends). The last rank to

@@ -83,9 +83,6 @@ void sk_phase_end(int i);
 void sk_iteration_end(long it);
 /* Adds seconds to phase i (an inner loop timed inside its phase). */
 void sk_phase_add(int i, double seconds);
-/* Phase i predicts its time × `factor` instead of × full / run (after sk_start): the steps of
- * a kind that ran were, in the trace, shorter or longer than the kind's average step. */
-void sk_phase_factor(int i, double factor);
 
 /* Gathers the times, prints the report on rank 0. factor: application time / skeleton time
  * expected on the recording machine (the single-ratio prediction). */

@@ -131,8 +131,6 @@ struct TimerCtx {
     /// For a cut inner loop: its iterations run per iteration of the parent (0 for the kinds
     /// of a time-step loop, whose counts are fixed).
     inner_run: u64,
-    /// For a kind of step: application seconds per second run, where not `full / run`.
-    factor: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -144,12 +142,6 @@ struct ClassCtx {
     ranks_text: String,
     notation: String,
     phases: Vec<PhaseCtx>,
-}
-
-/// A positive number with six significant digits, in plain notation (`245.676`).
-pub(crate) fn significant(x: f64) -> String {
-    let decimals = (5 - x.abs().log10().floor() as i64).clamp(0, 12) as usize;
-    format!("{x:.decimals$}")
 }
 
 /// Seconds as a C literal with six significant digits.
@@ -773,7 +765,6 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                         run: p.run,
                         parent: -1,
                         inner_run: 0,
-                        factor: None,
                     });
                     let mut lines = Vec::new();
                     let mut pre_lines = Vec::new();
@@ -803,7 +794,6 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                                 run: case.run,
                                 parent: timer as i64,
                                 inner_run: 0,
-                                factor: case.factor.map(significant),
                             });
                         }
                         lines.push(
@@ -832,7 +822,6 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                                     run: p.run * ic.run,
                                     parent: timer as i64,
                                     inner_run: ic.run,
-                                    factor: None,
                                 });
                                 lines.push(format!(
                                     "double t_inner = MPI_Wtime(); /* the inner loop runs {} of its {} iterations, timed on its own */",

@@ -305,11 +305,6 @@ pub struct StepCase {
     pub body: Vec<Stmt>,
     /// The kind's body in the notation of Xu & Subhlok (2008, §3).
     pub note: String,
-    /// Application seconds per second of this kind's steps run, where the trace's clock tells
-    /// how the steps run compare with all the kind's steps (see [`StepSchedule::recorded`]);
-    /// otherwise the prediction scales by `full / run`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub factor: Option<f64>,
 }
 
 /// Which steps a time-step loop runs: the kind of every step of the application, and the steps
@@ -320,11 +315,6 @@ pub struct StepSchedule {
     pub kinds: Vec<u32>,
     /// The steps the skeleton runs, ascending (indices into `kinds`).
     pub run: Vec<u32>,
-    /// Every step's recorded time, seconds, mean over the class's ranks: its compute gaps as
-    /// the wall clock saw them, and its calls' own durations. Empty where the trace has no
-    /// clock (time-independent traces). Not written: it weighs the steps a cut loop runs.
-    #[serde(skip)]
-    pub recorded: Vec<(f64, f64)>,
 }
 
 impl StepSchedule {
@@ -1674,7 +1664,7 @@ fn phases_of(
                         let mut body = Vec::new();
                         lower(k, 1, 0, calls, gaps, &mut leaf, &mut body);
                         let note = LoopNest { items: k.clone() }.notation();
-                        StepCase { full, run: full, body, note, factor: None }
+                        StepCase { full, run: full, body, note }
                     })
                     .collect();
                 n_loops += 1;
@@ -1695,7 +1685,6 @@ fn phases_of(
                     steps: Some(StepSchedule {
                         kinds: schedule.clone(),
                         run: (0..schedule.len() as u32).collect(),
-                        recorded: recorded_steps(class, pos as usize, schedule, kinds),
                     }),
                     body,
                     origin: format!(
@@ -1716,33 +1705,6 @@ fn phases_of(
     }
     flush(&mut straight, straight_from, pos, &mut phases);
     phases
-}
-
-/// The recorded time of each step of a time-step loop that starts at position `at` of the
-/// class program: its compute gaps (wall clock) and its calls' durations, means over the class.
-/// Empty when the trace recorded no time at all.
-///
-/// # Complexity
-/// O(calls of the loop).
-fn recorded_steps(
-    class: &ProcessClass,
-    at: usize,
-    schedule: &[u32],
-    kinds: &[Vec<Node>],
-) -> Vec<(f64, f64)> {
-    let lens: Vec<usize> =
-        kinds.iter().map(|k| k.iter().map(|n| n.expanded_len() as usize).sum()).collect();
-    let mut pos = at;
-    let mut out = Vec::with_capacity(schedule.len());
-    for &k in schedule {
-        let Some(ops) = class.ops.get(pos..pos + lens[k as usize]) else { return Vec::new() };
-        out.push(ops.iter().fold((0.0, 0.0), |(g, c), op| (g + op.gap_wall_s, c + op.call_s)));
-        pos += lens[k as usize];
-    }
-    if out.iter().all(|&(g, c)| g + c <= 0.0) {
-        return Vec::new();
-    }
-    out
 }
 
 /// Lowers nest nodes into statements; `depth` is the loop depth of the statements made and

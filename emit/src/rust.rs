@@ -1076,15 +1076,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
                 let t = Literal::usize_unsuffixed(timer);
                 for (k, c) in cases.iter().enumerate() {
                     let (n, f, r) = (format!("{}.kind{k}", p.name), int(c.full), int(c.run));
-                    timers.push(match c.factor {
-                        Some(x) => {
-                            let x = Literal::f64_unsuffixed(
-                                crate::c::significant(x).parse().unwrap_or(x),
-                            );
-                            quote! { Phase::inner(#n, #f, #r, #t).factor(#x) }
-                        }
-                        None => quote! { Phase::inner(#n, #f, #r, #t) },
-                    });
+                    timers.push(quote! { Phase::inner(#n, #f, #r, #t) });
                 }
             }
             if let Some(ic) = p.inner {

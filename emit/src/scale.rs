@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{compute_of, is_zero, InnerCut, Skeleton, StepSchedule, Stmt};
+use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
 
 /// Iterations of a cut loop that always run: a steady state to time, and enough draws of each
 /// compute block to average. A main loop of at most this many iterations (a few long ones, as
@@ -280,45 +280,8 @@ fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
     for &i in &sample {
         cases[st.kinds[i as usize] as usize].run += 1;
     }
-    let factors = step_factors(st, &sample, cases.len());
-    for (c, f) in cases.iter_mut().zip(factors) {
-        c.factor = f.filter(|_| c.run < c.full);
-    }
     p.run = sample.len() as u64;
     st.run = sample;
-}
-
-/// Per kind of step: application seconds per second of the kind's steps run, the ratio
-/// estimator of sampling theory (Cochran 1977, ch. 6) with the recorded step times as the
-/// auxiliary variable — the recorded time of all the kind's steps over the recorded time of
-/// those run. A step run is counted at its own calls' time and its kind's mean compute, as the
-/// skeleton runs it (its compute blocks are the kind's means or draws around them, its message
-/// sizes the step's own). Scaling by the count instead (`full / run`) takes every step run for
-/// an average one; where a run's steps were not alike (LAMMPS melt: a fifth of the time steps
-/// 45 % longer, waiting on their neighbours, in one traced run; most of them in another) the
-/// one step run of a kind of 233 stood for all, and the prediction followed the luck of the
-/// draw. `None` for a kind when the trace recorded no time.
-///
-/// # Complexity
-/// O(steps).
-fn step_factors(st: &StepSchedule, sample: &[u32], n_kinds: usize) -> Vec<Option<f64>> {
-    if st.recorded.len() != st.kinds.len() {
-        return vec![None; n_kinds];
-    }
-    let mut compute = vec![(0.0f64, 0usize); n_kinds];
-    let mut all = vec![0.0f64; n_kinds];
-    for (&k, &(g, c)) in st.kinds.iter().zip(&st.recorded) {
-        let k = k as usize;
-        compute[k].0 += g;
-        compute[k].1 += 1;
-        all[k] += g + c;
-    }
-    let mut run = vec![0.0f64; n_kinds];
-    for &i in sample {
-        let k = st.kinds[i as usize] as usize;
-        run[k] += compute[k].0 / compute[k].1 as f64 + st.recorded[i as usize].1;
-    }
-    all.iter().zip(&run).map(|(&a, &r)| (a > 0.0 && r > 0.0).then(|| a / r)).collect()
 }
 
 /// The recorded computation of the class that computes most, seconds: what the application's
@@ -767,72 +730,5 @@ pub fn scale(
         compute_shrink: 1.0,
         main_needed: needed,
         note: String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn schedule(kinds: Vec<u32>, recorded: Vec<(f64, f64)>) -> StepSchedule {
-        StepSchedule { run: (0..kinds.len() as u32).collect(), kinds, recorded }
-    }
-
-    #[test]
-    fn a_step_run_stands_for_its_kind_by_the_recorded_times() {
-        // Kind 0: four steps, compute 1 s each; their calls waited 1, 1, 3 and 3 s. Kind 1: one.
-        let st = schedule(
-            vec![0, 0, 0, 0, 1],
-            vec![(1.0, 1.0), (1.0, 1.0), (1.0, 3.0), (1.0, 3.0), (2.0, 0.5)],
-        );
-        // Running step 1 (a short one): all four took 12 s, the step run 2 s in the trace.
-        let f = step_factors(&st, &[1, 4], 2);
-        assert_eq!(f[0], Some(6.0));
-        assert_eq!(f[1], Some(1.0));
-        // Running step 2 (a long one): 12 / 4.
-        assert_eq!(step_factors(&st, &[2, 4], 2)[0], Some(3.0));
-        // Steps of equal times give the count's ratio.
-        let even = schedule(vec![0, 0, 0], vec![(1.0, 0.5); 3]);
-        assert_eq!(step_factors(&even, &[1], 1)[0], Some(3.0));
-    }
-
-    #[test]
-    fn compute_counts_at_its_kinds_mean() {
-        // The skeleton runs a kind's compute at its mean, whichever step it runs: a step whose
-        // compute was short in the trace is not taken for a short step.
-        let st = schedule(vec![0, 0], vec![(1.0, 1.0), (3.0, 1.0)]);
-        assert_eq!(step_factors(&st, &[0], 1)[0], Some(2.0));
-    }
-
-    #[test]
-    fn without_a_clock_the_count_decides() {
-        let st = schedule(vec![0, 0, 1], Vec::new());
-        assert_eq!(step_factors(&st, &[0, 2], 2), vec![None, None]);
-        let mut p = crate::program::Phase {
-            name: "main_loop".into(),
-            full: 3,
-            run: 3,
-            is_loop: true,
-            body: vec![Stmt::Steps {
-                cases: (0..2)
-                    .map(|k| crate::program::StepCase {
-                        full: [2, 1][k],
-                        run: [2, 1][k],
-                        body: Vec::new(),
-                        note: String::new(),
-                        factor: None,
-                    })
-                    .collect(),
-            }],
-            origin: String::new(),
-            compute_s: 0.0,
-            calls: 0,
-            inner: None,
-            steps: Some(st),
-        };
-        set_steps(&mut p, vec![0, 2]);
-        let Stmt::Steps { cases } = &p.body[0] else { unreachable!() };
-        assert_eq!((cases[0].run, cases[0].factor), (1, None));
-        assert_eq!((cases[1].run, cases[1].factor), (1, None));
     }
 }

@@ -185,14 +185,6 @@ pub struct LogicalOp {
     /// distribution a skeleton draws its compute blocks from.
     #[serde(skip)]
     pub gap_samples: Vec<(u32, f32)>,
-    /// The compute gap as the wall clock saw it (descheduled time included), mean over the
-    /// class's ranks, seconds, not serialized: with `call_s`, the recorded time of this
-    /// position, what a sampled time step is weighed by.
-    #[serde(skip)]
-    pub gap_wall_s: f64,
-    /// The call's own duration, mean over the class's ranks, seconds, not serialized.
-    #[serde(skip)]
-    pub call_s: f64,
     /// The bytes sent at this position by each folded rank whose size differs from the
     /// representative's (`key.bytes`), by rank, not serialized: an uneven decomposition's
     /// sizes per rank (NPB SP's multi-partition cells). Ranks not listed send `key.bytes`.
@@ -424,10 +416,6 @@ impl Namer<'_> {
 struct Gap {
     s: f64,
     work: Option<Work>,
-    /// Wall time of the gap, seconds.
-    wall: f64,
-    /// Duration of the call that follows it, seconds.
-    call: f64,
 }
 
 type Translated = (Vec<OpKey>, Vec<Gap>, Vec<Vec<usize>>, Vec<(i32, i32)>);
@@ -520,12 +508,7 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
         keys.push(k);
         // The processor time where recorded: a skeleton's busy compute of that length is shared
         // (descheduled) the way the application's was.
-        gaps.push(Gap {
-            s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9,
-            work: e.gap_work,
-            wall: e.gap_ns as f64 * 1e-9,
-            call: e.exit_ns.saturating_sub(e.enter_ns) as f64 * 1e-9,
-        });
+        gaps.push(Gap { s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9, work: e.gap_work });
         links.push(completes);
     }
     (keys, gaps, links, tag_classes)
@@ -618,15 +601,11 @@ struct GapAcc {
     instructions: (u64, f64),
     flops: (u64, f64),
     samples: Vec<(u32, f32)>,
-    wall: f64,
-    call: f64,
 }
 
 impl GapAcc {
     fn add(&mut self, rank: u32, g: Gap) {
         self.samples.push((rank, g.s as f32));
-        self.wall += g.wall;
-        self.call += g.call;
         self.min = if self.n == 0 { g.s } else { self.min.min(g.s) };
         self.max = self.max.max(g.s);
         self.n += 1;
@@ -847,8 +826,6 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                         tag_class,
                         traced_tag,
                         gap: a.stats(),
-                        gap_wall_s: a.wall / a.n.max(1) as f64,
-                        call_s: a.call / a.n.max(1) as f64,
                         gap_samples: a.samples,
                         rank_bytes,
                     }

@@ -52,8 +52,6 @@ pub struct Phase {
     parent: Option<usize>,
     /// Seconds of its first iteration (see [`Runtime::iteration_end`]).
     first: Option<f64>,
-    /// Application seconds per second run, where not `full / run` (see [`Phase::factor`]).
-    factor: Option<f64>,
 }
 
 impl Phase {
@@ -70,27 +68,12 @@ impl Phase {
 
     /// A phase of `full` iterations in the application, of which the skeleton runs `run`.
     pub fn new(name: &'static str, full: i64, run: i64) -> Phase {
-        Phase {
-            name,
-            full,
-            run,
-            seconds: 0.0,
-            cut: [0.0; 3],
-            parent: None,
-            first: None,
-            factor: None,
-        }
+        Phase { name, full, run, seconds: 0.0, cut: [0.0; 3], parent: None, first: None }
     }
 
     /// An inner loop of phase `parent`, timed on its own.
     pub fn inner(name: &'static str, full: i64, run: i64, parent: usize) -> Phase {
         Phase { parent: Some(parent), ..Phase::new(name, full, run) }
-    }
-
-    /// The phase predicts its time × `factor` instead of × full / run: the steps of a kind
-    /// that ran were, in the trace, shorter or longer than the kind's average step.
-    pub fn factor(self, factor: f64) -> Phase {
-        Phase { factor: Some(factor), ..self }
     }
 }
 
@@ -403,7 +386,7 @@ impl Runtime {
         if p.run <= 0 {
             return inner;
         }
-        let scale = p.factor.unwrap_or(p.full as f64 / p.run as f64);
+        let scale = p.full as f64 / p.run as f64;
         let predicted = match p.first {
             Some(first) if children == 0 && p.run >= 2 && p.full > p.run => {
                 let others = (own - first) / (p.run - 1) as f64;
