@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "mpiskel_rt.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,38 @@ static double sk_predicted(int i) {
         predicted -= (wait < most ? wait : most) * ((double)p->full / (double)p->run - 1.0);
     }
     return predicted;
+}
+
+static void *sk_send_buffer;
+
+void sk_buffer_attach(long long bytes, long long messages, long main_run) {
+    long long times = 1;
+    if (sk_iterations > main_run && main_run > 0) {
+        times = (sk_iterations + main_run - 1) / main_run;
+    }
+    long long size = (bytes + messages * (long long)MPI_BSEND_OVERHEAD) * times;
+    if (size > INT_MAX) {
+        fprintf(stderr, "mpiskel: the buffered sends need %lld bytes; MPI attaches at most %d\n",
+                size, INT_MAX);
+        size = INT_MAX;
+    }
+    sk_send_buffer = malloc((size_t)size);
+    if (!sk_send_buffer) {
+        fprintf(stderr, "mpiskel: cannot allocate %lld bytes for the buffered sends\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Buffer_attach(sk_send_buffer, (int)size);
+}
+
+void sk_buffer_detach(void) {
+    if (!sk_send_buffer) {
+        return;
+    }
+    void *buffer;
+    int size;
+    MPI_Buffer_detach(&buffer, &size);
+    free(sk_send_buffer);
+    sk_send_buffer = NULL;
 }
 
 void sk_report(const char *name, double factor, double recorded_app_s) {

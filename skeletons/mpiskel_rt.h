@@ -84,6 +84,13 @@ void sk_iteration_end(long it);
 /* Adds seconds to phase i (an inner loop timed inside its phase). */
 void sk_phase_add(int i, double seconds);
 
+/* Buffered sends (MPI_Bsend): attaches a buffer for `bytes` in `messages` messages, what the
+ * skeleton sends buffered with `main_run` iterations of its main loop; more iterations
+ * (--iterations) attach in proportion. sk_buffer_detach returns once every buffered message
+ * has left. */
+void sk_buffer_attach(long long bytes, long long messages, long main_run);
+void sk_buffer_detach(void);
+
 /* Gathers the times, prints the report on rank 0. factor: application time / skeleton time
  * expected on the recording machine (the single-ratio prediction). */
 void sk_report(const char *name, double factor, double recorded_app_s);

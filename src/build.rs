@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use mpiskel_emit::c::{render, Meta};
-use mpiskel_emit::pipeline::{make, CheckSummary, PipelineError};
+use mpiskel_emit::pipeline::{make, make_strict, CheckSummary, PipelineError};
 use mpiskel_emit::program::MatchingReport;
 use mpiskel_emit::{Scaling, Skeleton};
 use mpiskel_trace::local::LocalCalls;
@@ -85,9 +85,12 @@ pub struct BuildArgs {
     #[arg(long, value_name = "FLOP/S", default_value_t = 1e9)]
     flops: f64,
     /// Refuse a trace that holds point-to-point calls nothing matches (a receive cancelled
-    /// after nothing came, a send never received), as the deadlock check would. By default
+    /// after nothing came, a send never received), as the deadlock check would, and a program
+    /// that finishes only if the MPI library buffers some of its blocking sends. By default
     /// such calls are local (Xu & Subhlok 2008, §4): they are left out, their time stays in
-    /// the computation before the next call, and the build says what it left out.
+    /// the computation before the next call; and sends the run completed before their receives
+    /// were posted, where the program relies on it, become buffered sends (`MPI_Bsend`). The
+    /// build says what it left out or buffered.
     #[arg(long)]
     strict: bool,
     /// No progress lines on stderr.
@@ -178,6 +181,10 @@ pub struct SkeletonDocument {
     /// traced run gave them, because with the wildcard the program could deadlock (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub pinned_any_source: usize,
+    /// Blocking sends the skeleton makes buffered (`MPI_Bsend`), because the program relies on
+    /// the MPI library buffering them as the traced run did (0: none).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub buffered_sends: usize,
     /// Classes.
     pub classes: Vec<ClassDoc>,
     /// Matching of sends and receives.
@@ -232,6 +239,15 @@ pub fn describe_pinned(n: usize) -> String {
          with the wildcard, a rank could take another rank's message (a master answering whichever \
          worker reported first, each worker's count of tasks fixed as traced) and the program \
          could deadlock; pinned, the skeleton replays an order the application ran in"
+    )
+}
+
+/// The note on sends made buffered.
+pub fn describe_buffered(n: usize) -> String {
+    format!(
+        "{n} blocking sends are buffered (MPI_Bsend, with a buffer the skeleton attaches): the \
+         traced run completed them before their receives were posted (the MPI library buffered \
+         them), and without that the program could block; --strict refuses such a trace"
     )
 }
 
@@ -338,12 +354,14 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     // The calls themselves are in the logical trace now: their memory is not held while the
     // skeleton is made.
     drop(set);
+    let make = if a.strict { make_strict } else { make };
     let built = match make(&lt, app_time, &source, a.target_time, !a.whole_compute) {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             eprint!("{d}");
             let hint = if a.strict {
-                " (without --strict, calls nothing matches are left out)"
+                " (without --strict, calls nothing matches are left out and sends the program \
+                 relies on the MPI library to buffer are buffered)"
             } else {
                 ""
             };
@@ -391,6 +409,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         polls,
         local_calls,
         pinned_any_source: built.pinned_any_source,
+        buffered_sends: built.buffered_sends,
         classes: built
             .skeleton
             .classes
@@ -426,6 +445,9 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     let s = &built.scaling;
     if built.pinned_any_source > 0 {
         eprintln!("note: {}", describe_pinned(built.pinned_any_source));
+    }
+    if built.buffered_sends > 0 {
+        eprintln!("note: {}", describe_buffered(built.buffered_sends));
     }
     if !s.note.is_empty() {
         eprintln!("note: {}", s.note);
@@ -574,6 +596,9 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
     if !no_local_calls(&doc.local_calls) {
         let line = describe_local(&doc.local_calls, doc.scaling.app_time_s, doc.n_ranks as usize);
         let _ = writeln!(s, "local:     {line}");
+    }
+    if doc.buffered_sends > 0 {
+        let _ = writeln!(s, "sends:     {}", describe_buffered(doc.buffered_sends));
     }
     if doc.pinned_any_source > 0 {
         let _ = writeln!(s, "sources:   {}", describe_pinned(doc.pinned_any_source));

@@ -415,6 +415,52 @@ fn calls_nothing_matches_are_left_out_unless_strict() {
     }
 }
 
+/// A program that relies on its MPI library buffering small sends (`fixtures/programs/eager.c`:
+/// a ring that sends before it receives, and a send that waits across a broadcast for its
+/// receive): `build --strict` refuses it as the deadlock check finds; by default the sends the
+/// check is stuck in become `MPI_Bsend` with a buffer the skeleton attaches, the build says so,
+/// and the skeleton runs with more iterations than built in too (the buffer grows with them).
+/// (Its code is compiled and run under the three libraries with the other fixtures.)
+#[test]
+fn sends_the_run_buffered_are_buffered_unless_strict() {
+    let trace = root().join("fixtures/traces/eager");
+    let base = scratch("eager");
+    let strict = base.join("strict");
+    let out =
+        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
+    let out = out.unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MPI_Send to rank") && err.contains("--strict"), "{err}");
+    assert!(!strict.exists());
+
+    let dir = base.join("skel");
+    let out = mpiskel().args(["build", "--name", "eager"]).arg(&trace).arg("-o").arg(&dir).output();
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("blocking sends are buffered (MPI_Bsend"), "{err}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    // The ring's send in each class, and rank 0's send across the broadcast.
+    let classes = doc["classes"].as_array().unwrap().len() as u64;
+    assert_eq!(doc["buffered_sends"].as_u64(), Some(classes + 1), "{}", doc["buffered_sends"]);
+    let buffer = &doc["program"]["send_buffer"];
+    assert!(buffer["bytes"].as_u64().unwrap() >= 1024, "{buffer}");
+    // The skeleton's code, compiled and run under the three libraries: the `eager` fixture test.
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(!source.contains("MPI_Send("), "every blocking send of eager is buffered");
+    assert!(source.contains("sk_buffer_attach(") && source.contains("sk_buffer_detach()"));
+    let _lock = mpi_lock();
+    let full = mpiskel()
+        .args(["run", "--mpi", "openmpi", "--json", "--timeout", "300"])
+        .arg(&dir)
+        .args(["--", "--iterations", "20"])
+        .output()
+        .unwrap();
+    assert!(full.status.success(), "{}", String::from_utf8_lossy(&full.stderr));
+}
+
 /// A dynamic master–worker (`fixtures/programs/taskfarm.c`: the master answers whichever worker
 /// reported first, and each worker stops on a message of tag 0): with `MPI_ANY_SOURCE` kept, the
 /// master could take another worker's result than the one it then answers, and the deadlock

@@ -916,6 +916,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
             .iter()
             .map(|t| table_lines(&t.iter().map(|f| format!("{f:.4}")).collect::<Vec<_>>(), 8))
             .collect::<Vec<_>>(),
+        send_buffer => skel.send_buffer,
         rank_weights => if skel.rank_weight.iter().any(|w| (w - 1.0).abs() > 0.005) {
             table_lines(&skel.rank_weight.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>(), 8)
         } else {

@@ -6,7 +6,10 @@
 //! only the requests still pending (a request to `MPI_PROC_NULL` or one already completed is
 //! `MPI_REQUEST_NULL`); `MPI_Waitany`/`Waitsome` are taken to complete the lowest pending
 //! request of their set (a possible execution: the real call returns no later); a
-//! `MPI_Sendrecv` is a send and a receive started together and waited for.
+//! `MPI_Sendrecv` is a send and a receive started together and waited for. A buffered send
+//! (`MPI_Bsend`, see [`crate::pipeline::make`]) is a send that returns at once and whose
+//! message must still be received before the program ends (the runtime detaches its buffer
+//! before `MPI_Finalize`, which waits for every buffered message to leave).
 //!
 //! # Complexity
 //! O(ranks × calls each runs).
@@ -14,8 +17,9 @@
 use std::collections::BTreeSet;
 
 use crate::deadlock::{CheckOp, Slot};
-use crate::program::{Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
+use crate::program::{largest_send, Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
 use mpiskel_compress::When;
+use mpiskel_trace::Op;
 
 /// Coordinates of `rank` in a row-major grid of `dims`.
 pub fn coords(rank: u32, dims: &[usize]) -> Vec<usize> {
@@ -97,9 +101,18 @@ struct Rank<'a> {
     reused: BTreeSet<u32>,
     /// Pending slots of non-blocking collectives (the check completes those where they start).
     collective: BTreeSet<u32>,
+    /// Per operation of `out`: the call it came from (its address in the skeleton; 0 for waits
+    /// the runtime adds).
+    origin: Vec<usize>,
+    /// Slots of the buffered sends made, each its own.
+    buffered: Vec<Slot>,
+    /// Bytes and messages of the buffered sends made.
+    buffer: (u64, u64),
 }
 
 const SENDRECV_SEND: Slot = Slot::MAX - 2;
+/// First slot of the buffered sends (a rank's own request slots are numbered from 0).
+const BUFFERED: Slot = 1 << 31;
 const SENDRECV_RECV: Slot = Slot::MAX - 1;
 
 impl Rank<'_> {
@@ -127,12 +140,19 @@ impl Rank<'_> {
             r.base + if r.ring > 1 { iters.get(r.depth).map_or(0, |x| x.0 as u32) } else { 0 }
         };
         match c {
-            Call::Send { to, tag, slot, .. } => {
+            Call::Send { op, to, tag, slot, .. } => {
                 let Some(Some(to)) = self.peer(to) else { return };
                 match slot {
                     Some(s) => {
                         let s = slot_of(s);
                         self.start(s);
+                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: s });
+                    }
+                    None if *op == Op::Bsend => {
+                        let s = BUFFERED + self.buffered.len() as Slot;
+                        self.buffered.push(s);
+                        self.buffer.0 += largest_send(c, &self.skel.size_tables);
+                        self.buffer.1 += 1;
                         self.out.push(CheckOp::Isend { to, tag: *tag, slot: s });
                     }
                     None => self.out.push(CheckOp::Send { to, tag: *tag }),
@@ -205,7 +225,16 @@ impl Rank<'_> {
         for s in body {
             match s {
                 Stmt::Compute { .. } => {}
-                Stmt::Call { call } => self.call(call, iters),
+                Stmt::Call { call } => {
+                    let before = self.out.len();
+                    self.call(call, iters);
+                    // Waits for a reused slot come first and are the runtime's.
+                    let at = call as *const Call as usize;
+                    for (i, op) in self.out[before..].iter().enumerate() {
+                        let own = i > 0 || !matches!(op, CheckOp::Wait { .. });
+                        self.origin.push(if own { at } else { 0 });
+                    }
+                }
                 Stmt::Loop { count, body, .. } => {
                     for i in 0..*count {
                         iters.push((i, *count));
@@ -233,7 +262,29 @@ impl Rank<'_> {
 /// Every rank's program as the checker sees it, and the request slots some rank starts again
 /// while a request is still pending there (the emitted code waits for it first).
 pub fn instantiate(skel: &Skeleton) -> (Vec<Vec<CheckOp>>, BTreeSet<u32>) {
+    let i = instantiate_traced(skel);
+    (i.programs, i.reused)
+}
+
+/// Every rank's program as the checker sees it, with where each operation came from.
+#[derive(Debug)]
+pub struct Instantiated {
+    /// Every rank's operations.
+    pub programs: Vec<Vec<CheckOp>>,
+    /// Request slots some rank starts again while a request is still pending there.
+    pub reused: BTreeSet<u32>,
+    /// Per rank and operation: the address of the [`Call`] in the skeleton it came from (0 for
+    /// waits the runtime adds). Valid while the skeleton is not moved or changed.
+    pub origins: Vec<Vec<usize>>,
+    /// The most any rank sends buffered (`MPI_Bsend`) in one run: (bytes, messages).
+    pub buffer: (u64, u64),
+}
+
+/// [`instantiate`], keeping where each operation came from.
+pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
     let mut reused = BTreeSet::new();
+    let mut origins = Vec::with_capacity(skel.n_ranks as usize);
+    let mut buffer = (0u64, 0u64);
     let programs = (0..skel.n_ranks)
         .map(|rank| {
             let class = &skel.classes[skel.class_of_rank[rank as usize] as usize];
@@ -244,6 +295,9 @@ pub fn instantiate(skel: &Skeleton) -> (Vec<Vec<CheckOp>>, BTreeSet<u32>) {
                 out: Vec::new(),
                 reused: BTreeSet::new(),
                 collective: BTreeSet::new(),
+                origin: Vec::new(),
+                buffered: Vec::new(),
+                buffer: (0, 0),
             };
             for p in &class.phases {
                 let mut iters = Vec::new();
@@ -264,14 +318,18 @@ pub fn instantiate(skel: &Skeleton) -> (Vec<Vec<CheckOp>>, BTreeSet<u32>) {
                     r.run(&p.body, &mut iters);
                 }
             }
-            // The runtime completes whatever is still pending before it reports.
-            let rest: Vec<u32> = r.pending.iter().copied().collect();
+            // The runtime completes whatever is still pending before it reports, and its
+            // buffered messages leave before it ends.
+            let rest: Vec<u32> = r.pending.iter().chain(&r.buffered).copied().collect();
             if !rest.is_empty() {
                 r.out.push(CheckOp::Wait { slots: rest });
+                r.origin.push(0);
             }
             reused.extend(r.reused);
+            buffer = (buffer.0.max(r.buffer.0), buffer.1.max(r.buffer.1));
+            origins.push(r.origin);
             r.out
         })
         .collect();
-    (programs, reused)
+    Instantiated { programs, reused, origins, buffer }
 }

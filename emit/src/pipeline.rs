@@ -7,13 +7,14 @@ use mpiskel_compress::LoopNest;
 use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
-use crate::deadlock::{check, Deadlock};
-use crate::instantiate::instantiate;
-use crate::program::{build, BuildError, Skeleton};
+use crate::deadlock::{check, CheckOp, Deadlock};
+use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
+use crate::program::{build, BuildError, Call, SendBuffer, Skeleton, Stmt};
 use crate::scale::{
     cut_compute, cut_verified, default_target, main_iterations, scale, uncut, Reach, Scaling,
     MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
 };
+use mpiskel_trace::Op;
 
 /// What the deadlock check did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +43,9 @@ pub struct Built {
     /// Receives and probes posted with `MPI_ANY_SOURCE` that take, in the skeleton, the source
     /// the traced run gave them (0 where the wildcards could stay: see [`make`]).
     pub pinned_any_source: usize,
+    /// Blocking sends of the program made buffered (`MPI_Bsend`) because without the buffering
+    /// the traced run had, the program could block (0: none; see [`make`]).
+    pub buffered_sends: usize,
 }
 
 /// Why no skeleton could be made.
@@ -75,6 +79,14 @@ const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would 
 /// count of tasks is fixed in the skeleton as traced — every such receive (and probe) takes the
 /// source the traced run gave it, which reproduces an order the application did run in; the
 /// program is checked again, and [`Built::pinned_any_source`] says how many were pinned.
+///
+/// The check takes no send for buffered (a blocking `MPI_Send` completes when its receive is
+/// posted). A program that still cannot finish and blocks in sends relied on the MPI library
+/// buffering them, as the traced run did (it finished: those sends completed before their
+/// receives were posted — an eager protocol). Those sends become `MPI_Bsend`, which is
+/// buffered by definition, with a buffer the skeleton attaches: the sends a deadlock is stuck
+/// in, one round after another, until the program passes or a deadlock holds no blocking send.
+/// [`Built::buffered_sends`] says how many; [`make_strict`] refuses instead.
 pub fn make(
     lt: &LogicalTrace,
     app_time_s: f64,
@@ -82,18 +94,144 @@ pub fn make(
     target_s: Option<f64>,
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
-    match make_once(lt, app_time_s, app_time_source, target_s, compute_cut) {
-        Err(PipelineError::Deadlock(d)) => {
-            let (pinned, n) = pin_any_sources(lt);
-            if n == 0 {
-                return Err(PipelineError::Deadlock(d));
-            }
-            let mut built = make_once(&pinned, app_time_s, app_time_source, target_s, compute_cut)?;
+    make_sends(lt, app_time_s, app_time_source, target_s, compute_cut, true)
+}
+
+/// [`make`] without buffered sends: a program that finishes only if the MPI library buffers
+/// some of its sends is refused.
+pub fn make_strict(
+    lt: &LogicalTrace,
+    app_time_s: f64,
+    app_time_source: &str,
+    target_s: Option<f64>,
+    compute_cut: bool,
+) -> Result<Built, PipelineError> {
+    make_sends(lt, app_time_s, app_time_source, target_s, compute_cut, false)
+}
+
+fn make_sends(
+    lt: &LogicalTrace,
+    app_time_s: f64,
+    app_time_source: &str,
+    target_s: Option<f64>,
+    compute_cut: bool,
+    buffer: bool,
+) -> Result<Built, PipelineError> {
+    let once = |lt: &LogicalTrace, buffer: bool| {
+        let goal = Goal { app_time_s, app_time_source, target_s, compute_cut, buffer };
+        make_once(lt, &goal)
+    };
+    let d = match once(lt, false) {
+        Err(PipelineError::Deadlock(d)) => d,
+        other => return other,
+    };
+    let (pinned, n) = pin_any_sources(lt);
+    if n > 0 {
+        if let Ok(mut built) = once(&pinned, false) {
+            built.pinned_any_source = n;
+            return Ok(built);
+        }
+    }
+    if !buffer {
+        return Err(PipelineError::Deadlock(d));
+    }
+    match once(if n > 0 { &pinned } else { lt }, true) {
+        Ok(mut built) => {
             built.pinned_any_source = n;
             Ok(built)
         }
-        other => other,
+        Err(PipelineError::Deadlock(_)) => Err(PipelineError::Deadlock(d)),
+        Err(e) => Err(e),
     }
+}
+
+/// Makes the blocking sends that a deadlock of `skel` is stuck in buffered (`MPI_Bsend`),
+/// round after round, until the program passes the check or a deadlock holds no blocking send
+/// (see [`make`]). Returns the calls made buffered, the program as checked last, and its
+/// verdict.
+///
+/// # Complexity
+/// One instantiation and check per round; at most one round per send of the program.
+fn buffer_blocked_sends(skel: &mut Skeleton) -> (usize, Instantiated, Option<Deadlock>) {
+    let mut n = 0;
+    loop {
+        let inst = instantiate_traced(skel);
+        let Some(d) = check(&inst.programs) else { return (n, inst, None) };
+        let stuck: std::collections::HashSet<usize> = d
+            .blocked
+            .iter()
+            .filter(|b| matches!(b.op, CheckOp::Send { .. }))
+            .filter_map(|b| inst.origins.get(b.rank as usize)?.get(b.position).copied())
+            .filter(|&at| at != 0)
+            .collect();
+        let made = make_buffered(skel, &stuck);
+        if made == 0 {
+            return (n, inst, Some(d));
+        }
+        n += made;
+    }
+}
+
+/// Turns the blocking sends at the addresses `at` (see [`Instantiated::origins`]) into
+/// `MPI_Bsend`; returns how many.
+fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> usize {
+    fn walk(body: &mut [Stmt], at: &std::collections::HashSet<usize>, n: &mut usize) {
+        for s in body {
+            match s {
+                Stmt::Call { call } => {
+                    let here = &*call as *const Call as usize;
+                    if let Call::Send { op, slot: None, .. } = call {
+                        if *op != Op::Bsend && at.contains(&here) {
+                            *op = Op::Bsend;
+                            *n += 1;
+                        }
+                    }
+                }
+                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, at, n),
+                Stmt::Steps { cases } => {
+                    for c in cases {
+                        walk(&mut c.body, at, n);
+                    }
+                }
+                Stmt::Compute { .. } => {}
+            }
+        }
+    }
+    let mut n = 0;
+    for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
+        walk(&mut p.body, at, &mut n);
+    }
+    n
+}
+
+/// Calls of `skel` that are buffered sends, in its statements (not per rank).
+fn count_buffered(skel: &Skeleton) -> usize {
+    fn walk(body: &[Stmt]) -> usize {
+        body.iter()
+            .map(|s| match s {
+                Stmt::Call { call: Call::Send { op: Op::Bsend, slot: None, .. } } => 1,
+                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body),
+                Stmt::Steps { cases } => cases.iter().map(|c| walk(&c.body)).sum(),
+                _ => 0,
+            })
+            .sum()
+    }
+    skel.classes.iter().flat_map(|c| &c.phases).map(|p| walk(&p.body)).sum()
+}
+
+/// The buffer the buffered sends of `skel` need, from its instantiation.
+fn send_buffer(skel: &Skeleton, inst: &Instantiated) -> Option<SendBuffer> {
+    let main_run = skel
+        .classes
+        .iter()
+        .filter_map(|c| c.main_loop_index().map(|i| c.phases[i].run))
+        .max()
+        .unwrap_or(1);
+    (inst.buffer.1 > 0).then_some(SendBuffer {
+        bytes: inst.buffer.0,
+        messages: inst.buffer.1,
+        main_run,
+    })
 }
 
 /// `lt` with every receive and probe posted with `MPI_ANY_SOURCE` taking the source the run
@@ -180,24 +318,17 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
 /// The first cut choice is kept when it is within a twelfth although a later one is shorter:
 /// steps that split a regular iteration run apart and lose its overlap (NPB BT S on 16 ranks:
 /// +3.1 % against SimGrid's replay with the shorter fold, +0.3 % with its exact loop).
-fn make_once(
-    lt: &LogicalTrace,
-    app_time_s: f64,
-    app_time_source: &str,
-    target_s: Option<f64>,
-    compute_cut: bool,
-) -> Result<Built, PipelineError> {
+fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError> {
     let t = Instant::now();
     let choices = nest_choices(lt);
     let nest_seconds = t.elapsed().as_secs_f64();
-    let twelfth = default_target(app_time_s, 1);
+    let twelfth = default_target(goal.app_time_s, 1);
     let mut first = None;
     let mut seen_cut = false;
     let mut shortest: Option<Built> = None;
     for nests in choices {
         let stages = vec![("loop nests".to_owned(), nest_seconds)];
-        let built =
-            make_with(lt, nests, stages, app_time_s, app_time_source, target_s, compute_cut);
+        let built = make_with(lt, nests, stages, goal);
         match built {
             Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => {
                 let estimate = b.scaling.skeleton_estimate_s;
@@ -223,15 +354,24 @@ fn make_once(
     }
 }
 
+/// What a skeleton is made for: the recorded application time and where it comes from, the
+/// target (default: [`default_target`]), whether compute blocks may be cut, and whether sends
+/// may be buffered (see [`make`]).
+struct Goal<'a> {
+    app_time_s: f64,
+    app_time_source: &'a str,
+    target_s: Option<f64>,
+    compute_cut: bool,
+    buffer: bool,
+}
+
 fn make_with(
     lt: &LogicalTrace,
     nests: Vec<mpiskel_compress::LoopNest>,
     mut stage_seconds: Vec<(String, f64)>,
-    app_time_s: f64,
-    app_time_source: &str,
-    target_s: Option<f64>,
-    compute_cut: bool,
+    goal: &Goal<'_>,
 ) -> Result<Built, PipelineError> {
+    let &Goal { app_time_s, app_time_source, target_s, compute_cut, buffer } = goal;
     let t = Instant::now();
     let whole = build(lt, &nests)?;
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
@@ -251,8 +391,12 @@ fn make_with(
         if reach.is_none() {
             uncut(&mut skeleton, &mut scaling, "");
         }
-        let (programs, reused) = instantiate(&skeleton);
-        let verdict = check(&programs);
+        let (mut programs, mut reused) = instantiate(&skeleton);
+        let mut verdict = check(&programs);
+        if verdict.is_some() && buffer {
+            let (_, inst, v) = buffer_blocked_sends(&mut skeleton);
+            (programs, reused, verdict) = (inst.programs, inst.reused, v);
+        }
         (skeleton, scaling, programs, reused, verdict)
     };
     let (mut skeleton, mut scaling, mut programs, mut reused, mut verdict) =
@@ -298,6 +442,10 @@ fn make_with(
         (false, false) => format!("{}; {over}", scaling.note),
     };
     skeleton.reused_slots = reused.into_iter().collect();
+    let buffered_sends = count_buffered(&skeleton);
+    if buffered_sends > 0 {
+        skeleton.send_buffer = send_buffer(&skeleton, &instantiate_traced(&skeleton));
+    }
     let operations = programs.iter().map(Vec::len).sum();
     let seconds = t.elapsed().as_secs_f64();
     stage_seconds.push(("deadlock check".to_owned(), seconds));
@@ -308,5 +456,6 @@ fn make_with(
         nests,
         stage_seconds,
         pinned_any_source: 0,
+        buffered_sends,
     })
 }

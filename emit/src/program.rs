@@ -452,6 +452,24 @@ pub struct Skeleton {
     /// weights: one table per such block, one entry per rank (1 for ranks of other classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compute_factors: Vec<Vec<f64>>,
+    /// The buffer the skeleton attaches for its buffered sends (`MPI_Bsend`): blocking sends
+    /// that the run completed before their receive was posted, and without which the program
+    /// could block (see [`crate::pipeline::make`]). `None` where it makes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_buffer: Option<SendBuffer>,
+}
+
+/// What the buffered sends of a skeleton need: the most any rank sends buffered in one run of
+/// the skeleton as built, for `main_run` iterations of its main loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SendBuffer {
+    /// Bytes.
+    pub bytes: u64,
+    /// Messages (each takes `MPI_BSEND_OVERHEAD` more).
+    pub messages: u64,
+    /// Iterations of the main loop those are for; a run of more iterations attaches in
+    /// proportion.
+    pub main_run: u64,
 }
 
 impl Skeleton {
@@ -476,7 +494,7 @@ pub fn factor_of(tables: &[Vec<f64>], factors: Option<usize>, r: u32) -> f64 {
 
 /// The largest number of bytes `c` sends on any rank, given the size tables (0 for calls that
 /// send nothing point-to-point).
-fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
+pub(crate) fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
     match c {
         Call::Send { bytes, sizes, .. } | Call::SendRecv { bytes, sizes, .. } => sizes
             .and_then(|t| tables.get(t))
@@ -1307,6 +1325,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         rank_weight,
         size_tables,
         compute_factors,
+        send_buffer: None,
     })
 }
 

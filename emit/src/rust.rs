@@ -269,6 +269,9 @@ impl Gen<'_> {
                 let t = self.tag(*tag);
                 let sync = matches!(op, Op::Ssend | Op::Issend);
                 let body = match (slot, sync) {
+                    (None, false) if *op == Op::Bsend => {
+                        quote! { p.buffered_send_with_tag(&k.sbuf()[..#n], #t); }
+                    }
                     (None, false) => quote! { p.send_with_tag(&k.sbuf()[..#n], #t); },
                     (None, true) => quote! { p.synchronous_send_with_tag(&k.sbuf()[..#n], #t); },
                     (Some(s), false) => {
@@ -1293,6 +1296,34 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
     } else {
         quote! {}
     };
+    let (universe_mut, attach, detach) = match skel.send_buffer {
+        Some(b) => {
+            let n = note(&format!(
+                "some sends are buffered: the run completed them before their receives were \
+                 posted, and the program relies on it; at most {} bytes in {} messages per rank \
+                 for {} iteration{} of the main loop",
+                b.bytes,
+                b.messages,
+                b.main_run,
+                if b.main_run == 1 { "" } else { "s" }
+            ));
+            let (bytes, messages) = (int(b.bytes), int(b.messages));
+            let run = Literal::i64_unsuffixed(b.main_run as i64);
+            let d = note("returns once every buffered message has left");
+            (
+                quote! { mut },
+                quote! {
+                    #n
+                    universe.set_buffer_size(sk.send_buffer(#bytes, #messages, #run));
+                },
+                quote! {
+                    #d
+                    universe.detach_buffer();
+                },
+            )
+        }
+        None => (quote! {}, quote! {}, quote! {}),
+    };
     let set_shrink = if scaling.compute_shrink < 1.0 {
         let f: f64 = format!("{:.4}", scaling.compute_shrink).parse().unwrap_or(1.0);
         let n = note(
@@ -1462,9 +1493,10 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
         #functions
 
         fn main() {
-            let universe = mpi::initialize().expect("MPI could not be initialised");
+            let #universe_mut universe = mpi::initialize().expect("MPI could not be initialised");
             let mut sk = Runtime::init(&universe.world());
             let k = make_topology(universe.world());
+            #attach
             let mut b = Buffers::new(RECV_BYTES);
             let mut pool = Pool::new(#slot_bytes_arg);
             #program_pool_let
@@ -1472,6 +1504,7 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
             #set_weights
             #set_shrink
             #body_dispatch
+            #detach
             sk.report(&k.all, NAME, FACTOR, APP_TIME);
         }
     };

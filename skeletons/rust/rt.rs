@@ -166,6 +166,20 @@ impl Runtime {
         }
     }
 
+    /// Bytes of the buffer for the buffered sends (`buffered_send`): `bytes` in `messages`
+    /// messages are what the skeleton sends buffered with `main_run` iterations of its main
+    /// loop; more iterations (`--iterations`) need proportionally more. Each message takes
+    /// room for its envelope besides (`MPI_BSEND_OVERHEAD`, under a kilobyte in the MPI
+    /// libraries this runs on).
+    pub fn send_buffer(&self, bytes: u64, messages: u64, main_run: i64) -> usize {
+        let times = match self.iterations {
+            Some(n) if n > main_run && main_run > 0 => (n + main_run - 1) / main_run,
+            _ => 1,
+        };
+        let size = (bytes + messages * 1024) * times as u64;
+        usize::try_from(size.min(i32::MAX as u64)).unwrap_or(i32::MAX as usize)
+    }
+
     /// Every block cut with [`Runtime::compute_less`] runs only `share` of what it keeps; the
     /// rest is added back to the prediction as its removed part is.
     pub fn set_compute_shrink(&mut self, share: f64) {

@@ -207,6 +207,7 @@ macro_rules! skeleton_fixture_tests {
             lammps_melt => "lammps-melt", fixture("lammps-melt");
             anysource => "anysource", fixture("anysource");
             irregular => "irregular", fixture("irregular");
+            eager => "eager", fixture("eager");
             npb_bt => "bt.S.16", npb("bt.S.16");
             npb_cg => "cg.S.16", npb("cg.S.16");
             npb_lu => "lu.S.16", npb("lu.S.16");
