@@ -159,12 +159,19 @@ void sk_compute_shrink(double share) {
     }
 }
 
+static void sk_cut_run(double seconds, double removed, double shrink, int clip);
+
 /* Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the phase's
  * removed computation. With `clip`, a duration shorter than `removed` runs nothing and still
  * adds `removed`: every rank adds the same, and what counts is the slowest rank's (see
  * sk_compute_drawn_less). */
 static void sk_compute_cut(double seconds, double removed, double shrink, int clip) {
-    seconds *= sk_weight * sk_scale;
+    sk_cut_run(seconds * sk_weight, removed, shrink, clip);
+}
+
+/* sk_compute_cut of seconds that hold the rank's weight already. */
+static void sk_cut_run(double seconds, double removed, double shrink, int clip) {
+    seconds *= sk_scale;
     removed *= sk_scale;
     double kept = seconds - removed;
     if (clip && kept < 0.0) {
@@ -240,6 +247,36 @@ void sk_compute_drawn_scaled(int i, double factor) {
 
 void sk_compute_drawn_scaled_less(int i, double factor, double removed) {
     sk_compute_cut(sk_draw(i) * factor, removed, 1.0, 1);
+}
+
+void sk_compute_as_recorded(double seconds) {
+    sk_run(seconds * sk_scale);
+}
+
+/* As sk_compute_drawn_less: every rank skips the same `removed` seconds and adds them back; a
+ * recorded duration shorter than that runs nothing. */
+void sk_compute_as_recorded_less(double seconds, double removed) {
+    sk_cut_run(seconds, removed, 1.0, 1);
+}
+
+static long *sk_replay_at;
+static int sk_nreplays;
+
+long sk_replay_row(int table, long rows) {
+    if (table < 0 || rows < 1) {
+        return 0;
+    }
+    if (table >= sk_nreplays) {
+        int n = table + 1 > 2 * sk_nreplays ? table + 1 : 2 * sk_nreplays;
+        long *grown = realloc(sk_replay_at, (size_t)n * sizeof *grown);
+        if (!grown) {
+            return 0;
+        }
+        memset(grown + sk_nreplays, 0, (size_t)(n - sk_nreplays) * sizeof *grown);
+        sk_replay_at = grown;
+        sk_nreplays = n;
+    }
+    return sk_replay_at[table]++ % rows;
 }
 
 void sk_start(sk_phase *phases, int n) {

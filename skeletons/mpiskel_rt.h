@@ -72,6 +72,14 @@ void sk_compute_drawn_less(int i, double removed);
  * factor at a block where the ranks of its class compute differently). */
 void sk_compute_drawn_scaled(int i, double factor);
 void sk_compute_drawn_scaled_less(int i, double factor, double removed);
+/* Busy computation for `seconds` of the recording machine as this rank recorded them (a value
+ * of a replay table: its weight is in it already). */
+void sk_compute_as_recorded(double seconds);
+/* sk_compute_as_recorded less `removed` seconds, added back as sk_compute_drawn_less does. */
+void sk_compute_as_recorded_less(double seconds, double removed);
+/* The row of replay table `table` (of `rows` rows) its next execution on this rank runs: 0, 1,
+ * …, rows − 1, then from 0 again. */
+long sk_replay_row(int table, long rows);
 
 /* Timing of phases; sk_start synchronises all ranks and starts the clock. */
 void sk_start(sk_phase *phases, int n);

@@ -185,6 +185,11 @@ pub struct SkeletonDocument {
     /// the MPI library buffering them as the traced run did (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub buffered_sends: usize,
+    /// Compute blocks of the loops that replay the durations the ranks recorded in the
+    /// iterations the skeleton runs, the same iterations on every rank (`mpiskel_emit::replay`;
+    /// 0: every block draws its durations).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub replayed_blocks: usize,
     /// Classes.
     pub classes: Vec<ClassDoc>,
     /// Matching of sends and receives.
@@ -410,6 +415,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         local_calls,
         pinned_any_source: built.pinned_any_source,
         buffered_sends: built.buffered_sends,
+        replayed_blocks: built.replayed_blocks,
         classes: built
             .skeleton
             .classes
@@ -602,6 +608,14 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
     }
     if doc.pinned_any_source > 0 {
         let _ = writeln!(s, "sources:   {}", describe_pinned(doc.pinned_any_source));
+    }
+    if doc.replayed_blocks > 0 {
+        let _ = writeln!(
+            s,
+            "compute:   {} blocks of the loops replay the durations recorded in the iterations \
+             run, the same iterations on every rank; the others draw theirs",
+            doc.replayed_blocks
+        );
     }
     let sc = &doc.scaling;
     let _ = writeln!(

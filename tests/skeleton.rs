@@ -665,10 +665,11 @@ fn a_cut_loop_counts_its_first_iteration_once() {
 
 /// `--seed N` gives the skeleton another sequence of drawn compute durations: under SimGrid,
 /// where a run is deterministic, the same seed predicts the same to the digit and another seed
-/// differently (NPB SP S draws its blocks' durations).
+/// differently (NPB CG S draws the durations of the blocks of its cut inner loop; the blocks of
+/// loops run whole or cut by iterations replay theirs).
 #[test]
 fn a_seed_chooses_the_draws() {
-    let dir = build("sp-seed", &npb("sp.S.16"));
+    let dir = build("cg-seed", &npb("cg.S.16"));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
     assert!(!doc["program"]["distributions"].as_array().unwrap().is_empty());

@@ -164,6 +164,17 @@ pub(crate) fn ranks_text(ranks: &[u32]) -> String {
     parts.join(", ")
 }
 
+/// Iteration numbers as short text, the first and last few of a long list: `7, 22, 37, 52` or
+/// `2, 7, 12, …, 992, 997 (200 in all)`.
+pub(crate) fn iterations_text(its: &[u64]) -> String {
+    let show = |xs: &[u64]| xs.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    if its.len() <= 8 {
+        show(its)
+    } else {
+        format!("{}, …, {} ({} in all)", show(&its[..3]), show(&its[its.len() - 2..]), its.len())
+    }
+}
+
 /// Numbers `values` eight to a line, for C array initialisers.
 fn table_lines<T: ToString>(values: &[T], per_line: usize) -> Vec<String> {
     values
@@ -392,7 +403,32 @@ impl Names<'_> {
         let pad = "    ".repeat(indent);
         for s in body {
             match s {
-                Stmt::Compute { seconds: x, dist: None, removed, factors } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, replay: Some(t), removed, .. } => {
+                    let r = &self.skel.replays[*t];
+                    let value = format!(
+                        "replay_{t}[sk_replay_row({t}, {})][class_column[me]]",
+                        r.seconds.len()
+                    );
+                    let what = format!(
+                        "{} s on average, as recorded in {} of the {} iterations",
+                        seconds(*x),
+                        r.iterations.len(),
+                        r.full
+                    );
+                    out.push(if *removed > 0.0 {
+                        format!(
+                            "{pad}sk_compute_as_recorded_less({value}, {}); /* {what}, of which {} s \
+                             are not run but added to the prediction */",
+                            seconds(*removed),
+                            seconds(*removed)
+                        )
+                    } else {
+                        format!("{pad}sk_compute_as_recorded({value}); /* {what} */")
+                    });
+                }
+                Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
+                    if *removed > 0.0 =>
+                {
                     let f =
                         if factors.is_some() { "sk_compute_less_whole" } else { "sk_compute_less" };
                     out.push(format!(
@@ -406,7 +442,7 @@ impl Names<'_> {
                 Stmt::Compute { seconds: x, dist: None, factors, .. } => {
                     out.push(format!("{pad}sk_compute({});", Self::times(&seconds(*x), *factors)));
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), removed, factors: None }
+                Stmt::Compute { seconds: x, dist: Some(d), removed, factors: None, .. }
                     if *removed > 0.0 =>
                 {
                     out.push(format!(
@@ -417,7 +453,7 @@ impl Names<'_> {
                         seconds(*removed)
                     ));
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), removed, factors: Some(t) }
+                Stmt::Compute { seconds: x, dist: Some(d), removed, factors: Some(t), .. }
                     if *removed > 0.0 =>
                 {
                     out.push(format!(
@@ -917,6 +953,45 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
             .map(|t| table_lines(&t.iter().map(|f| format!("{f:.4}")).collect::<Vec<_>>(), 8))
             .collect::<Vec<_>>(),
         send_buffer => skel.send_buffer,
+        replays => skel.replays.iter().map(|r| {
+            let class = &skel.classes[r.class];
+            let rows = r.seconds.len();
+            let cols = class.ranks.len();
+            let of = if r.per_iteration > 1 {
+                format!(", {} executions each", r.per_iteration)
+            } else {
+                String::new()
+            };
+            context! {
+                rows => rows,
+                cols => cols,
+                comment => format!(
+                    "class {} (ranks {}): the application's iteration{} {} of 0-{}{of}; recorded \
+                     values × {:.4}",
+                    r.class,
+                    ranks_text(&class.ranks),
+                    if r.iterations.len() > 1 { "s" } else { "" },
+                    iterations_text(&r.iterations),
+                    r.full.saturating_sub(1),
+                    r.scale
+                ),
+                lines => r.seconds.iter().map(|row| format!(
+                    "{{{}}},",
+                    row.iter().map(|x| format!("{x:.4e}")).collect::<Vec<_>>().join(", ")
+                )).collect::<Vec<_>>(),
+            }
+        }).collect::<Vec<_>>(),
+        class_columns => {
+            let mut col = vec![0usize; skel.n_ranks as usize];
+            for c in &skel.classes {
+                for (i, &r) in c.ranks.iter().enumerate() {
+                    if let Some(x) = col.get_mut(r as usize) {
+                        *x = i;
+                    }
+                }
+            }
+            table_lines(&col, 16)
+        },
         rank_weights => if skel.rank_weight.iter().any(|w| (w - 1.0).abs() > 0.005) {
             table_lines(&skel.rank_weight.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>(), 8)
         } else {

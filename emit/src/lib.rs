@@ -9,6 +9,8 @@
 //! - [`scale`]: main-loop cut for a target time, and the prediction factors;
 //! - [`removal`]: what every rank may skip of a compute block whose durations are drawn;
 //! - [`sampling`]: how many iterations of a loop of few iterations stand for all of them;
+//! - [`replay`]: compute blocks that replay their recorded durations, the same iterations on
+//!   every rank, where drawing would lose who computes longest when;
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
 //!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;
 //! - [`pipeline`]: all of the above in order;
@@ -25,6 +27,7 @@ pub mod matching;
 pub mod pipeline;
 pub mod program;
 pub mod removal;
+pub mod replay;
 pub mod rust;
 pub mod sampling;
 pub mod scale;

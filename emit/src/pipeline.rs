@@ -46,6 +46,9 @@ pub struct Built {
     /// Blocking sends of the program made buffered (`MPI_Bsend`) because without the buffering
     /// the traced run had, the program could block (0: none; see [`make`]).
     pub buffered_sends: usize,
+    /// Compute blocks that replay the durations recorded in the iterations they run, the same
+    /// iterations on every rank (see [`crate::replay`]); the others draw theirs.
+    pub replayed_blocks: usize,
 }
 
 /// Why no skeleton could be made.
@@ -434,6 +437,7 @@ fn make_with(
     if compute_cut {
         cut_compute(&mut skeleton, &mut scaling);
     }
+    let replayed_blocks = crate::replay::attach(&mut skeleton, lt, &nests);
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
     let over = over_target(&scaling, sampled_within.is_some());
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
@@ -457,5 +461,6 @@ fn make_with(
         stage_seconds,
         pinned_any_source: 0,
         buffered_sends,
+        replayed_blocks,
     })
 }

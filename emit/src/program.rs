@@ -258,6 +258,14 @@ pub enum Stmt {
         /// each rank's duration is multiplied by its factor.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         factors: Option<usize>,
+        /// The recorded durations this block replays instead of drawing (index into
+        /// [`Skeleton::replays`]; see [`crate::replay`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay: Option<usize>,
+        /// The leaf of the class's loop nest the block stands for (not serialized; `None` for
+        /// blocks merged from several leaves).
+        #[serde(skip)]
+        leaf: Option<usize>,
     },
     /// An MPI call.
     Call {
@@ -457,6 +465,9 @@ pub struct Skeleton {
     /// could block (see [`crate::pipeline::make`]). `None` where it makes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_buffer: Option<SendBuffer>,
+    /// Recorded durations of the compute blocks that replay them (see [`crate::replay`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replays: Vec<crate::replay::Replay>,
 }
 
 /// What the buffered sends of a skeleton need: the most any rank sends buffered in one run of
@@ -902,12 +913,12 @@ fn leaf_loops(items: &[Node]) -> Vec<Vec<LoopSpan>> {
 }
 
 /// Per leaf of one class's nest: the program positions it stands for.
-struct LeafMap {
-    positions: Vec<Vec<usize>>,
-    leaf_of: Vec<usize>,
+pub(crate) struct LeafMap {
+    pub(crate) positions: Vec<Vec<usize>>,
+    pub(crate) leaf_of: Vec<usize>,
 }
 
-fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
+pub(crate) fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
     let leaf_of = nest.leaf_of_position();
     let mut positions = vec![Vec::new(); n_leaves];
     for (p, &l) in leaf_of.iter().enumerate() {
@@ -1326,6 +1337,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         size_tables,
         compute_factors,
         send_buffer: None,
+        replays: Vec::new(),
     })
 }
 
@@ -1745,12 +1757,24 @@ fn lower(
                     // Merge with a preceding plain compute block (dropped calls leave two in a
                     // row).
                     match out.last_mut() {
-                        Some(Stmt::Compute { seconds, dist: None, factors: None, .. })
-                            if dist.is_none() && factors.is_none() =>
-                        {
+                        Some(Stmt::Compute {
+                            seconds,
+                            dist: None,
+                            factors: None,
+                            leaf: merged,
+                            ..
+                        }) if dist.is_none() && factors.is_none() => {
                             *seconds += g;
+                            *merged = None;
                         }
-                        _ => out.push(Stmt::Compute { seconds: g, dist, removed: 0.0, factors }),
+                        _ => out.push(Stmt::Compute {
+                            seconds: g,
+                            dist,
+                            removed: 0.0,
+                            factors,
+                            replay: None,
+                            leaf: Some(*leaf),
+                        }),
                     }
                 }
                 if let Some(c) = &calls[*leaf] {

@@ -480,7 +480,35 @@ impl Gen<'_> {
         let mut out = TokenStream::new();
         for s in body {
             out.extend(match s {
-                Stmt::Compute { seconds: x, dist: None, removed, factors } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, replay: Some(t), removed, .. } => {
+                    let r = &self.skel.replays[*t];
+                    let cut = if *removed > 0.0 {
+                        format!(
+                            ", of which {} s are not run but added to the prediction",
+                            seconds(*removed)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    let n = note(&format!(
+                        "{} s on average, as recorded in {} of the {} iterations{cut}",
+                        seconds(*x),
+                        r.iterations.len(),
+                        r.full
+                    ));
+                    let table = format_ident!("REPLAY_{}", *t);
+                    let t = Literal::usize_unsuffixed(*t);
+                    let column = quote! { CLASS_COLUMN[k.all.rank() as usize] };
+                    if *removed > 0.0 {
+                        let rm = float(*removed);
+                        quote! { #n sk.compute_replayed_less(#t, &#table, #column, #rm); }
+                    } else {
+                        quote! { #n sk.compute_replayed(#t, &#table, #column); }
+                    }
+                }
+                Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
+                    if *removed > 0.0 =>
+                {
                     let n = note(&format!(
                         "{} s of it are not run but added to the prediction",
                         seconds(*removed)
@@ -496,7 +524,9 @@ impl Gen<'_> {
                     let x = Self::times(*x, *factors);
                     quote! { sk.compute(#x); }
                 }
-                Stmt::Compute { seconds: x, dist: Some(d), removed, factors } if *removed > 0.0 => {
+                Stmt::Compute { seconds: x, dist: Some(d), removed, factors, .. }
+                    if *removed > 0.0 =>
+                {
                     let times = if factors.is_some() { ", times this rank's factor" } else { "" };
                     let n = note(&format!(
                         "{} s on average{times}, of which {} s are not run but added to the \
@@ -1248,6 +1278,61 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
              rank's factor, COMPUTE_FACTOR[table][rank].",
         );
         tables.extend(quote! { #d static COMPUTE_FACTOR: [[f64; #n_lit]; #nt] = [#(#rows),*]; });
+    }
+    for (t, r) in skel.replays.iter().enumerate() {
+        let class = &skel.classes[r.class];
+        let rows = r.seconds.iter().map(|row| {
+            let v = row.iter().map(|&x| float(x));
+            quote! { [#(#v),*] }
+        });
+        let (nr, nc) = (
+            Literal::usize_unsuffixed(r.seconds.len()),
+            Literal::usize_unsuffixed(class.ranks.len()),
+        );
+        let name = format_ident!("REPLAY_{t}");
+        let mut text = String::new();
+        if t == 0 {
+            text.push_str(
+                "Compute blocks replayed as recorded. Where who computes longest changes from one\n\
+                 iteration to the next (a load that rotates over the ranks, a pipeline), durations\n\
+                 drawn independently per rank would lose it; these blocks run the durations the ranks\n\
+                 recorded in the iterations the skeleton runs, taken evenly from the application's,\n\
+                 the same iterations on every rank, and scaled so that their mean is the block's over\n\
+                 the whole loop. REPLAY_T[execution][column]: seconds; an execution per row, in the\n\
+                 order the skeleton runs them (a run of more iterations starts over); a column per\n\
+                 rank of the class, in the order of CLASS_COLUMN.\n\n",
+            );
+        }
+        let of = if r.per_iteration > 1 {
+            format!(", {} executions each", r.per_iteration)
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "Class {} (ranks {}): the application's iteration{} {} of 0-{}{of}; recorded\n\
+             values × {:.4}.",
+            r.class,
+            crate::c::ranks_text(&class.ranks),
+            if r.iterations.len() > 1 { "s" } else { "" },
+            crate::c::iterations_text(&r.iterations),
+            r.full.saturating_sub(1),
+            r.scale
+        ));
+        let d = doc(&text);
+        tables.extend(quote! { #d static #name: [[f64; #nc]; #nr] = [#(#rows),*]; });
+    }
+    if !skel.replays.is_empty() {
+        let mut col = vec![0usize; skel.n_ranks as usize];
+        for c in &skel.classes {
+            for (i, &r) in c.ranks.iter().enumerate() {
+                if let Some(x) = col.get_mut(r as usize) {
+                    *x = i;
+                }
+            }
+        }
+        let v = col.iter().map(|&c| Literal::usize_unsuffixed(c));
+        let d = doc("Each rank's column in the replay tables of its class: its place among the class's ranks.");
+        tables.extend(quote! { #d static CLASS_COLUMN: [usize; #n_lit] = [#(#v),*]; });
     }
     let uses_rank = setup.to_string().contains("[rank]");
     let rank_line = if uses_rank {

@@ -214,3 +214,57 @@ fn a_single_rank_draws_only_the_spread_its_ranks_did_not_share() {
     assert!((whole - 2e-3).abs() < 2e-4, "{whole}");
     assert!((rest - 0.1 * whole).abs() < 0.02 * whole, "{rest} of {whole}");
 }
+
+/// A ring whose load rotates: rank `r` computes `(1 + (r + it) mod 3)` Mflop in iteration `it`,
+/// so that in every iteration some rank computes three times what another does.
+fn rotating_ring(n: u32, iterations: u32) -> impl Fn(u32) -> Vec<String> {
+    move |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = Vec::new();
+        for it in 0..iterations {
+            v.push(format!("compute {}", 1_000_000 * (1 + (r + it) % 3)));
+            v.push(format!("irecv {prev} 0 2048"));
+            v.push(format!("isend {next} 0 2048"));
+            v.push("waitall".into());
+        }
+        v
+    }
+}
+
+#[test]
+fn a_rotating_load_is_replayed_iteration_by_iteration_on_every_rank() {
+    let (n, iterations) = (4, 60);
+    let b = skeleton(n, 2.0, rotating_ring(n, iterations));
+    let s = &b.skeleton;
+    assert_eq!(b.replayed_blocks, s.replays.len());
+    let main = s.classes[0].main_loop().expect("a main loop");
+    assert!(main.run < main.full, "the main loop is cut: {}", main.run);
+    let r = s.replays.first().expect("the loop's compute block replays");
+    assert_eq!(r.iterations.len() as u64, main.run);
+    assert_eq!(r.seconds.len() as u64, main.run * r.per_iteration);
+    // Every row is one recorded iteration on every rank at once: rank r's value is
+    // (1 + (r + it) mod 3) times the same unit, for that row's iteration `it`.
+    let ranks = &s.classes[r.class].ranks;
+    for (row, &it) in r.seconds.iter().zip(&r.iterations) {
+        let unit = row[0] / f64::from(1 + (ranks[0] + it as u32) % 3);
+        for (x, &rank) in row.iter().zip(ranks) {
+            let want = unit * f64::from(1 + (rank + it as u32) % 3);
+            assert!((x - want).abs() <= 1e-3 * want, "iteration {it}, rank {rank}: {x} vs {want}");
+        }
+    }
+    // The replayed iterations are not all in one phase of the rotation.
+    let phases: std::collections::BTreeSet<u64> = r.iterations.iter().map(|i| i % 3).collect();
+    assert!(phases.len() > 1, "{:?}", r.iterations);
+    // Scaled to the loop's mean, whatever iterations were replayed: 2 Mflop a block on average,
+    // 2 ms at the reference speed of a time-independent trace (1 Gflop/s).
+    let cells = r.seconds.iter().flatten().count() as f64;
+    let mean = r.seconds.iter().flatten().sum::<f64>() / cells;
+    let whole: f64 = (0..n)
+        .flat_map(|rank| (0..iterations).map(move |it| f64::from(1 + (rank + it) % 3)))
+        .sum::<f64>()
+        / f64::from(n * iterations);
+    assert!((mean / (whole * 1e-3) - 1.0).abs() < 1e-3, "mean {mean}");
+    let files = mpiskel_emit::c::render(s, &b.scaling, &meta()).unwrap();
+    let source = mpiskel_emit::c::source(&files);
+    assert!(source.contains("sk_compute_as_recorded(replay_0[sk_replay_row(0, "), "{source}");
+}

@@ -102,6 +102,8 @@ pub struct Runtime {
     main_latest: f64,
     /// The phase being timed.
     current: Option<usize>,
+    /// Executions of each replay table run so far on this rank.
+    replay_at: Vec<usize>,
 }
 
 impl Runtime {
@@ -127,6 +129,7 @@ impl Runtime {
             main_entry: None,
             main_latest: -1.0,
             current: None,
+            replay_at: Vec::new(),
         };
         let mut fixed_rate: Option<f64> = None;
         let mut args = std::env::args().skip(1);
@@ -272,7 +275,12 @@ impl Runtime {
     /// and still adds `removed`: every rank adds the same, and what counts is the slowest
     /// rank's (see [`Runtime::compute_drawn_less`]).
     fn compute_cut(&mut self, seconds: f64, removed: f64, shrink: f64, clip: bool) {
-        let seconds = seconds * self.weight * self.scale;
+        self.cut_run(seconds * self.weight, removed, shrink, clip);
+    }
+
+    /// [`Runtime::compute_cut`] of `seconds` that hold the rank's weight already.
+    fn cut_run(&mut self, seconds: f64, removed: f64, shrink: f64, clip: bool) {
+        let seconds = seconds * self.scale;
         let removed = removed * self.scale;
         let kept = if clip { (seconds - removed).max(0.0) } else { seconds - removed };
         let Some(i) = self.current.filter(|_| removed > 0.0 && (kept > 0.0 || clip)) else {
@@ -307,6 +315,39 @@ impl Runtime {
     pub fn compute_drawn_less(&mut self, i: usize, removed: f64) {
         let x = self.draw(i);
         self.compute_cut(x, removed, 1.0, true);
+    }
+
+    /// Busy computation for the next duration of replay table number `t` (`rows`: one row per
+    /// execution, in order, then from the first again; `column`: this rank's place in its
+    /// class), seconds of the recording machine as this rank recorded them (its weight is in
+    /// them already).
+    pub fn compute_replayed<const C: usize>(&mut self, t: usize, rows: &[[f64; C]], column: usize) {
+        let x = self.replayed(t, rows, column);
+        self.run_for(x * self.scale);
+    }
+
+    /// [`Runtime::compute_replayed`] less `removed` seconds, added back as
+    /// [`Runtime::compute_drawn_less`] does: every rank skips the same seconds; a recorded
+    /// duration shorter than that runs nothing.
+    pub fn compute_replayed_less<const C: usize>(
+        &mut self,
+        t: usize,
+        rows: &[[f64; C]],
+        column: usize,
+        removed: f64,
+    ) {
+        let x = self.replayed(t, rows, column);
+        self.cut_run(x, removed, 1.0, true);
+    }
+
+    /// The next value of replay table `t` for `column`.
+    fn replayed<const C: usize>(&mut self, t: usize, rows: &[[f64; C]], column: usize) -> f64 {
+        if self.replay_at.len() <= t {
+            self.replay_at.resize(t + 1, 0);
+        }
+        let at = self.replay_at[t];
+        self.replay_at[t] += 1;
+        rows.get(at % rows.len().max(1)).and_then(|r| r.get(column)).copied().unwrap_or(0.0)
     }
 
     /// [`Runtime::compute_drawn`] with the draw multiplied by `factor` (this rank's factor at a

@@ -1,0 +1,306 @@
+//! Compute blocks that replay their recorded durations instead of drawing them.
+//!
+//! A drawn block gives each rank an independent duration from the block's distribution
+//! ([`crate::program::distribution`]). That keeps how far the ranks spread, not who computes
+//! longest when: where the load rotates over the ranks (each rank's work follows
+//! `(rank + iteration) mod 3`, a pipeline's stages, a moving root), some neighbour computes the
+//! longest block in every iteration of the application, while independent draws miss it in a
+//! share of the iterations and the skeleton waits less than the application did (the polling
+//! fixture program: −12 to −17 %).
+//!
+//! A loop's blocks therefore replay what the ranks recorded in the iterations the skeleton runs:
+//! of the loop's `full` iterations, the `run` it runs are taken evenly (the middle of each of
+//! `run` equal stretches), and every block of every class replays the same recorded iterations,
+//! so that each iteration the skeleton runs is one the application ran, on every rank at once.
+//! The values are scaled by one factor per loop (its blocks' recorded computation over all
+//! iterations, ranks and classes over that of the replayed iterations), so the computation over
+//! the run stays the application's while the pattern across ranks and classes stays as recorded:
+//! a factor per block, or per class, would undo it (a class of one rank that computed the
+//! longest block in every replayed iteration would be scaled down to its mean). APPrime (Jin et al.,
+//! SIGMETRICS 2015) models a parameter that varies by a distribution it samples; here the
+//! samples are kept as recorded, per rank and per iteration, which keeps their joint pattern.
+//!
+//! Blocks under [`MIN_SHARE`] of their loop's computation keep their draws. A block with
+//! computation removed ([`crate::removal`]) replays too: every rank skips the same
+//! seconds of its recorded duration, as of a draw. Blocks inside a guard, in time-step loops,
+//! in loops whose inner loop is cut, and blocks whose replayed iterations miss their mean by more
+//! than [`MIN_SCALE`] either way (time spent in a few iterations only) keep their draws; so do
+//! blocks past the budget of table cells, taken in order of the time they take in the skeleton.
+//!
+//! # Complexity
+//! O(recorded samples of the blocks replayed + blocks × log blocks).
+
+use std::collections::HashMap;
+
+use mpiskel_compress::LoopNest;
+use mpiskel_logicalize::LogicalTrace;
+use serde::{Deserialize, Serialize};
+
+use crate::program::{leaf_map, Skeleton, Stmt};
+
+/// Table cells (executions × ranks of the class) the replayed blocks of a skeleton may hold in
+/// all: about 10 bytes of source each, so at most a few hundred kilobytes of tables.
+pub const MAX_CELLS: usize = 1 << 15;
+
+/// Share of its loop's computation per iteration below which a block keeps its draws: its
+/// spread can hold no rank up for long (the microsecond between two calls of a halo exchange).
+pub const MIN_SHARE: f64 = 0.01;
+
+/// How far the iterations replayed may miss the block's mean over the whole loop (as a factor,
+/// either way) and still stand for it.
+pub const MIN_SCALE: f64 = 0.5;
+
+/// The recorded durations one compute block replays.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Replay {
+    /// The class whose program holds the block.
+    pub class: usize,
+    /// The loop's iterations in the application.
+    pub full: u64,
+    /// The application's iterations replayed (0-based), in the order the skeleton runs them.
+    pub iterations: Vec<u64>,
+    /// Executions of the block per iteration of the loop (inner loops).
+    pub per_iteration: u64,
+    /// Seconds of the recording machine: one row per execution (the replayed iterations'
+    /// executions in order), one column per rank of the class (ascending).
+    pub seconds: Vec<Vec<f64>>,
+    /// The factor the recorded values were scaled by: the loop's recorded computation over all
+    /// its iterations, in every class, over that of the iterations replayed (× `full / run`),
+    /// one factor for all the loop's replayed blocks so that the pattern across ranks and
+    /// classes stays.
+    pub scale: f64,
+}
+
+/// A compute block that may replay: where it is and what it costs.
+struct Candidate {
+    class: usize,
+    phase: usize,
+    leaf: usize,
+    /// Executions per iteration of the phase's loop.
+    per_iteration: u64,
+    /// Seconds it takes in one run of the skeleton (per rank).
+    weight: f64,
+    cells: usize,
+}
+
+/// The application's iterations a loop of `full` iterations run `run` times replays: one from
+/// each of `run` equal stretches of the loop, at an offset into its stretch that moves by the
+/// golden ratio from one stretch to the next (jittered sampling), so that a pattern with the
+/// stretch's period (every rank's load rotating with period 3, stretches of 15 iterations) is
+/// not sampled in the same phase every time. Every iteration when `run ≥ full`.
+pub fn replayed_iterations(full: u64, run: u64) -> Vec<u64> {
+    const GOLDEN: f64 = 0.618_033_988_749_895;
+    let run = run.clamp(1, full.max(1));
+    (0..run)
+        .map(|j| {
+            let offset = (0.5 + j as f64 * GOLDEN).fract();
+            (((j as f64 + offset) * full as f64 / run as f64) as u64).min(full - 1)
+        })
+        .collect()
+}
+
+/// Makes the compute blocks of the skeleton's loops replay their recorded durations, as far as
+/// [`MAX_CELLS`] allows; returns how many blocks replay. `nests` are the loop nests the skeleton
+/// was built from, one per class of `lt`.
+pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usize {
+    skel.replays.clear();
+    clear(skel);
+    if nests.len() != lt.classes.len() || skel.classes.len() != lt.classes.len() {
+        return 0;
+    }
+    let mut candidates = Vec::new();
+    for (ci, class) in skel.classes.iter().enumerate() {
+        let cols = class.ranks.len();
+        for (pi, p) in class.phases.iter().enumerate() {
+            if !p.is_loop || p.steps.is_some() || p.inner.is_some() || p.run == 0 {
+                continue;
+            }
+            let mut found = Vec::new();
+            blocks(&p.body, 1, &mut found);
+            // Blocks too short to hold anything up keep their draws.
+            found.retain(|&(_, seconds, per)| seconds * per as f64 >= MIN_SHARE * p.compute_s);
+            for (leaf, seconds, per_iteration) in found {
+                let rows = (p.run * per_iteration) as usize;
+                candidates.push(Candidate {
+                    class: ci,
+                    phase: pi,
+                    leaf,
+                    per_iteration,
+                    weight: seconds * rows as f64,
+                    cells: rows * cols,
+                });
+            }
+        }
+    }
+    candidates.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+    let mut cells = 0usize;
+    let mut chosen: HashMap<(usize, usize, usize), usize> = HashMap::new();
+    let mut maps = HashMap::new();
+    let mut names = Vec::new();
+    for c in candidates {
+        if cells + c.cells > MAX_CELLS {
+            continue;
+        }
+        let lm = maps.entry(c.class).or_insert_with(|| {
+            let nest = &nests[c.class];
+            leaf_map(nest, mpiskel_compress::leaf_count(&nest.items))
+        });
+        let Some(positions) = lm.positions.get(c.leaf) else { continue };
+        let phase = &skel.classes[c.class].phases[c.phase];
+        let Some(r) = table(
+            lt,
+            c.class,
+            &skel.classes[c.class].ranks,
+            positions,
+            phase.full,
+            phase.run,
+            c.per_iteration,
+        ) else {
+            continue;
+        };
+        cells += c.cells;
+        chosen.insert((c.class, c.phase, c.leaf), skel.replays.len());
+        names.push(phase.name.clone());
+        skel.replays.push(r);
+    }
+    // One factor per loop, over every class: the whole loop's recorded computation over the
+    // iterations replayed ones', times the share replayed.
+    let mut totals: HashMap<&str, (f64, f64)> = HashMap::new();
+    for (r, name) in skel.replays.iter().zip(&names) {
+        let e = totals.entry(name.as_str()).or_default();
+        e.0 += r.scale;
+        e.1 += r.seconds.iter().flatten().sum::<f64>();
+    }
+    for (r, name) in skel.replays.iter_mut().zip(&names) {
+        let (whole, replayed) = totals[name.as_str()];
+        let f = if replayed > 0.0 { whole / replayed } else { 1.0 };
+        r.scale = f;
+        for x in r.seconds.iter_mut().flatten() {
+            *x *= f;
+        }
+    }
+    for (ci, class) in skel.classes.iter_mut().enumerate() {
+        for (pi, p) in class.phases.iter_mut().enumerate() {
+            mark(&mut p.body, &|leaf| chosen.get(&(ci, pi, leaf)).copied());
+        }
+    }
+    chosen.len()
+}
+
+/// Leaves of the compute blocks of a loop body that may replay, with their mean seconds and
+/// executions per iteration of the loop (`times`: the product of the inner loops' counts).
+fn blocks(body: &[Stmt], times: u64, out: &mut Vec<(usize, f64, u64)>) {
+    for s in body {
+        match s {
+            Stmt::Compute { seconds, dist, factors, leaf: Some(l), .. }
+                if dist.is_some() || factors.is_some() =>
+            {
+                out.push((*l, *seconds, times));
+            }
+            Stmt::Loop { count, body, .. } => blocks(body, times * count, out),
+            _ => {}
+        }
+    }
+}
+
+fn clear(skel: &mut Skeleton) {
+    for c in &mut skel.classes {
+        for p in &mut c.phases {
+            mark(&mut p.body, &|_| None);
+        }
+    }
+}
+
+fn mark(body: &mut [Stmt], which: &dyn Fn(usize) -> Option<usize>) {
+    for s in body {
+        match s {
+            Stmt::Compute { replay, leaf, .. } => *replay = leaf.and_then(which),
+            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => mark(body, which),
+            Stmt::Steps { cases } => {
+                for c in cases {
+                    mark(&mut c.body, which);
+                }
+            }
+            Stmt::Call { .. } => {}
+        }
+    }
+}
+
+/// The table of one block: `positions` are the block's positions in the class program, all
+/// `full × per_iteration` executions in order. `None` where they are not that many or hold no
+/// samples.
+fn table(
+    lt: &LogicalTrace,
+    class: usize,
+    ranks: &[u32],
+    positions: &[usize],
+    full: u64,
+    run: u64,
+    per_iteration: u64,
+) -> Option<Replay> {
+    let ops = &lt.classes.get(class)?.ops;
+    if per_iteration == 0 || positions.len() as u64 != full * per_iteration {
+        return None;
+    }
+    let col: HashMap<u32, usize> = ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
+    // Each rank's mean over all executions: the value of an execution it has no sample of (a
+    // rank folded into the class skips calls to neighbours it lacks).
+    let (mut sum, mut n) = (vec![0.0f64; ranks.len()], vec![0u64; ranks.len()]);
+    for &p in positions {
+        for &(r, x) in &ops.get(p)?.gap_samples {
+            if let Some(&c) = col.get(&r) {
+                sum[c] += f64::from(x);
+                n[c] += 1;
+            }
+        }
+    }
+    let total_n: u64 = n.iter().sum();
+    if total_n == 0 {
+        return None;
+    }
+    let overall = sum.iter().sum::<f64>() / total_n as f64;
+    let own: Vec<f64> =
+        sum.iter().zip(&n).map(|(&s, &k)| if k > 0 { s / k as f64 } else { overall }).collect();
+    let iterations = replayed_iterations(full, run);
+    let mut rows = Vec::with_capacity(iterations.len() * per_iteration as usize);
+    for &i in &iterations {
+        for m in 0..per_iteration {
+            let p = positions[(i * per_iteration + m) as usize];
+            let mut row = own.clone();
+            for &(r, x) in &ops[p].gap_samples {
+                if let Some(&c) = col.get(&r) {
+                    row[c] = f64::from(x);
+                }
+            }
+            rows.push(row);
+        }
+    }
+    let cells = (rows.len() * ranks.len()).max(1) as f64;
+    let replayed = rows.iter().flatten().sum::<f64>() / cells;
+    // Iterations that do not stand for the loop (a block that takes its time in a few
+    // iterations only, none of them replayed) keep the draws, which hold its mean.
+    if !(replayed > 0.0 && (MIN_SCALE..=1.0 / MIN_SCALE).contains(&(overall / replayed))) {
+        return None;
+    }
+    // `scale` holds the block's recorded total over the cells, as the iterations replayed
+    // would have it if they were the loop's average, until [`attach`] sets the loop's factor.
+    Some(Replay { class, full, iterations, per_iteration, seconds: rows, scale: overall * cells })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iterations_are_spread_over_the_loop() {
+        assert_eq!(replayed_iterations(60, 4), vec![7, 16, 41, 50]);
+        // Not all in one phase of a period that divides the stretch.
+        let phases: std::collections::BTreeSet<u64> =
+            replayed_iterations(60, 4).iter().map(|i| i % 3).collect();
+        assert!(phases.len() > 1);
+        assert_eq!(replayed_iterations(5, 5), vec![0, 1, 2, 3, 4]);
+        assert_eq!(replayed_iterations(10, 1), vec![5]);
+        // More than the loop has: each iteration once.
+        assert_eq!(replayed_iterations(3, 7), vec![0, 1, 2]);
+    }
+}
