@@ -262,7 +262,7 @@ void sk_compute_as_recorded_less(double seconds, double removed) {
 static long *sk_replay_at;
 static int sk_nreplays;
 
-long sk_replay_row(int table, long rows) {
+long sk_replay_row(int table, long rows, long again) {
     if (table < 0 || rows < 1) {
         return 0;
     }
@@ -276,7 +276,14 @@ long sk_replay_row(int table, long rows) {
         sk_replay_at = grown;
         sk_nreplays = n;
     }
-    return sk_replay_at[table]++ % rows;
+    long at = sk_replay_at[table]++;
+    if (at < rows) {
+        return at;
+    }
+    if (again < 0 || again >= rows) {
+        again = 0;
+    }
+    return again + (at - again) % (rows - again);
 }
 
 void sk_start(sk_phase *phases, int n) {
@@ -329,9 +336,10 @@ static double sk_restored_of(int i) {
 /* Predicted application seconds of phase i: its own time (less its timed inner loops) plus the
  * removed computation at the pace of the part that ran, scaled by its iterations; plus each
  * inner loop's time scaled by the inner loop's. A cut loop without timed inner loops that ran
- * two iterations or more, the first clearly the longest, counts its first iteration once and
- * scales the others: the first waited for the ranks that reached the loop last, which the
- * application did once (NPB CG A's set-up loop: 2.6 times the second). */
+ * two iterations or more counts its first iteration once and scales the others where the first
+ * replays the application's first (its compute blocks replay it), or where it is clearly the
+ * longest: the first waited for the ranks that reached the loop last, which the application
+ * did once (NPB CG A's set-up loop: 2.6 times the second). */
 static double sk_predicted(int i) {
     const sk_phase *p = &sk_phases[i];
     double own = p->seconds, inner = 0.0;
@@ -349,7 +357,7 @@ static double sk_predicted(int i) {
     double restored = sk_restored_of(i) * (double)p->full / (double)p->run;
     if (children == 0 && p->first_set && p->run >= 2 && p->full > p->run) {
         double others = (own - p->first) / (double)(p->run - 1);
-        if (p->first > SK_FIRST_LONGER * others) {
+        if (p->first_apart || p->first > SK_FIRST_LONGER * others) {
             return p->first + others * (double)(p->full - 1) + restored;
         }
     }

@@ -27,6 +27,7 @@ typedef struct {
     long run;       /* iterations this skeleton runs */
     double seconds; /* measured */
     int parent;     /* for an inner loop timed on its own: its phase; otherwise -1 */
+    int first_apart; /* its first iteration replays the application's first: counted once */
     double first;   /* seconds of its first iteration (set by sk_iteration_end) */
     int first_set;
 } sk_phase;
@@ -78,8 +79,9 @@ void sk_compute_as_recorded(double seconds);
 /* sk_compute_as_recorded less `removed` seconds, added back as sk_compute_drawn_less does. */
 void sk_compute_as_recorded_less(double seconds, double removed);
 /* The row of replay table `table` (of `rows` rows) its next execution on this rank runs: 0, 1,
- * …, rows − 1, then from 0 again. */
-long sk_replay_row(int table, long rows);
+ * …, rows − 1, then from row `again` on again (past the rows of a first iteration replayed
+ * apart, which the application ran once). */
+long sk_replay_row(int table, long rows, long again);
 
 /* Timing of phases; sk_start synchronises all ranks and starts the clock. */
 void sk_start(sk_phase *phases, int n);

@@ -55,8 +55,9 @@ pub struct BuildArgs {
     output: PathBuf,
     /// Seconds the skeleton should run on the recording machine [default: the shorter of 60 s
     /// and a twelfth of the application's time — a twenty-fourth where the main loop has 20
-    /// iterations or more — so that it stays under a tenth (a twentieth) where the platform
-    /// slows the parts that run whole more than the main loop].
+    /// iterations or more, or where there is no loop to sample and computation alone is cut —
+    /// so that it stays under a tenth (a twentieth) where the platform slows the parts that run
+    /// whole more than the rest].
     #[arg(long, value_name = "SECONDS")]
     target_time: Option<f64>,
     /// Run every compute block whole, even when the skeleton is then over its target. By

@@ -491,12 +491,21 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     assert!(!source.contains("MPI_ANY_SOURCE"));
     // No loop, and no compute block at the same place in every class (the master computes
     // nothing): each worker's blocks lose the same share of themselves, and the skeleton is
-    // within its target.
+    // within a twelfth of the application (its target, with no loop to sample, a
+    // twenty-fourth; where it stays over that, `build` says why).
     let s = &doc["scaling"];
     assert!(s["compute_removed_s"].as_f64().unwrap_or(0.0) > 0.0, "{s}");
-    let (estimate, target) =
-        (s["skeleton_estimate_s"].as_f64().unwrap(), s["target_s"].as_f64().unwrap());
-    assert!(estimate <= 1.1 * target, "{s}");
+    let (estimate, target, app) = (
+        s["skeleton_estimate_s"].as_f64().unwrap(),
+        s["target_s"].as_f64().unwrap(),
+        s["app_time_s"].as_f64().unwrap(),
+    );
+    assert!(estimate <= app / 12.0, "{s}");
+    assert!(
+        estimate <= 1.1 * target
+            || s["note"].as_str().is_some_and(|n| n.contains("over the target")),
+        "{s}"
+    );
     assert!(source.contains("sk_compute_less("), "workers' blocks are cut");
     compile_strict(&dir, "mpicc.openmpi", &[]);
     compile_strict(&dir, "mpicc.mpich", &[]);
@@ -657,6 +666,66 @@ fn a_cut_loop_counts_its_first_iteration_once() {
     // The loop itself, on the rank reported: as the whole skeleton's.
     let phase = |r: &serde_json::Value| {
         r["phases"].as_array().unwrap().iter().find(|p| p["full"] == 30).unwrap()["predicted_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((phase(&cut) / phase(&all) - 1.0).abs() < 0.05, "{cut}\n{all}");
+}
+
+/// A loop whose first iteration carries one-off work (rank 0 reads its input before the first of
+/// a loop of broadcasts, as NPB MG's set-up does) replays that iteration as recorded and counts
+/// it once: cut to two of its twelve iterations, it predicts what the loop run whole does
+/// (drawn, the one long execution in 48 was missed, and the loop predicted a tenth of it).
+#[test]
+fn a_loop_replays_its_first_iteration_as_recorded_and_counts_it_once() {
+    let base = scratch("first-apart");
+    std::fs::create_dir_all(&base).unwrap();
+    let mut index = String::new();
+    for r in 0..4 {
+        let mut t = format!("{r} init\n");
+        for it in 0..12 {
+            let work = if r == 0 && it == 0 { 40_000_000 } else { 100_000 };
+            t.push_str(&format!("{r} compute {work}\n{r} bcast 8 0\n"));
+        }
+        for _ in 0..200 {
+            t.push_str(&format!("{r} compute 2000000\n{r} allreduce 4 0\n"));
+        }
+        t.push_str(&format!("{r} finalize\n"));
+        std::fs::write(base.join(format!("rank{r}.txt")), t).unwrap();
+        index.push_str(&format!("rank{r}.txt\n"));
+    }
+    std::fs::write(base.join("trace.txt"), index).unwrap();
+    let trace = base.join("trace.txt");
+    let dir = build("first-apart", &trace);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap().clone();
+    let loop_12 = phases.iter().find(|p| p["full"] == 12).expect("the loop of broadcasts");
+    assert!(loop_12["run"].as_u64().is_some_and(|r| (2..12).contains(&r)), "{loop_12}");
+    let replays = doc["program"]["replays"].as_array().expect("replay tables");
+    let first = replays
+        .iter()
+        .find(|r| r["full"] == 12)
+        .unwrap_or_else(|| panic!("the loop's block replays: {replays:?}"));
+    assert_eq!(first["iterations"][0], 0, "{first}");
+    assert_eq!(first["first_rows"], 1, "{first}");
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    let row = source.lines().find(|l| l.contains(", 12, ") && l.trim_start().starts_with("{\""));
+    assert!(row.is_some_and(|l| l.ends_with(", 1, 0.0, 0},")), "counted once: {row:?}");
+    let whole = base.join("whole");
+    let out = mpiskel()
+        .args(["build", "-q", "--force", "--target-time", "100"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _lock = mpi_lock();
+    let (cut, all) = (run(&dir, "smpi", 300), run(&whole, "smpi", 300));
+    check_report(&cut, "smpi", 4);
+    let phase = |r: &serde_json::Value| {
+        r["phases"].as_array().unwrap().iter().find(|p| p["full"] == 12).unwrap()["predicted_s"]
             .as_f64()
             .unwrap()
     };

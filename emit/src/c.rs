@@ -131,6 +131,8 @@ struct TimerCtx {
     /// For a cut inner loop: its iterations run per iteration of the parent (0 for the kinds
     /// of a time-step loop, whose counts are fixed).
     inner_run: u64,
+    /// 1 where the first iteration replays the application's first, to be counted once.
+    first_apart: u8,
 }
 
 #[derive(Serialize)]
@@ -406,8 +408,9 @@ impl Names<'_> {
                 Stmt::Compute { seconds: x, replay: Some(t), removed, .. } => {
                     let r = &self.skel.replays[*t];
                     let value = format!(
-                        "replay_{t}[sk_replay_row({t}, {})][class_column[me]]",
-                        r.seconds.len()
+                        "replay_{t}[sk_replay_row({t}, {}, {})][class_column[me]]",
+                        r.seconds.len(),
+                        r.first_rows
                     );
                     let what = format!(
                         "{} s on average, as recorded in {} of the {} iterations",
@@ -801,6 +804,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                         run: p.run,
                         parent: -1,
                         inner_run: 0,
+                        first_apart: u8::from(crate::replay::replays_first(&p.body, &skel.replays)),
                     });
                     let mut lines = Vec::new();
                     let mut pre_lines = Vec::new();
@@ -830,6 +834,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                                 run: case.run,
                                 parent: timer as i64,
                                 inner_run: 0,
+                                first_apart: 0,
                             });
                         }
                         lines.push(
@@ -858,6 +863,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                                     run: p.run * ic.run,
                                     parent: timer as i64,
                                     inner_run: ic.run,
+                                    first_apart: 0,
                                 });
                                 lines.push(format!(
                                     "double t_inner = MPI_Wtime(); /* the inner loop runs {} of its {} iterations, timed on its own */",
@@ -967,14 +973,15 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                 cols => cols,
                 comment => format!(
                     "class {} (ranks {}): the application's iteration{} {} of 0-{}{of}; recorded \
-                     values × {:.4}",
+                     values{} × {:.4}",
                     r.class,
                     ranks_text(&class.ranks),
                     if r.iterations.len() > 1 { "s" } else { "" },
                     iterations_text(&r.iterations),
                     r.full.saturating_sub(1),
+                    if r.first_rows > 0 { " (the first iteration's as they are, the others'" } else { "" },
                     r.scale
-                ),
+                ) + if r.first_rows > 0 { ")" } else { "" },
                 lines => r.seconds.iter().map(|row| format!(
                     "{{{}}},",
                     row.iter().map(|x| format!("{x:.4e}")).collect::<Vec<_>>().join(", ")

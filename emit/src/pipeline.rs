@@ -325,7 +325,7 @@ fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError>
     let t = Instant::now();
     let choices = nest_choices(lt);
     let nest_seconds = t.elapsed().as_secs_f64();
-    let twelfth = default_target(goal.app_time_s, 1);
+    let twelfth = crate::scale::twelfth(goal.app_time_s);
     let mut first = None;
     let mut seen_cut = false;
     let mut shortest: Option<Built> = None;
@@ -380,8 +380,8 @@ fn make_with(
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let n_main = main_iterations(&whole);
     // The shorter default target keeps enough iterations to sample, within the longer one.
-    let sampled_within =
-        (target_s.is_none() && n_main >= MANY_ITERATIONS).then(|| default_target(app_time_s, 1));
+    let sampled_within = (target_s.is_none() && n_main >= MANY_ITERATIONS)
+        .then(|| crate::scale::twelfth(app_time_s));
     let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
     let t = Instant::now();
     // Cut as far as the deadlock check allows: classes whose loop nests do not correspond

@@ -20,6 +20,10 @@
 //! SIGMETRICS 2015) models a parameter that varies by a distribution it samples; here the
 //! samples are kept as recorded, per rank and per iteration, which keeps their joint pattern.
 //!
+//! A loop whose first iteration computes much more than the others (one-off work:
+//! reading the input before the first of a loop of broadcasts) replays it as recorded, apart,
+//! and the skeleton counts it once ([`FIRST_APART`]); the others stand for the rest.
+//!
 //! Blocks under [`MIN_SHARE`] of their loop's computation keep their draws. A block with
 //! computation removed ([`crate::removal`]) replays too: every rank skips the same
 //! seconds of its recorded duration, as of a draw. Blocks inside a guard, in time-step loops,
@@ -50,6 +54,17 @@ pub const MIN_SHARE: f64 = 0.01;
 /// either way) and still stand for it.
 pub const MIN_SCALE: f64 = 0.5;
 
+/// A loop whose first iteration's recorded computation (its replayable blocks, every rank of
+/// every class) is over this factor of the mean of the others' replays that iteration as
+/// recorded and counts it once: the first iteration carries one-off work (NPB MG's rank 0
+/// reads its input before the first of a loop of five broadcasts: 0.39 ms in one execution of
+/// 40). Otherwise it is one iteration among the others: in a pipelined loop the first runs from
+/// ranks that start together, shorter than the steady state the others show, and counted once
+/// it weighs that short start (NPB BT S on 9 ranks: +12 % against −3 %; LU W, whose first
+/// iteration computes less than the others: +4.0 % against +0.8 %). The factor is the one the
+/// skeleton's runtime applies to the measured first iteration (`SK_FIRST_LONGER`).
+pub const FIRST_APART: f64 = 1.25;
+
 /// The recorded durations one compute block replays.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Replay {
@@ -64,6 +79,11 @@ pub struct Replay {
     /// Seconds of the recording machine: one row per execution (the replayed iterations'
     /// executions in order), one column per rank of the class (ascending).
     pub seconds: Vec<Vec<f64>>,
+    /// Leading rows that replay the loop's first iteration as recorded, unscaled (see
+    /// [`FIRST_APART`]); a skeleton that runs more iterations than the table holds starts
+    /// again after them.
+    #[serde(default)]
+    pub first_rows: usize,
     /// The factor the recorded values were scaled by: the loop's recorded computation over all
     /// its iterations, in every class, over that of the iterations replayed (× `full / run`),
     /// one factor for all the loop's replayed blocks so that the pattern across ranks and
@@ -83,20 +103,72 @@ struct Candidate {
     cells: usize,
 }
 
-/// The application's iterations a loop of `full` iterations run `run` times replays: one from
-/// each of `run` equal stretches of the loop, at an offset into its stretch that moves by the
-/// golden ratio from one stretch to the next (jittered sampling), so that a pattern with the
-/// stretch's period (every rank's load rotating with period 3, stretches of 15 iterations) is
-/// not sampled in the same phase every time. Every iteration when `run ≥ full`.
-pub fn replayed_iterations(full: u64, run: u64) -> Vec<u64> {
-    const GOLDEN: f64 = 0.618_033_988_749_895;
+/// The application's iterations a loop of `full` iterations run `run` times replays. With
+/// `apart` (see [`FIRST_APART`]), a loop cut to two iterations or more replays its first as the
+/// application ran it and the skeleton counts it once. The others (all of them otherwise) come
+/// one from each of the equal stretches of the iterations left: the one whose critical
+/// computation (`critical[i]`: per block, the longest any rank recorded in iteration `i`,
+/// summed) is the median of its stretch, so that the sample is neither the stretch's least nor
+/// its most unbalanced iteration, since the scale keeps the mean computation but not how far the
+/// ranks spread. Among iterations alike (no profile, or equal values), the one at an offset
+/// into the stretch that moves by the golden ratio from one stretch to the next (jittered
+/// sampling), so that a pattern with the stretch's period (every rank's load rotating with
+/// period 3, stretches of 15 iterations) is not sampled in the same phase every time. Every
+/// iteration when `run ≥ full`.
+pub fn replayed_iterations(full: u64, run: u64, apart: bool, critical: &[f64]) -> Vec<u64> {
     let run = run.clamp(1, full.max(1));
+    if apart && may_set_apart(full, run) {
+        let mut v = vec![0];
+        v.extend(spread(1, full, run - 1, critical));
+        return v;
+    }
+    spread(0, full, run, critical)
+}
+
+/// Whether a loop of `full` iterations run `run` times can replay its first iteration apart
+/// from the others: when it is cut and runs two or more.
+pub fn may_set_apart(full: u64, run: u64) -> bool {
+    run >= 2 && full > run
+}
+
+/// `run` of the iterations `from..full`, one from each equal stretch: its median by
+/// `critical`, the golden-ratio offset among equals.
+fn spread(from: u64, full: u64, run: u64, critical: &[f64]) -> Vec<u64> {
+    const GOLDEN: f64 = 0.618_033_988_749_895;
+    let n = full.saturating_sub(from);
+    let run = run.clamp(1, n.max(1));
     (0..run)
         .map(|j| {
             let offset = (0.5 + j as f64 * GOLDEN).fract();
-            (((j as f64 + offset) * full as f64 / run as f64) as u64).min(full - 1)
+            let at = |x: f64| from + ((x * n as f64 / run as f64) as u64).min(n.max(1) - 1);
+            let (lo, hi) = (at(j as f64), at((j + 1) as f64).max(at(j as f64) + 1));
+            let hi = if j + 1 == run { full } else { hi };
+            let jitter = at(j as f64 + offset);
+            median_near(lo, hi, jitter, critical)
         })
         .collect()
+}
+
+/// The iteration of `lo..hi` whose value in `critical` is the stretch's median, the nearest to
+/// `near` among those of that value; `near` itself without values.
+fn median_near(lo: u64, hi: u64, near: u64, critical: &[f64]) -> u64 {
+    let Some(values) = critical.get(lo as usize..hi as usize) else { return near };
+    if values.is_empty() || values.iter().any(|x| !x.is_finite()) {
+        return near;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    // Both middle values of an even stretch are medians.
+    let (a, b) = (sorted[(n - 1) / 2], sorted[n / 2]);
+    let tol = 1e-9 * b.abs().max(1e-300);
+    (lo..hi)
+        .filter(|&i| {
+            let x = critical[i as usize];
+            (x - a).abs() <= tol || (x - b).abs() <= tol
+        })
+        .min_by_key(|&i| i.abs_diff(near))
+        .unwrap_or(near)
 }
 
 /// Makes the compute blocks of the skeleton's loops replay their recorded durations, as far as
@@ -133,9 +205,46 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
         }
     }
     candidates.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+    let mut maps = HashMap::new();
+    // Per loop, over its blocks that may replay, in every class, per iteration: the recorded
+    // computation, and the critical one (per execution, the longest any rank recorded).
+    let mut profiles: HashMap<String, (Vec<f64>, Vec<f64>)> = HashMap::new();
+    for c in &candidates {
+        let lm = maps.entry(c.class).or_insert_with(|| {
+            let nest = &nests[c.class];
+            leaf_map(nest, mpiskel_compress::leaf_count(&nest.items))
+        });
+        let phase = &skel.classes[c.class].phases[c.phase];
+        let Some(positions) = lm.positions.get(c.leaf) else { continue };
+        if positions.len() as u64 != phase.full * c.per_iteration {
+            continue;
+        }
+        let full = phase.full as usize;
+        let (total, critical) = profiles
+            .entry(phase.name.clone())
+            .or_insert_with(|| (vec![0.0; full], vec![0.0; full]));
+        if total.len() != full {
+            continue;
+        }
+        for (k, &p) in positions.iter().enumerate() {
+            let Some(op) = lt.classes[c.class].ops.get(p) else { continue };
+            let i = k / c.per_iteration as usize;
+            for &(_, x) in &op.gap_samples {
+                total[i] += f64::from(x);
+            }
+            critical[i] += op.gap_samples.iter().map(|&(_, x)| f64::from(x)).fold(0.0, f64::max);
+        }
+    }
+    let apart: HashMap<&str, bool> = profiles
+        .iter()
+        .map(|(name, (total, _))| {
+            let rest = &total[1.min(total.len())..];
+            let mean = rest.iter().sum::<f64>() / rest.len().max(1) as f64;
+            (name.as_str(), total.len() > 1 && total[0] > FIRST_APART * mean)
+        })
+        .collect();
     let mut cells = 0usize;
     let mut chosen: HashMap<(usize, usize, usize), usize> = HashMap::new();
-    let mut maps = HashMap::new();
     let mut names = Vec::new();
     for c in candidates {
         if cells + c.cells > MAX_CELLS {
@@ -152,9 +261,13 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
             c.class,
             &skel.classes[c.class].ranks,
             positions,
-            phase.full,
-            phase.run,
-            c.per_iteration,
+            &Sample {
+                full: phase.full,
+                run: phase.run,
+                per_iteration: c.per_iteration,
+                apart: apart.get(phase.name.as_str()).copied().unwrap_or(false),
+                critical: profiles.get(&phase.name).map_or(&[][..], |(_, c)| c.as_slice()),
+            },
         ) else {
             continue;
         };
@@ -166,16 +279,18 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
     // One factor per loop, over every class: the whole loop's recorded computation over the
     // iterations replayed ones', times the share replayed.
     let mut totals: HashMap<&str, (f64, f64)> = HashMap::new();
+    // A first iteration replayed apart stays as recorded.
     for (r, name) in skel.replays.iter().zip(&names) {
         let e = totals.entry(name.as_str()).or_default();
         e.0 += r.scale;
-        e.1 += r.seconds.iter().flatten().sum::<f64>();
+        e.1 += r.seconds[r.first_rows..].iter().flatten().sum::<f64>();
     }
     for (r, name) in skel.replays.iter_mut().zip(&names) {
         let (whole, replayed) = totals[name.as_str()];
         let f = if replayed > 0.0 { whole / replayed } else { 1.0 };
         r.scale = f;
-        for x in r.seconds.iter_mut().flatten() {
+        let first = r.first_rows;
+        for x in r.seconds[first..].iter_mut().flatten() {
             *x *= f;
         }
     }
@@ -203,6 +318,17 @@ fn blocks(body: &[Stmt], times: u64, out: &mut Vec<(usize, f64, u64)>) {
     }
 }
 
+/// Whether a loop body holds a block that replays its loop's first iteration apart
+/// ([`FIRST_APART`]): the skeleton then counts the loop's first iteration once.
+pub fn replays_first(body: &[Stmt], replays: &[Replay]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Compute { replay: Some(t), .. } => replays.get(*t).is_some_and(|r| r.first_rows > 0),
+        Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => replays_first(body, replays),
+        Stmt::Steps { cases } => cases.iter().any(|c| replays_first(&c.body, replays)),
+        Stmt::Compute { .. } | Stmt::Call { .. } => false,
+    })
+}
+
 fn clear(skel: &mut Skeleton) {
     for c in &mut skel.classes {
         for p in &mut c.phases {
@@ -226,6 +352,19 @@ fn mark(body: &mut [Stmt], which: &dyn Fn(usize) -> Option<usize>) {
     }
 }
 
+/// Which executions of a block a table replays.
+struct Sample<'a> {
+    /// The loop's iterations in the application, and those the skeleton runs.
+    full: u64,
+    run: u64,
+    /// Executions of the block per iteration.
+    per_iteration: u64,
+    /// Whether the loop's first iteration replays apart ([`FIRST_APART`]).
+    apart: bool,
+    /// The loop's critical computation per iteration (see [`replayed_iterations`]).
+    critical: &'a [f64],
+}
+
 /// The table of one block: `positions` are the block's positions in the class program, all
 /// `full × per_iteration` executions in order. `None` where they are not that many or hold no
 /// samples.
@@ -234,19 +373,21 @@ fn table(
     class: usize,
     ranks: &[u32],
     positions: &[usize],
-    full: u64,
-    run: u64,
-    per_iteration: u64,
+    sample: &Sample<'_>,
 ) -> Option<Replay> {
+    let &Sample { full, run, per_iteration, apart, critical } = sample;
     let ops = &lt.classes.get(class)?.ops;
     if per_iteration == 0 || positions.len() as u64 != full * per_iteration {
         return None;
     }
     let col: HashMap<u32, usize> = ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
-    // Each rank's mean over all executions: the value of an execution it has no sample of (a
-    // rank folded into the class skips calls to neighbours it lacks).
+    let iterations = replayed_iterations(full, run, apart, critical);
+    // Executions of a first iteration replayed apart: as recorded, outside the loop's mean.
+    let apart = if apart && may_set_apart(full, run) { per_iteration as usize } else { 0 };
+    // Each rank's mean over the executions that stand for the loop: the value of an execution
+    // it has no sample of (a rank folded into the class skips calls to neighbours it lacks).
     let (mut sum, mut n) = (vec![0.0f64; ranks.len()], vec![0u64; ranks.len()]);
-    for &p in positions {
+    for &p in &positions[apart..] {
         for &(r, x) in &ops.get(p)?.gap_samples {
             if let Some(&c) = col.get(&r) {
                 sum[c] += f64::from(x);
@@ -261,13 +402,12 @@ fn table(
     let overall = sum.iter().sum::<f64>() / total_n as f64;
     let own: Vec<f64> =
         sum.iter().zip(&n).map(|(&s, &k)| if k > 0 { s / k as f64 } else { overall }).collect();
-    let iterations = replayed_iterations(full, run);
     let mut rows = Vec::with_capacity(iterations.len() * per_iteration as usize);
     for &i in &iterations {
         for m in 0..per_iteration {
             let p = positions[(i * per_iteration + m) as usize];
             let mut row = own.clone();
-            for &(r, x) in &ops[p].gap_samples {
+            for &(r, x) in &ops.get(p)?.gap_samples {
                 if let Some(&c) = col.get(&r) {
                     row[c] = f64::from(x);
                 }
@@ -275,16 +415,29 @@ fn table(
             rows.push(row);
         }
     }
-    let cells = (rows.len() * ranks.len()).max(1) as f64;
-    let replayed = rows.iter().flatten().sum::<f64>() / cells;
+    let cells = ((rows.len() - apart) * ranks.len()).max(1) as f64;
+    let replayed = rows[apart..].iter().flatten().sum::<f64>() / cells;
     // Iterations that do not stand for the loop (a block that takes its time in a few
-    // iterations only, none of them replayed) keep the draws, which hold its mean.
-    if !(replayed > 0.0 && (MIN_SCALE..=1.0 / MIN_SCALE).contains(&(overall / replayed))) {
+    // iterations only, none of them replayed) keep the draws, which hold its mean; unless the
+    // block takes its time in the first iteration, replayed apart, and the others are
+    // negligible beside it.
+    let stands = replayed > 0.0 && (MIN_SCALE..=1.0 / MIN_SCALE).contains(&(overall / replayed));
+    let first: f64 = rows[..apart].iter().flatten().sum();
+    let rest = overall * total_n as f64;
+    if !(stands || (apart > 0 && rest <= MIN_SHARE * first)) {
         return None;
     }
     // `scale` holds the block's recorded total over the cells, as the iterations replayed
     // would have it if they were the loop's average, until [`attach`] sets the loop's factor.
-    Some(Replay { class, full, iterations, per_iteration, seconds: rows, scale: overall * cells })
+    Some(Replay {
+        class,
+        full,
+        iterations,
+        per_iteration,
+        seconds: rows,
+        first_rows: apart,
+        scale: overall * cells,
+    })
 }
 
 #[cfg(test)]
@@ -293,14 +446,35 @@ mod tests {
 
     #[test]
     fn iterations_are_spread_over_the_loop() {
-        assert_eq!(replayed_iterations(60, 4), vec![7, 16, 41, 50]);
+        assert_eq!(spread(0, 60, 4, &[]), vec![7, 16, 41, 50]);
+        assert_eq!(replayed_iterations(60, 4, false, &[]), vec![7, 16, 41, 50]);
+        // The first apart, then the rest spread over the others.
+        assert_eq!(replayed_iterations(60, 4, true, &[]), vec![0, 10, 22, 54]);
         // Not all in one phase of a period that divides the stretch.
         let phases: std::collections::BTreeSet<u64> =
-            replayed_iterations(60, 4).iter().map(|i| i % 3).collect();
+            spread(0, 60, 4, &[]).iter().map(|i| i % 3).collect();
         assert!(phases.len() > 1);
-        assert_eq!(replayed_iterations(5, 5), vec![0, 1, 2, 3, 4]);
-        assert_eq!(replayed_iterations(10, 1), vec![5]);
+        // Alike by their critical computation: as without it.
+        assert_eq!(replayed_iterations(60, 4, false, &[1.0; 60]), vec![7, 16, 41, 50]);
+        assert_eq!(replayed_iterations(5, 2, true, &[]), vec![0, 3]);
+        assert_eq!(replayed_iterations(5, 5, true, &[]), vec![0, 1, 2, 3, 4]);
+        assert_eq!(replayed_iterations(10, 1, true, &[]), vec![5]);
         // More than the loop has: each iteration once.
-        assert_eq!(replayed_iterations(3, 7), vec![0, 1, 2]);
+        assert_eq!(replayed_iterations(3, 7, false, &[]), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn each_stretch_replays_its_median_iteration() {
+        // Stretches 0..4 and 4..8: medians 3 or 5 (iterations 2, 1), then 2 or 4 (4, 5, 7);
+        // of those, the nearest to the golden-ratio offsets 2 and 4.
+        let critical = [1.0, 5.0, 3.0, 9.0, 2.0, 2.0, 8.0, 4.0];
+        assert_eq!(replayed_iterations(8, 2, false, &critical), vec![2, 4]);
+        // The outlier of a stretch is never the one replayed.
+        let mut spike = vec![1.0; 30];
+        spike[5] = 40.0;
+        spike[15] = 0.1;
+        for i in replayed_iterations(30, 3, false, &spike) {
+            assert!(i != 5 && i != 15, "{i}");
+        }
     }
 }

@@ -499,11 +499,12 @@ impl Gen<'_> {
                     let table = format_ident!("REPLAY_{}", *t);
                     let t = Literal::usize_unsuffixed(*t);
                     let column = quote! { CLASS_COLUMN[k.all.rank() as usize] };
+                    let again = Literal::usize_unsuffixed(r.first_rows);
                     if *removed > 0.0 {
                         let rm = float(*removed);
-                        quote! { #n sk.compute_replayed_less(#t, &#table, #column, #rm); }
+                        quote! { #n sk.compute_replayed_less(#t, &#table, #again, #column, #rm); }
                     } else {
-                        quote! { #n sk.compute_replayed(#t, &#table, #column); }
+                        quote! { #n sk.compute_replayed(#t, &#table, #again, #column); }
                     }
                 }
                 Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
@@ -1102,7 +1103,11 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
                 }
             }
             let (name, full, run) = (p.name.clone(), int(p.full), int(p.run));
-            timers.push(quote! { Phase::new(#name, #full, #run) });
+            timers.push(if crate::replay::replays_first(&p.body, &skel.replays) {
+                quote! { Phase::new(#name, #full, #run).first_apart() }
+            } else {
+                quote! { Phase::new(#name, #full, #run) }
+            });
             let mut sub = 0;
             if let (Some(_), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
                 sub = timers.len();
@@ -1310,13 +1315,15 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
         };
         text.push_str(&format!(
             "Class {} (ranks {}): the application's iteration{} {} of 0-{}{of}; recorded\n\
-             values × {:.4}.",
+             values{} × {:.4}{}.",
             r.class,
             crate::c::ranks_text(&class.ranks),
             if r.iterations.len() > 1 { "s" } else { "" },
             crate::c::iterations_text(&r.iterations),
             r.full.saturating_sub(1),
-            r.scale
+            if r.first_rows > 0 { " (the first iteration's as they are, the others'" } else { "" },
+            r.scale,
+            if r.first_rows > 0 { ")" } else { "" }
         ));
         let d = doc(&text);
         tables.extend(quote! { #d static #name: [[f64; #nc]; #nr] = [#(#rows),*]; });

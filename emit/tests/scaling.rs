@@ -64,6 +64,29 @@ fn the_default_target_is_a_twentyfourth_for_a_main_loop_of_twenty_iterations_or_
     assert!((s.target_s - 0.19 / 12.0).abs() < 1e-12, "{s:?}");
 }
 
+/// Without a loop to run a sample of, computation alone is cut, and can be cut for a
+/// twenty-fourth: a twelfth exactly left the parts that run whole (its communication) no room on
+/// slower platforms (NPB EP W: 0.084–0.089 of SimGrid's replay).
+#[test]
+fn a_program_without_loops_is_cut_for_a_twentyfourth() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 ms of computation between two reductions, as EP does.
+    let path = ti_trace(dir.path(), 4, |r| {
+        vec![
+            "compute 1000000".into(),
+            "allreduce 8 1".into(),
+            format!("compute {}", 100_000_000 + 1_000_000 * u64::from(r)),
+            "allreduce 8 1".into(),
+            "reduce 16 1".into(),
+        ]
+    });
+    let s = built_for(&path, 0.105, None).scaling;
+    assert!(s.main_full <= 1, "{s:?}");
+    assert!((s.target_s - 0.105 / 24.0).abs() < 1e-12, "{s:?}");
+    assert!(s.skeleton_estimate_s <= 0.105 / 20.0, "{s:?}");
+    assert!(s.compute_removed_s > 0.09, "{s:?}");
+}
+
 #[test]
 fn the_default_target_keeps_iterations_to_sample_as_far_as_a_twelfth_allows() {
     let dir = tempfile::tempdir().unwrap();

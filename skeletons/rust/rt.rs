@@ -52,6 +52,8 @@ pub struct Phase {
     parent: Option<usize>,
     /// Seconds of its first iteration (see [`Runtime::iteration_end`]).
     first: Option<f64>,
+    /// Its first iteration replays the application's first: counted once.
+    first_apart: bool,
 }
 
 impl Phase {
@@ -68,7 +70,22 @@ impl Phase {
 
     /// A phase of `full` iterations in the application, of which the skeleton runs `run`.
     pub fn new(name: &'static str, full: i64, run: i64) -> Phase {
-        Phase { name, full, run, seconds: 0.0, cut: [0.0; 3], parent: None, first: None }
+        Phase {
+            name,
+            full,
+            run,
+            seconds: 0.0,
+            cut: [0.0; 3],
+            parent: None,
+            first: None,
+            first_apart: false,
+        }
+    }
+
+    /// This phase with its first iteration counted once: its compute blocks replay the
+    /// application's first iteration in it.
+    pub fn first_apart(self) -> Phase {
+        Phase { first_apart: true, ..self }
     }
 
     /// An inner loop of phase `parent`, timed on its own.
@@ -318,11 +335,17 @@ impl Runtime {
     }
 
     /// Busy computation for the next duration of replay table number `t` (`rows`: one row per
-    /// execution, in order, then from the first again; `column`: this rank's place in its
-    /// class), seconds of the recording machine as this rank recorded them (its weight is in
-    /// them already).
-    pub fn compute_replayed<const C: usize>(&mut self, t: usize, rows: &[[f64; C]], column: usize) {
-        let x = self.replayed(t, rows, column);
+    /// execution, in order, then from row `again` on again, past the rows of a first iteration
+    /// replayed apart; `column`: this rank's place in its class), seconds of the recording
+    /// machine as this rank recorded them (its weight is in them already).
+    pub fn compute_replayed<const C: usize>(
+        &mut self,
+        t: usize,
+        rows: &[[f64; C]],
+        again: usize,
+        column: usize,
+    ) {
+        let x = self.replayed(t, rows, again, column);
         self.run_for(x * self.scale);
     }
 
@@ -333,21 +356,32 @@ impl Runtime {
         &mut self,
         t: usize,
         rows: &[[f64; C]],
+        again: usize,
         column: usize,
         removed: f64,
     ) {
-        let x = self.replayed(t, rows, column);
+        let x = self.replayed(t, rows, again, column);
         self.cut_run(x, removed, 1.0, true);
     }
 
     /// The next value of replay table `t` for `column`.
-    fn replayed<const C: usize>(&mut self, t: usize, rows: &[[f64; C]], column: usize) -> f64 {
+    fn replayed<const C: usize>(
+        &mut self,
+        t: usize,
+        rows: &[[f64; C]],
+        again: usize,
+        column: usize,
+    ) -> f64 {
         if self.replay_at.len() <= t {
             self.replay_at.resize(t + 1, 0);
         }
-        let at = self.replay_at[t];
+        let mut at = self.replay_at[t];
         self.replay_at[t] += 1;
-        rows.get(at % rows.len().max(1)).and_then(|r| r.get(column)).copied().unwrap_or(0.0)
+        if at >= rows.len() {
+            let again = if again < rows.len() { again } else { 0 };
+            at = again + (at - again) % (rows.len() - again).max(1);
+        }
+        rows.get(at).and_then(|r| r.get(column)).copied().unwrap_or(0.0)
     }
 
     /// [`Runtime::compute_drawn`] with the draw multiplied by `factor` (this rank's factor at a
@@ -425,9 +459,10 @@ impl Runtime {
     /// Predicted application seconds of phase `i`: its own time (less its timed inner loops)
     /// plus the removed computation at the pace of the part that ran, scaled by its iterations;
     /// plus each inner loop's time scaled by the inner loop's. A cut loop without timed inner
-    /// loops that ran two iterations or more, the first over [`FIRST_LONGER`] times the mean of
-    /// the others, counts its first iteration once and scales the others: the first waited for
-    /// the ranks that reached the loop last, which the application did once.
+    /// loops that ran two iterations or more counts its first iteration once and scales the
+    /// others where the first replays the application's first (its compute blocks replay it)
+    /// or is over [`FIRST_LONGER`] times the mean of the others: the first waited for the ranks
+    /// that reached the loop last, which the application did once.
     fn predicted(&self, i: usize) -> f64 {
         let p = &self.phases[i];
         let (mut own, mut inner, mut children) = (p.seconds, 0.0, 0);
@@ -445,7 +480,7 @@ impl Runtime {
         let predicted = match p.first {
             Some(first) if children == 0 && p.run >= 2 && p.full > p.run => {
                 let others = (own - first) / (p.run - 1) as f64;
-                if first > FIRST_LONGER * others {
+                if p.first_apart || first > FIRST_LONGER * others {
                     return first + others * (p.full - 1) as f64 + p.restored() * scale;
                 }
                 (own + p.restored()) * scale
