@@ -26,10 +26,15 @@
 //!
 //! Blocks under [`MIN_SHARE`] of their loop's computation keep their draws. A block with
 //! computation removed ([`crate::removal`]) replays too: every rank skips the same
-//! seconds of its recorded duration, as of a draw. Blocks inside a guard, in time-step loops,
-//! in loops whose inner loop is cut, and blocks whose replayed iterations miss their mean by more
-//! than [`MIN_SCALE`] either way (time spent in a few iterations only) keep their draws; so do
-//! blocks past the budget of table cells, taken in order of the time they take in the skeleton.
+//! seconds of its recorded duration, as of a draw. The blocks of a cut inner loop replay the
+//! inner iterations it runs (the same ones, one per equal stretch, in every iteration of the
+//! loop around it): where a rank computes slowly for a stretch of iterations (NPB CG: its
+//! slow stretches span several inner iterations), independent draws per block spread that
+//! over all ranks and iterations, and the slowest rank of a step is faster than it was. Blocks
+//! inside a guard, in time-step loops, and blocks whose replayed iterations miss their mean by
+//! more than [`MIN_SCALE`] either way (time spent in a few iterations only) keep their draws;
+//! so do blocks past the budget of table cells, taken in order of the time they take in the
+//! skeleton.
 //!
 //! # Complexity
 //! O(recorded samples of the blocks replayed + blocks × log blocks).
@@ -74,7 +79,8 @@ pub struct Replay {
     pub full: u64,
     /// The application's iterations replayed (0-based), in the order the skeleton runs them.
     pub iterations: Vec<u64>,
-    /// Executions of the block per iteration of the loop (inner loops).
+    /// Executions of the block per iteration the skeleton runs (inner loops; of a cut inner
+    /// loop, in the iterations of it that run).
     pub per_iteration: u64,
     /// Seconds of the recording machine: one row per execution (the replayed iterations'
     /// executions in order), one column per rank of the class (ascending).
@@ -96,8 +102,11 @@ struct Candidate {
     class: usize,
     phase: usize,
     leaf: usize,
-    /// Executions per iteration of the phase's loop.
+    /// Executions per iteration of the phase's loop in the application.
     per_iteration: u64,
+    /// For a block of the phase's cut inner loop: that loop's iterations in the application
+    /// and run, and the block's executions per iteration of it.
+    inner: Option<(u64, u64, u64)>,
     /// Seconds it takes in one run of the skeleton (per rank).
     weight: f64,
     cells: usize,
@@ -184,20 +193,38 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
     for (ci, class) in skel.classes.iter().enumerate() {
         let cols = class.ranks.len();
         for (pi, p) in class.phases.iter().enumerate() {
-            if !p.is_loop || p.steps.is_some() || p.inner.is_some() || p.run == 0 {
+            if !p.is_loop || p.steps.is_some() || p.run == 0 {
                 continue;
             }
             let mut found = Vec::new();
-            blocks(&p.body, 1, &mut found);
+            for (i, st) in p.body.iter().enumerate() {
+                match (p.inner, st) {
+                    // The cut inner loop: its blocks replay the inner iterations that run.
+                    (Some(ic), Stmt::Loop { body, .. }) if ic.index == i => {
+                        let mut own = Vec::new();
+                        blocks(body, 1, &mut own);
+                        found.extend(own.into_iter().map(|(leaf, seconds, per)| {
+                            (leaf, seconds, ic.full * per, Some((ic.full, ic.run, per)))
+                        }));
+                    }
+                    _ => {
+                        let mut own = Vec::new();
+                        blocks(std::slice::from_ref(st), 1, &mut own);
+                        found.extend(own.into_iter().map(|(l, s, per)| (l, s, per, None)));
+                    }
+                }
+            }
             // Blocks too short to hold anything up keep their draws.
-            found.retain(|&(_, seconds, per)| seconds * per as f64 >= MIN_SHARE * p.compute_s);
-            for (leaf, seconds, per_iteration) in found {
-                let rows = (p.run * per_iteration) as usize;
+            found.retain(|&(_, seconds, per, _)| seconds * per as f64 >= MIN_SHARE * p.compute_s);
+            for (leaf, seconds, per_iteration, inner) in found {
+                let per_run = inner.map_or(per_iteration, |(_, run, per)| run * per);
+                let rows = (p.run * per_run) as usize;
                 candidates.push(Candidate {
                     class: ci,
                     phase: pi,
                     leaf,
                     per_iteration,
+                    inner,
                     weight: seconds * rows as f64,
                     cells: rows * cols,
                 });
@@ -209,6 +236,8 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
     // Per loop, over its blocks that may replay, in every class, per iteration: the recorded
     // computation, and the critical one (per execution, the longest any rank recorded).
     let mut profiles: HashMap<String, (Vec<f64>, Vec<f64>)> = HashMap::new();
+    // The same for a cut inner loop, per iteration of the loop and of the inner loop.
+    let mut inner_profiles: HashMap<String, Vec<f64>> = HashMap::new();
     for c in &candidates {
         let lm = maps.entry(c.class).or_insert_with(|| {
             let nest = &nests[c.class];
@@ -226,13 +255,25 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
         if total.len() != full {
             continue;
         }
+        let inner = c.inner.map(|(f, _, per)| {
+            let v = inner_profiles
+                .entry(phase.name.clone())
+                .or_insert_with(|| vec![0.0; full * f as usize]);
+            (v, f as usize, per as usize)
+        });
+        let mut inner = inner.filter(|(v, f, _)| v.len() == full * f);
         for (k, &p) in positions.iter().enumerate() {
             let Some(op) = lt.classes[c.class].ops.get(p) else { continue };
             let i = k / c.per_iteration as usize;
             for &(_, x) in &op.gap_samples {
                 total[i] += f64::from(x);
             }
-            critical[i] += op.gap_samples.iter().map(|&(_, x)| f64::from(x)).fold(0.0, f64::max);
+            let most = op.gap_samples.iter().map(|&(_, x)| f64::from(x)).fold(0.0, f64::max);
+            critical[i] += most;
+            if let Some((v, f, per)) = inner.as_mut() {
+                let j = (k % c.per_iteration as usize) / *per;
+                v[i * *f + j] += most;
+            }
         }
     }
     let apart: HashMap<&str, bool> = profiles
@@ -265,8 +306,12 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
                 full: phase.full,
                 run: phase.run,
                 per_iteration: c.per_iteration,
-                apart: apart.get(phase.name.as_str()).copied().unwrap_or(false),
+                inner: c.inner,
+                // A loop with a cut inner loop times that loop on its own: no first apart.
+                apart: phase.inner.is_none()
+                    && apart.get(phase.name.as_str()).copied().unwrap_or(false),
                 critical: profiles.get(&phase.name).map_or(&[][..], |(_, c)| c.as_slice()),
+                inner_critical: inner_profiles.get(&phase.name).map_or(&[][..], Vec::as_slice),
             },
         ) else {
             continue;
@@ -357,12 +402,18 @@ struct Sample<'a> {
     /// The loop's iterations in the application, and those the skeleton runs.
     full: u64,
     run: u64,
-    /// Executions of the block per iteration.
+    /// Executions of the block per iteration in the application.
     per_iteration: u64,
+    /// For a block of a cut inner loop: that loop's iterations in the application and run, and
+    /// the block's executions per iteration of it.
+    inner: Option<(u64, u64, u64)>,
     /// Whether the loop's first iteration replays apart ([`FIRST_APART`]).
     apart: bool,
     /// The loop's critical computation per iteration (see [`replayed_iterations`]).
     critical: &'a [f64],
+    /// The same per iteration of a cut inner loop, its iterations in each iteration of the
+    /// loop in turn (empty without one).
+    inner_critical: &'a [f64],
 }
 
 /// The table of one block: `positions` are the block's positions in the class program, all
@@ -375,15 +426,31 @@ fn table(
     positions: &[usize],
     sample: &Sample<'_>,
 ) -> Option<Replay> {
-    let &Sample { full, run, per_iteration, apart, critical } = sample;
+    let &Sample { full, run, per_iteration, inner, apart, critical, inner_critical } = sample;
     let ops = &lt.classes.get(class)?.ops;
     if per_iteration == 0 || positions.len() as u64 != full * per_iteration {
         return None;
     }
     let col: HashMap<u32, usize> = ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
     let iterations = replayed_iterations(full, run, apart, critical);
+    // The executions of iteration `i` that run: all, or those of the inner iterations that run
+    // (one per equal stretch, the stretch's median by critical computation).
+    let executions = |i: u64| -> Vec<u64> {
+        match inner {
+            Some((inner_full, inner_run, per)) => {
+                let f = inner_full as usize;
+                let profile = inner_critical.get(i as usize * f..(i as usize + 1) * f);
+                spread(0, inner_full, inner_run, profile.unwrap_or(&[]))
+                    .into_iter()
+                    .flat_map(|j| (0..per).map(move |m| j * per + m))
+                    .collect()
+            }
+            None => (0..per_iteration).collect(),
+        }
+    };
+    let per_run = inner.map_or(per_iteration, |(_, run, per)| run * per) as usize;
     // Executions of a first iteration replayed apart: as recorded, outside the loop's mean.
-    let apart = if apart && may_set_apart(full, run) { per_iteration as usize } else { 0 };
+    let apart = if apart && may_set_apart(full, run) { per_run } else { 0 };
     // Each rank's mean over the executions that stand for the loop: the value of an execution
     // it has no sample of (a rank folded into the class skips calls to neighbours it lacks).
     let (mut sum, mut n) = (vec![0.0f64; ranks.len()], vec![0u64; ranks.len()]);
@@ -404,7 +471,7 @@ fn table(
         sum.iter().zip(&n).map(|(&s, &k)| if k > 0 { s / k as f64 } else { overall }).collect();
     let mut rows = Vec::with_capacity(iterations.len() * per_iteration as usize);
     for &i in &iterations {
-        for m in 0..per_iteration {
+        for m in executions(i) {
             let p = positions[(i * per_iteration + m) as usize];
             let mut row = own.clone();
             for &(r, x) in &ops.get(p)?.gap_samples {
@@ -433,7 +500,7 @@ fn table(
         class,
         full,
         iterations,
-        per_iteration,
+        per_iteration: per_run as u64,
         seconds: rows,
         first_rows: apart,
         scale: overall * cells,

@@ -270,3 +270,53 @@ fn a_rotating_load_is_replayed_iteration_by_iteration_on_every_rank() {
     let source = mpiskel_emit::c::source(&files);
     assert!(source.contains("sk_compute_as_recorded(replay_0[sk_replay_row(0, "), "{source}");
 }
+
+/// The blocks of a cut inner loop replay the inner iterations that run, as recorded: rank 1
+/// computes three times as long for a stretch of ten of its forty inner iterations (a slow
+/// stretch, which draws per block would spread over every iteration and rank).
+#[test]
+fn a_cut_inner_loop_replays_the_inner_iterations_it_runs() {
+    let n = 4;
+    let body = move |r: u32| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec!["compute 1000000".to_owned()];
+        for _ in 0..3 {
+            for j in 0..40 {
+                let slow = r == 1 && (10..20).contains(&j);
+                v.push(format!("compute {}", if slow { 3_000_000 } else { 1_000_000 }));
+                v.push(format!("irecv {prev} 0 2048"));
+                v.push(format!("isend {next} 0 2048"));
+                v.push("waitall".into());
+            }
+            v.push("allreduce 1 1".into());
+        }
+        v
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = mpiskel_trace::ti::write_actions(dir.path(), n, body).unwrap();
+    let set = TraceSet::open(Path::new(&path), &ReadOptions::default()).unwrap();
+    let lt = mpiskel_logicalize::logicalize(&set);
+    let b = make(&lt, 0.15, "given", Some(0.15 / 40.0), true).unwrap_or_else(|e| panic!("{e}"));
+    let s = &b.skeleton;
+    let main = s.classes[0].main_loop().expect("a main loop");
+    let ic = main.inner.expect("the inner loop is cut");
+    assert!(ic.run < ic.full && ic.full == 40, "{ic:?}");
+    let r = s.replays.iter().find(|r| r.full == 3).expect("the inner loop's block replays");
+    assert_eq!(r.per_iteration, ic.run, "one execution per inner iteration that runs");
+    assert_eq!(r.seconds.len() as u64, main.run * ic.run);
+    assert_eq!(r.first_rows, 0, "a loop with a cut inner loop counts no first iteration apart");
+    // Each row is one recorded inner iteration: rank 1 computes as long as the others, or three
+    // times as long, never something in between (a draw would give either in any row).
+    let ranks = &s.classes[r.class].ranks;
+    let (c0, c1) =
+        (ranks.iter().position(|&x| x == 0).unwrap(), ranks.iter().position(|&x| x == 1).unwrap());
+    let mut slow = 0;
+    for row in &r.seconds {
+        let k = row[c1] / row[c0];
+        assert!((k - 1.0).abs() < 1e-3 || (k - 3.0).abs() < 1e-3, "{row:?}");
+        slow += usize::from(k > 2.0);
+    }
+    // The stretch is a quarter of the inner iterations: the rows replay about as many.
+    let share = slow as f64 / r.seconds.len() as f64;
+    assert!((0.1..=0.4).contains(&share), "{share} of {:?}", r.seconds);
+}
