@@ -46,6 +46,7 @@ fuzz:
 	target/fuzz/mpiskel-fuzz pipeline --cases $$(( $(FUZZ_CASES) * 5 )) --seed 1000000 --rust-every 4
 	target/fuzz/mpiskel-fuzz native --cases $(FUZZ_CASES) --seed 2000000
 	target/fuzz/mpiskel-fuzz ti --cases $(FUZZ_CASES) --seed 3000000
+	target/fuzz/mpiskel-fuzz dumpi --cases $(FUZZ_CASES) --seed 4000000
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps

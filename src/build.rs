@@ -48,7 +48,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct BuildArgs {
-    /// The trace (a directory written by `mpiskel trace`, or a SimGrid time-independent trace).
+    /// The trace (a directory written by `mpiskel trace`, a SimGrid time-independent trace, or
+    /// an SST DUMPI trace: its `.meta` file or the folder holding it).
     trace: PathBuf,
     /// The skeleton folder to write.
     #[arg(short, long, value_name = "DIR")]

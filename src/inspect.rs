@@ -13,9 +13,10 @@ use serde::Serialize;
 /// Show what a trace holds: ranks, calls per kind per rank, bytes, time inside MPI and between
 /// calls, and a summary of the communication matrix.
 ///
-/// PATH is a trace directory written by `mpiskel trace`, one native rank file, or a SimGrid
+/// PATH is a trace directory written by `mpiskel trace`, one native rank file, a SimGrid
 /// time-independent trace (its index file, a folder holding `trace.txt`, or a single action
-/// file with the lines of all ranks); or a loop nest written by `mpiskel compress -o` (main
+/// file with the lines of all ranks), or an SST DUMPI trace (its `.meta` file, or the folder
+/// holding it and its `<prefix>-NNNN.bin` rank files); or a loop nest written by `mpiskel compress -o` (main
 /// loop, coverage, program); or a logical trace written by `mpiskel logicalize -o` (topology,
 /// dimensions, periodicity, each stage's candidates and time, mapping, classes); or a skeleton
 /// folder written by `mpiskel build` (topology, classes, phases, scaling, matching, check).
@@ -158,6 +159,7 @@ fn render(r: &Report<'_>) -> String {
     let format = match s.format {
         TraceFormat::Native => "native",
         TraceFormat::SimgridTi => "SimGrid time-independent",
+        TraceFormat::Dumpi => "SST DUMPI",
     };
     let _ = writeln!(o, "trace    {} ({format}, {} ranks)", r.path, s.ranks);
     if let Some(m) = r.meta {

@@ -1,14 +1,16 @@
 //! Campaigns: many cases of one target, on every core, with panics caught, hangs watched and
 //! the figures BENCHMARKS.md records.
 //!
-//! Three targets:
+//! Four targets:
 //! - **pipeline**: a random program ([`crate::programs`]), mutated at the event level in most
 //!   cases ([`crate::mutate::events`]), through every stage ([`crate::pipeline::run`]);
 //! - **native**: the same programs written in the native format, a rank file's bytes mutated
 //!   ([`crate::mutate::bytes`]) — sometimes a file missing or a single rank file given — and
 //!   read as `mpiskel` reads a trace path; what the reader accepts goes on through the pipeline;
 //! - **ti**: SimGrid time-independent traces from a corpus of real files (an index and its
-//!   action files, or one action file with every rank), mutated and read the same way.
+//!   action files, or one action file with every rank), mutated and read the same way;
+//! - **dumpi**: SST DUMPI traces from a corpus of real ones (a `.meta` file and its rank
+//!   files), a file's bytes mutated and read the same way.
 //!
 //! Case `i` of a campaign started at seed `s` is made from seed `s + i` alone, so
 //! `mpiskel-fuzz TARGET --seed S --cases 1 --verbose` makes any case again.
@@ -39,6 +41,8 @@ pub enum Target {
     Native,
     /// Real SimGrid time-independent traces, mutated as text, read and built.
     Ti,
+    /// Real SST DUMPI traces, mutated as bytes, read and built.
+    Dumpi,
 }
 
 /// How to run a campaign.
@@ -54,7 +58,8 @@ pub struct Config {
     pub jobs: usize,
     /// A case running longer than this is a hang: the campaign stops and names it.
     pub hang_after: Duration,
-    /// The real traces the `ti` target mutates (index files or single action files).
+    /// The real traces the `ti` target mutates (index files or single action files), or the
+    /// `dumpi` target (`.meta` files).
     pub corpus: Vec<PathBuf>,
     /// Pipeline cases whose seed is a multiple of this also go through the Rust back end (1:
     /// every case; 0: none); the reader targets always render both back ends.
@@ -153,6 +158,7 @@ struct CaseResult {
 pub fn run(cfg: &Config) -> anyhow::Result<Report> {
     let corpus = match cfg.target {
         Target::Ti => load_corpus(&cfg.corpus)?,
+        Target::Dumpi => load_dumpi_corpus(&cfg.corpus)?,
         _ => Vec::new(),
     };
     BACKTRACES.store(cfg.verbose, Ordering::Relaxed);
@@ -362,7 +368,7 @@ fn one(target: Target, seed: u64, rust: bool, dir: Option<&Path>, corpus: &[Corp
             CaseResult { case, mutated, input_bytes, result }
         }
         Target::Native => native_case(&mut Rng::new(seed), dir),
-        Target::Ti => ti_case(&mut Rng::new(seed), dir, corpus),
+        Target::Ti | Target::Dumpi => corpus_case(&mut Rng::new(seed), dir, corpus),
     }
 }
 
@@ -441,7 +447,7 @@ pub fn read_and_build(path: &Path, correct: bool) -> Result<Outcome, Violation> 
     pipeline::built(&set, correct, true)
 }
 
-/// A real TI trace: its files (path relative to the trace's folder, bytes) and the file to open.
+/// A real trace: its files (path relative to the trace's folder, bytes) and the file to open.
 #[derive(Debug)]
 struct Corpus {
     name: String,
@@ -473,7 +479,35 @@ fn load_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<Corpus>> {
     Ok(out)
 }
 
-fn ti_case(rng: &mut Rng, dir: Option<&Path>, corpus: &[Corpus]) -> CaseResult {
+/// Reads every DUMPI trace of `paths` (`.meta` files and the rank files they name) into memory.
+fn load_dumpi_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<Corpus>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text =
+            std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        let value = |key: &str| {
+            text.lines().find_map(|l| l.split_once('=').filter(|(k, _)| *k == key).map(|(_, v)| v))
+        };
+        let n: u32 = value("numprocs").and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+        let prefix = value("fileprefix").unwrap_or_default().trim();
+        anyhow::ensure!(n > 0 && !prefix.is_empty(), "{}: not a DUMPI .meta file", p.display());
+        let base = p.parent().unwrap_or(Path::new("."));
+        let open = PathBuf::from(p.file_name().unwrap_or_default());
+        let mut files = vec![(open.clone(), text.clone().into_bytes())];
+        for r in 0..n {
+            let name = mpiskel_trace::dumpi::rank_file_name(prefix, r);
+            let bytes = std::fs::read(base.join(&name))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", base.join(&name).display()))?;
+            files.push((PathBuf::from(name), bytes));
+        }
+        out.push(Corpus { name: p.display().to_string(), files, open });
+    }
+    anyhow::ensure!(!out.is_empty(), "the dumpi target needs a corpus of real traces (--corpus)");
+    Ok(out)
+}
+
+/// A real trace of the corpus, one of its files' bytes mutated, read and built.
+fn corpus_case(rng: &mut Rng, dir: Option<&Path>, corpus: &[Corpus]) -> CaseResult {
     let c = rng.pick(corpus);
     let mut case = c.name.clone();
     let mut input_bytes = 0;

@@ -19,13 +19,15 @@ use mpiskel_fuzz::campaign::{run, Config, Report, Target};
 ///   mpiskel-fuzz pipeline --cases 1000000
 ///   mpiskel-fuzz native --cases 100000 --json
 ///   mpiskel-fuzz ti --corpus ../shared/fixtures/public/simgrid-ti/ti_traces_32_1.index.txt
+///   mpiskel-fuzz dumpi --cases 100000
 ///   mpiskel-fuzz pipeline --seed 4711 --cases 1 --verbose
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel-fuzz", version, verbatim_doc_comment)]
 struct Args {
     /// What to fuzz: `pipeline` (generated programs mutated as events, through every stage),
-    /// `native` (generated programs as native rank files, mutated as bytes) or `ti` (real
-    /// SimGrid time-independent traces, mutated as text).
+    /// `native` (generated programs as native rank files, mutated as bytes), `ti` (real
+    /// SimGrid time-independent traces, mutated as text) or `dumpi` (real SST DUMPI traces,
+    /// mutated as bytes).
     #[arg(value_enum)]
     target: Target,
     /// Number of cases.
@@ -40,9 +42,10 @@ struct Args {
     /// Seconds after which a case counts as hung.
     #[arg(long, default_value_t = 30.0)]
     hang_after: f64,
-    /// Real traces for the `ti` target: index files or single action files (repeatable).
-    /// Default: the SimGrid samples and the small NPB traces of `../shared/fixtures`
-    /// (or `$MPISKEL_SHARED/fixtures`).
+    /// Real traces for the `ti` target (index files or single action files) or the `dumpi`
+    /// target (`.meta` files); repeatable. Default: for `ti` the SimGrid samples and the small
+    /// NPB traces of `../shared/fixtures` (or `$MPISKEL_SHARED/fixtures`), for `dumpi` the
+    /// DUMPI traces there.
     #[arg(long, value_name = "FILE")]
     corpus: Vec<PathBuf>,
     /// Pipeline cases whose seed is a multiple of N also go through the Rust back end, which
@@ -62,11 +65,25 @@ struct Args {
     json: bool,
 }
 
-fn default_corpus() -> Vec<PathBuf> {
+fn fixtures() -> PathBuf {
     let shared = std::env::var_os("MPISKEL_SHARED").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("..").join("shared")
     });
-    let f = shared.join("fixtures");
+    shared.join("fixtures")
+}
+
+fn default_dumpi_corpus() -> Vec<PathBuf> {
+    let d = fixtures().join("public").join("dumpi");
+    let mut out = vec![
+        d.join("sst-dumpi-testtrace").join("testtrace.meta"),
+        d.join("sst-macro-testbgp").join("testbgp.meta"),
+    ];
+    out.retain(|p| p.is_file());
+    out
+}
+
+fn default_corpus() -> Vec<PathBuf> {
+    let f = fixtures();
     let ti = f.join("public").join("simgrid-ti");
     let mut out = vec![ti.join("ti_traces_32_1.index.txt")];
     if let Ok(rd) = std::fs::read_dir(ti.join("replay-examples")) {
@@ -133,8 +150,11 @@ fn main() -> Result<ExitCode> {
         println!("{}: {case}", dir.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let corpus =
-        if a.corpus.is_empty() && a.target == Target::Ti { default_corpus() } else { a.corpus };
+    let corpus = match a.target {
+        Target::Ti if a.corpus.is_empty() => default_corpus(),
+        Target::Dumpi if a.corpus.is_empty() => default_dumpi_corpus(),
+        _ => a.corpus,
+    };
     let cfg = Config {
         target: a.target,
         cases: a.cases,

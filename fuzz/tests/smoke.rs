@@ -26,6 +26,13 @@ fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Repo
     r
 }
 
+/// `$MPISKEL_SHARED`, or `../shared` beside the repository.
+fn shared() -> PathBuf {
+    std::env::var_os("MPISKEL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+}
+
 /// The first case's seed: `$MPISKEL_FUZZ_SEED`, or 0 (the tests stay reproducible; campaigns
 /// from other seeds run with `mpiskel-fuzz`).
 fn seed() -> u64 {
@@ -45,9 +52,7 @@ fn the_native_reader_survives_mutated_rank_files() {
 
 #[test]
 fn the_ti_reader_survives_mutated_real_traces() {
-    let shared = std::env::var_os("MPISKEL_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let shared = shared();
     let ti = shared.join("fixtures/public/simgrid-ti");
     let mut corpus = vec![ti.join("ti_traces_32_1.index.txt")];
     for f in ["actions_bcast.txt", "actions_alltoallv.txt", "actions0.txt"] {
@@ -58,4 +63,18 @@ fn the_ti_reader_survives_mutated_real_traces() {
         assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
     }
     campaign(Target::Ti, 300, seed(), corpus);
+}
+
+#[test]
+fn the_dumpi_reader_survives_mutated_real_traces() {
+    let shared = shared();
+    let d = shared.join("fixtures/public/dumpi");
+    let corpus = vec![
+        d.join("sst-dumpi-testtrace/testtrace.meta"),
+        d.join("sst-macro-testbgp/testbgp.meta"),
+    ];
+    for c in &corpus {
+        assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
+    }
+    campaign(Target::Dumpi, 300, seed(), corpus);
 }

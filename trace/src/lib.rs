@@ -6,6 +6,8 @@
 //! - [`native`]: the native binary format (`trace/FORMAT.md`), streamed by [`NativeWriter`] and
 //!   [`NativeReader`]; the PMPI tracer (`trace/tracer/`, C) writes the same format.
 //! - [`ti`]: SimGrid time-independent traces (Casanova et al. 2015), as SimGrid 3.32 writes them.
+//! - [`dumpi`]: SST DUMPI traces (a `.meta` file and one binary file per rank), as sst-dumpi
+//!   writes them.
 //! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
 //! - [`summary`]: the figures `mpiskel inspect` reports.
 //! - [`tracer`]: the tracer's C source, embedded so the CLI can build it for any installed MPI.
@@ -19,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod dumpi;
 mod error;
 pub mod local;
 pub mod meta;

@@ -1,7 +1,7 @@
-//! Opening a whole trace, whatever its format: a native trace directory (`rank-<k>.mpt` files
-//! and `meta.json`, as `mpiskel trace` writes it), a single native rank file, a SimGrid
-//! time-independent index file, a single SimGrid action file, or a directory holding an index
-//! named `trace.txt`.
+//! Opening a whole trace, whatever its format, told by content: a native trace directory
+//! (`rank-<k>.mpt` files and `meta.json`, as `mpiskel trace` writes it), a single native rank
+//! file, a SimGrid time-independent index file, a single SimGrid action file, a directory
+//! holding an index named `trace.txt`, an SST DUMPI `.meta` file, or a directory holding one.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::dumpi;
 use crate::error::{Result, TraceError};
 use crate::meta::RunMeta;
 use crate::model::{Rank, RankTrace};
@@ -23,6 +24,8 @@ pub enum TraceFormat {
     Native,
     /// SimGrid time-independent actions.
     SimgridTi,
+    /// SST DUMPI binary traces.
+    Dumpi,
 }
 
 /// Options for [`TraceSet::open`].
@@ -69,8 +72,12 @@ impl TraceSet {
             if index.is_file() {
                 return open_ti(&index, opts);
             }
+            if let Some(meta) = dumpi_meta_in(path)? {
+                return open_dumpi(&meta);
+            }
             return Err(not(
-                "directory holds neither native rank files (rank-0.mpt …) nor a SimGrid index (trace.txt)",
+                "directory holds neither native rank files (rank-0.mpt …), a SimGrid index \
+                 (trace.txt) nor a DUMPI .meta file",
             ));
         }
         let mut head = [0u8; 8];
@@ -85,6 +92,15 @@ impl TraceSet {
                 ranks: vec![rank],
                 meta: None,
             });
+        }
+        if n == 8 && u64::from_be_bytes(head) == dumpi::MAGIC {
+            return Err(not(
+                "a DUMPI rank file: a skeleton needs every rank; give the run's .meta file or the \
+                 directory that holds it",
+            ));
+        }
+        if !head[..n].contains(&0) && is_dumpi_meta(path) {
+            return open_dumpi(path);
         }
         if head[..n].contains(&0) {
             return Err(not("binary file that is not an mpiskel trace (bad magic at byte 0)"));
@@ -124,6 +140,35 @@ impl TraceSet {
                 end.saturating_sub(a.exit_ns) as f64 * 1e-9
             })
             .fold(0.0, f64::max)
+    }
+}
+
+fn open_dumpi(meta: &Path) -> Result<TraceSet> {
+    let ranks = dumpi::read_dumpi(meta)?;
+    Ok(TraceSet { path: meta.to_path_buf(), format: TraceFormat::Dumpi, ranks, meta: None })
+}
+
+/// Whether the small text file at `path` is a DUMPI `.meta` file.
+fn is_dumpi_meta(path: &Path) -> bool {
+    let small = std::fs::metadata(path).is_ok_and(|m| m.len() < 1 << 16);
+    small && std::fs::read_to_string(path).is_ok_and(|t| dumpi::is_meta(&t))
+}
+
+/// The one DUMPI `.meta` file in `dir`, if there is one.
+fn dumpi_meta_in(dir: &Path) -> Result<Option<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| TraceError::io(dir, e))?;
+    let mut metas: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "meta") && is_dumpi_meta(p))
+        .collect();
+    metas.sort();
+    match metas.len() {
+        0 => Ok(None),
+        1 => Ok(metas.pop()),
+        _ => Err(TraceError::NotATrace {
+            path: dir.to_path_buf(),
+            reason: format!("holds {} DUMPI .meta files: give one of them", metas.len()),
+        }),
     }
 }
 
