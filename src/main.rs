@@ -4,6 +4,7 @@
 
 mod build;
 mod compress;
+mod export;
 mod harness;
 mod inspect;
 mod logicalize;
@@ -22,7 +23,8 @@ use clap::{Parser, Subcommand};
 /// the skeleton anywhere with `mpiskel run` (or its own run.sh) to predict the application's
 /// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
 /// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
-/// `mpiskel validate` measures predictions across platforms.
+/// `mpiskel validate` measures predictions across platforms; `mpiskel export --ti` writes a
+/// trace for SimGrid to replay.
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
@@ -38,6 +40,7 @@ enum Command {
     Compress(compress::CompressArgs),
     Build(build::BuildArgs),
     Run(run::RunArgs),
+    Export(export::ExportArgs),
     Tracer(record::TracerArgs),
     Validate(validate::ValidateArgs),
     Retune(validate::retune::RetuneArgs),
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Compress(a) => compress::compress(a),
         Command::Build(a) => build::build(a),
         Command::Run(a) => run::run(a),
+        Command::Export(a) => export::export(a),
         Command::Tracer(a) => record::tracer(a),
         Command::Validate(a) => validate::validate(a),
         Command::Retune(a) => validate::retune::retune(a),

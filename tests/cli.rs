@@ -8,7 +8,18 @@ use support::{fixture_bin, mpi_lock, mpiskel, root, run_with_timeout, scratch, L
 
 #[test]
 fn every_subcommand_has_help_with_examples() {
-    for sub in ["trace", "inspect", "tracer"] {
+    for sub in [
+        "trace",
+        "inspect",
+        "tracer",
+        "logicalize",
+        "compress",
+        "build",
+        "run",
+        "export",
+        "validate",
+        "retune",
+    ] {
         let out = mpiskel().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);

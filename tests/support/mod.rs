@@ -175,6 +175,9 @@ pub fn run_with_timeout(mut cmd: Command, secs: u64) -> std::process::Output {
             None => wrapped.env_remove(k),
         };
     }
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
     let _ = &mut cmd;
     wrapped.output().expect("command runs")
 }

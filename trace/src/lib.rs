@@ -6,6 +6,7 @@
 //! - [`native`]: the native binary format (`trace/FORMAT.md`), streamed by [`NativeWriter`] and
 //!   [`NativeReader`]; the PMPI tracer (`trace/tracer/`, C) writes the same format.
 //! - [`ti`]: SimGrid time-independent traces (Casanova et al. 2015), as SimGrid 3.32 writes them.
+//! - [`ti_export`]: any trace written as a SimGrid time-independent trace, for SimGrid to replay.
 //! - [`dumpi`]: SST DUMPI traces (a `.meta` file and one binary file per rank), as sst-dumpi
 //!   writes them.
 //! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
@@ -32,6 +33,7 @@ mod resolve;
 mod set;
 pub mod summary;
 pub mod ti;
+pub mod ti_export;
 pub mod tracer;
 pub mod validate;
 

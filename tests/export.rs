@@ -1,0 +1,138 @@
+//! `mpiskel export --ti`: recorded traces (native, and DUMPI) written as SimGrid time-independent traces hold the
+//! same calls per rank as the trace (sends, receives, collectives, completed requests), and
+//! SimGrid replays them: its own trace of the replay (`-trace-ti`) holds the same actions per
+//! rank as the export.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mpiskel_trace::{OpClass, Payload, Peer, ReadOptions, TraceSet};
+use support::{fixture, mpiskel, run_with_timeout, scratch, shared};
+
+fn open(path: &Path) -> TraceSet {
+    TraceSet::open(path, &ReadOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Per rank: point-to-point sends and receives with a peer, completed requests, and each
+/// collective by name. `MPI_Sendrecv` counts as the send, receive and two completions the
+/// export writes for it.
+fn calls(set: &TraceSet) -> Vec<BTreeMap<String, u64>> {
+    set.ranks
+        .iter()
+        .map(|r| {
+            let mut m: BTreeMap<String, u64> = BTreeMap::new();
+            let mut add = |k: &str, n: u64| *m.entry(k.to_owned()).or_default() += n;
+            for e in &r.events {
+                match &e.payload {
+                    Payload::P2p { peer: Peer::Rank(_), .. } => match e.op.class() {
+                        OpClass::Send => add("send", 1),
+                        OpClass::Recv => add("recv", 1),
+                        _ => {}
+                    },
+                    Payload::SendRecv { dest, source, .. } => {
+                        for (p, k) in [(dest, "send"), (source, "recv")] {
+                            if let Peer::Rank(_) = p {
+                                add(k, 1);
+                                add("completed", 1);
+                            }
+                        }
+                    }
+                    Payload::Completion { completed, .. } => add(
+                        "completed",
+                        completed.iter().filter(|c| c.request.is_some()).count() as u64,
+                    ),
+                    Payload::Collective { .. } => add(e.op.name(), 1),
+                    _ => {}
+                }
+            }
+            m
+        })
+        .collect()
+}
+
+/// Per rank: the actions of a time-independent trace, `comm_size` left out (SimGrid does not
+/// trace it again).
+fn actions(set: &TraceSet) -> Vec<BTreeMap<String, u64>> {
+    set.ranks
+        .iter()
+        .map(|r| {
+            let mut m = r.record_counts.clone();
+            m.remove("comm_size");
+            m
+        })
+        .collect()
+}
+
+fn replayer() -> PathBuf {
+    let found = std::fs::read_dir("/usr/lib")
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path().join("simgrid/smpireplaymain")))
+        .find(|p| p.is_file());
+    found.expect("SimGrid's smpireplaymain (libsimgrid-dev) is installed")
+}
+
+#[test]
+fn exported_traces_keep_every_call_and_simgrid_replays_them() {
+    let platforms = shared().join("fixtures/npb/platforms");
+    let mut traces: Vec<(&str, PathBuf)> =
+        ["ring", "p2pmodes", "halo3d-2x2x2", "anysource", "lammps-melt"]
+            .into_iter()
+            .map(|n| (n, fixture(n)))
+            .collect();
+    // A DUMPI trace from a Blue Gene/P (its collectives on a communicator of all ranks).
+    traces.push(("dumpi-testbgp", shared().join("fixtures/public/dumpi/sst-macro-testbgp")));
+    for (name, trace) in traces {
+        let dir = scratch(&format!("export-{name}"));
+        let out = mpiskel()
+            .args(["export", "--ti"])
+            .arg(&dir)
+            .arg(&trace)
+            .arg("--force")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let mut native = open(&trace);
+        native.fold_polls();
+        native.drop_local_calls();
+        let exported = open(&dir.join("trace.txt"));
+        assert_eq!(exported.n_ranks(), native.n_ranks(), "{name}");
+        assert_eq!(calls(&exported), calls(&native), "{name}");
+        // SimGrid replays the export on the NPB fixtures' reference platform and traces it.
+        let replayed = dir.join("replayed");
+        std::fs::create_dir_all(&replayed).unwrap();
+        let mut cmd = Command::new("smpirun");
+        cmd.current_dir(&dir)
+            .args(["-np", &native.n_ranks().to_string(), "-platform"])
+            .arg(platforms.join("ref.xml"))
+            .arg("-hostfile")
+            .arg(platforms.join("hostfile_1perhost.txt"))
+            .args(["--cfg=smpi/host-speed:1Gf", "-trace-ti"])
+            .arg(format!("--cfg=tracing/filename:{}", replayed.join("trace.txt").display()))
+            .args(["-replay", "trace.txt"])
+            .arg(replayer());
+        let run = run_with_timeout(cmd, 300);
+        let log = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success() && log.contains("Simulation time"), "{name}: {log}");
+        let again = open(&replayed.join("trace.txt"));
+        assert_eq!(actions(&again), actions(&exported), "{name}");
+    }
+}
+
+#[test]
+fn what_the_format_cannot_say_is_refused_naming_the_rank_and_call() {
+    for (name, why) in [("collectives", "Alltoallw"), ("subcomm-2x3", "MPI_COMM_WORLD")] {
+        let dir = scratch(&format!("export-refused-{name}"));
+        let out = mpiskel().args(["export", "--ti"]).arg(&dir).arg(fixture(name)).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            err.contains("rank ") && err.contains("call ") && err.contains(why),
+            "{name}: {err}"
+        );
+        // Nothing written as if complete.
+        assert!(!dir.join("trace.txt").exists(), "{name}");
+    }
+}
