@@ -16,7 +16,8 @@ use serde::Serialize;
 /// PATH is a trace directory written by `mpiskel trace`, one native rank file, a SimGrid
 /// time-independent trace (its index file, a folder holding `trace.txt`, or a single action
 /// file with the lines of all ranks), or an SST DUMPI trace (its `.meta` file, or the folder
-/// holding it and its `<prefix>-NNNN.bin` rank files); or a loop nest written by `mpiskel compress -o` (main
+/// holding it and its `<prefix>-NNNN.bin` rank files), or an OTF2 trace (its anchor file
+/// `traces.otf2`, or the folder holding it; read through libotf2); or a loop nest written by `mpiskel compress -o` (main
 /// loop, coverage, program); or a logical trace written by `mpiskel logicalize -o` (topology,
 /// dimensions, periodicity, each stage's candidates and time, mapping, classes); or a skeleton
 /// folder written by `mpiskel build` (topology, classes, phases, scaling, matching, check).
@@ -160,6 +161,7 @@ fn render(r: &Report<'_>) -> String {
         TraceFormat::Native => "native",
         TraceFormat::SimgridTi => "SimGrid time-independent",
         TraceFormat::Dumpi => "SST DUMPI",
+        TraceFormat::Otf2 => "OTF2",
     };
     let _ = writeln!(o, "trace    {} ({format}, {} ranks)", r.path, s.ranks);
     if let Some(m) = r.meta {

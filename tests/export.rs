@@ -1,4 +1,4 @@
-//! `mpiskel export --ti`: recorded traces (native, and DUMPI) written as SimGrid time-independent traces hold the
+//! `mpiskel export --ti`: recorded traces (native, DUMPI and OTF2) written as SimGrid time-independent traces hold the
 //! same calls per rank as the trace (sends, receives, collectives, completed requests), and
 //! SimGrid replays them: its own trace of the replay (`-trace-ti`) holds the same actions per
 //! rank as the export.
@@ -84,6 +84,8 @@ fn exported_traces_keep_every_call_and_simgrid_replays_them() {
             .collect();
     // A DUMPI trace from a Blue Gene/P (its collectives on a communicator of all ranks).
     traces.push(("dumpi-testbgp", shared().join("fixtures/public/dumpi/sst-macro-testbgp")));
+    // An OTF2 trace from Score-P.
+    traces.push(("otf2-ping-pong", shared().join("fixtures/public/otf2/pipit-ping-pong")));
     for (name, trace) in traces {
         let dir = scratch(&format!("export-{name}"));
         let out = mpiskel()

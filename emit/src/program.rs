@@ -1593,13 +1593,9 @@ fn call_of(
 /// The rank, within its communicator, of a root given as coordinates.
 fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> u32 {
     let Some(coords) = root else { return 0 };
-    match (c, lt.topology()) {
-        (Comm::Slice { free }, Some(t)) => {
-            // Row-major among the free dimensions (the numbering of MPI_Cart_sub).
-            let dims: Vec<usize> = free.iter().filter_map(|&k| t.dims.get(k).copied()).collect();
-            coords.iter().zip(&dims).fold(0usize, |acc, (x, n)| acc * n + x) as u32
-        }
-        (Comm::World, Some(t)) if coords.len() == t.dims.len() || t.dims.is_empty() => {
+    // The root's world rank, where the coordinates are the topology's.
+    let world = || match lt.topology() {
+        Some(t) if coords.len() == t.dims.len() || t.dims.is_empty() => {
             let node = if matches!(t.kind, Kind::Tree | Kind::AllToAll | Kind::Pairs) {
                 coords.first().copied().unwrap_or(0)
             } else {
@@ -1607,6 +1603,22 @@ fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> u32 {
             };
             rank_of_node(lt).get(node).copied().unwrap_or(0)
         }
+        _ => coords.first().copied().unwrap_or(0) as u32,
+    };
+    match (c, lt.topology()) {
+        // The rank alone: its own root.
+        (Comm::SelfComm, _) => 0,
+        (Comm::Slice { free }, Some(t)) => {
+            // Row-major among the free dimensions (the numbering of MPI_Cart_sub).
+            let dims: Vec<usize> = free.iter().filter_map(|&k| t.dims.get(k).copied()).collect();
+            coords.iter().zip(&dims).fold(0usize, |acc, (x, n)| acc * n + x) as u32
+        }
+        // Members of a group ascend by world rank, `stride` apart.
+        (Comm::Strided { size, stride }, _) => {
+            let (size, stride) = ((*size).max(1) as u32, (*stride).max(1) as u32);
+            (world() % (size * stride)) / stride
+        }
+        (Comm::World, _) => world(),
         _ => coords.first().copied().unwrap_or(0) as u32,
     }
 }

@@ -7,6 +7,7 @@
 //!   [`NativeReader`]; the PMPI tracer (`trace/tracer/`, C) writes the same format.
 //! - [`ti`]: SimGrid time-independent traces (Casanova et al. 2015), as SimGrid 3.32 writes them.
 //! - [`ti_export`]: any trace written as a SimGrid time-independent trace, for SimGrid to replay.
+//! - [`otf2`]: OTF2 traces (Score-P), read through libotf2.
 //! - [`dumpi`]: SST DUMPI traces (a `.meta` file and one binary file per rank), as sst-dumpi
 //!   writes them.
 //! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
@@ -28,6 +29,7 @@ pub mod local;
 pub mod meta;
 pub mod model;
 pub mod native;
+pub mod otf2;
 pub mod polls;
 mod resolve;
 mod set;

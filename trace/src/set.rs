@@ -1,7 +1,8 @@
 //! Opening a whole trace, whatever its format, told by content: a native trace directory
 //! (`rank-<k>.mpt` files and `meta.json`, as `mpiskel trace` writes it), a single native rank
 //! file, a SimGrid time-independent index file, a single SimGrid action file, a directory
-//! holding an index named `trace.txt`, an SST DUMPI `.meta` file, or a directory holding one.
+//! holding an index named `trace.txt`, an SST DUMPI `.meta` file, an OTF2 anchor file, or a
+//! directory holding one of those.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,8 @@ pub enum TraceFormat {
     SimgridTi,
     /// SST DUMPI binary traces.
     Dumpi,
+    /// OTF2 traces (Score-P).
+    Otf2,
 }
 
 /// Options for [`TraceSet::open`].
@@ -75,9 +78,12 @@ impl TraceSet {
             if let Some(meta) = dumpi_meta_in(path)? {
                 return open_dumpi(&meta);
             }
+            if let Some(anchor) = crate::otf2::anchor_in(path) {
+                return open_otf2(&anchor);
+            }
             return Err(not(
                 "directory holds neither native rank files (rank-0.mpt …), a SimGrid index \
-                 (trace.txt) nor a DUMPI .meta file",
+                 (trace.txt), a DUMPI .meta file nor an OTF2 anchor file (traces.otf2)",
             ));
         }
         let mut head = [0u8; 8];
@@ -92,6 +98,9 @@ impl TraceSet {
                 ranks: vec![rank],
                 meta: None,
             });
+        }
+        if n >= 6 && &head[2..6] == b"OTF2" {
+            return open_otf2(path);
         }
         if n == 8 && u64::from_be_bytes(head) == dumpi::MAGIC {
             return Err(not(
@@ -141,6 +150,11 @@ impl TraceSet {
             })
             .fold(0.0, f64::max)
     }
+}
+
+fn open_otf2(anchor: &Path) -> Result<TraceSet> {
+    let ranks = crate::otf2::read_otf2(anchor)?;
+    Ok(TraceSet { path: anchor.to_path_buf(), format: TraceFormat::Otf2, ranks, meta: None })
 }
 
 fn open_dumpi(meta: &Path) -> Result<TraceSet> {
