@@ -39,7 +39,7 @@ bench: deps
 	cargo bench --bench skeleton
 
 # Fuzzing campaigns whose figures BENCHMARKS.md records (FUZZ_CASES per reader, five times as
-# many through the pipeline; about 1 h 20 min on 2 cores): optimized, with overflow checks.
+# many through the pipeline; about 1 h 25 min on 2 cores): optimized, with overflow checks.
 FUZZ_CASES ?= 200000
 fuzz:
 	cargo build --profile fuzz -p mpiskel-fuzz
