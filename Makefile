@@ -39,7 +39,8 @@ bench: deps
 	cargo bench --bench skeleton
 
 # Fuzzing campaigns whose figures BENCHMARKS.md records (FUZZ_CASES per reader, five times as
-# many through the pipeline; about 1 h 25 min on 2 cores): optimized, with overflow checks.
+# many through the pipeline, a tenth for OTF2, whose cases each run libotf2's reader; about
+# 1 h 35 min on 2 cores): optimized, with overflow checks.
 FUZZ_CASES ?= 200000
 fuzz:
 	cargo build --profile fuzz -p mpiskel-fuzz
@@ -47,6 +48,7 @@ fuzz:
 	target/fuzz/mpiskel-fuzz native --cases $(FUZZ_CASES) --seed 2000000
 	target/fuzz/mpiskel-fuzz ti --cases $(FUZZ_CASES) --seed 3000000
 	target/fuzz/mpiskel-fuzz dumpi --cases $(FUZZ_CASES) --seed 4000000
+	target/fuzz/mpiskel-fuzz otf2 --cases $$(( $(FUZZ_CASES) / 10 )) --seed 5000000
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps

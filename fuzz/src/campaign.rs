@@ -1,7 +1,7 @@
 //! Campaigns: many cases of one target, on every core, with panics caught, hangs watched and
 //! the figures BENCHMARKS.md records.
 //!
-//! Four targets:
+//! Five targets:
 //! - **pipeline**: a random program ([`crate::programs`]), mutated at the event level in most
 //!   cases ([`crate::mutate::events`]), through every stage ([`crate::pipeline::run`]);
 //! - **native**: the same programs written in the native format, a rank file's bytes mutated
@@ -10,7 +10,9 @@
 //! - **ti**: SimGrid time-independent traces from a corpus of real files (an index and its
 //!   action files, or one action file with every rank), mutated and read the same way;
 //! - **dumpi**: SST DUMPI traces from a corpus of real ones (a `.meta` file and its rank
-//!   files), a file's bytes mutated and read the same way.
+//!   files), a file's bytes mutated and read the same way;
+//! - **otf2**: OTF2 traces from a corpus of real ones (the anchor, global and per-location
+//!   definitions and events), one file's bytes mutated and read through libotf2 the same way.
 //!
 //! Case `i` of a campaign started at seed `s` is made from seed `s + i` alone, so
 //! `mpiskel-fuzz TARGET --seed S --cases 1 --verbose` makes any case again.
@@ -43,6 +45,8 @@ pub enum Target {
     Ti,
     /// Real SST DUMPI traces, mutated as bytes, read and built.
     Dumpi,
+    /// Real OTF2 traces, mutated as bytes, read and built.
+    Otf2,
 }
 
 /// How to run a campaign.
@@ -58,8 +62,8 @@ pub struct Config {
     pub jobs: usize,
     /// A case running longer than this is a hang: the campaign stops and names it.
     pub hang_after: Duration,
-    /// The real traces the `ti` target mutates (index files or single action files), or the
-    /// `dumpi` target (`.meta` files).
+    /// The real traces the `ti` target mutates (index files or single action files), the
+    /// `dumpi` target (`.meta` files) or the `otf2` target (anchor files).
     pub corpus: Vec<PathBuf>,
     /// Pipeline cases whose seed is a multiple of this also go through the Rust back end (1:
     /// every case; 0: none); the reader targets always render both back ends.
@@ -159,6 +163,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
     let corpus = match cfg.target {
         Target::Ti => load_corpus(&cfg.corpus)?,
         Target::Dumpi => load_dumpi_corpus(&cfg.corpus)?,
+        Target::Otf2 => load_otf2_corpus(&cfg.corpus)?,
         _ => Vec::new(),
     };
     BACKTRACES.store(cfg.verbose, Ordering::Relaxed);
@@ -368,7 +373,7 @@ fn one(target: Target, seed: u64, rust: bool, dir: Option<&Path>, corpus: &[Corp
             CaseResult { case, mutated, input_bytes, result }
         }
         Target::Native => native_case(&mut Rng::new(seed), dir),
-        Target::Ti | Target::Dumpi => corpus_case(&mut Rng::new(seed), dir, corpus),
+        Target::Ti | Target::Dumpi | Target::Otf2 => corpus_case(&mut Rng::new(seed), dir, corpus),
     }
 }
 
@@ -503,6 +508,38 @@ fn load_dumpi_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<Corpus>> {
         out.push(Corpus { name: p.display().to_string(), files, open });
     }
     anyhow::ensure!(!out.is_empty(), "the dumpi target needs a corpus of real traces (--corpus)");
+    Ok(out)
+}
+
+/// Reads every OTF2 trace of `paths` (anchor files, and the definition and event files beside
+/// them) into memory.
+fn load_otf2_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<Corpus>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let base = p.parent().unwrap_or(Path::new("."));
+        let open = PathBuf::from(p.file_name().unwrap_or_default());
+        let mut files = Vec::new();
+        let mut dirs = vec![PathBuf::new()];
+        while let Some(rel) = dirs.pop() {
+            let rd = std::fs::read_dir(base.join(&rel))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", base.join(&rel).display()))?;
+            let mut entries: Vec<PathBuf> = rd.filter_map(|e| Some(e.ok()?.path())).collect();
+            entries.sort();
+            for e in entries {
+                let name = rel.join(e.file_name().unwrap_or_default());
+                if e.is_dir() {
+                    dirs.push(name);
+                } else if e.extension().is_some_and(|x| x == "otf2" || x == "def" || x == "evt") {
+                    let bytes = std::fs::read(&e)
+                        .map_err(|err| anyhow::anyhow!("{}: {err}", e.display()))?;
+                    files.push((name, bytes));
+                }
+            }
+        }
+        anyhow::ensure!(files.iter().any(|(f, _)| *f == open), "{}: not found", p.display());
+        out.push(Corpus { name: p.display().to_string(), files, open });
+    }
+    anyhow::ensure!(!out.is_empty(), "the otf2 target needs a corpus of real traces (--corpus)");
     Ok(out)
 }
 

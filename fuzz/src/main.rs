@@ -20,14 +20,15 @@ use mpiskel_fuzz::campaign::{run, Config, Report, Target};
 ///   mpiskel-fuzz native --cases 100000 --json
 ///   mpiskel-fuzz ti --corpus ../shared/fixtures/public/simgrid-ti/ti_traces_32_1.index.txt
 ///   mpiskel-fuzz dumpi --cases 100000
+///   mpiskel-fuzz otf2 --cases 10000
 ///   mpiskel-fuzz pipeline --seed 4711 --cases 1 --verbose
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel-fuzz", version, verbatim_doc_comment)]
 struct Args {
     /// What to fuzz: `pipeline` (generated programs mutated as events, through every stage),
     /// `native` (generated programs as native rank files, mutated as bytes), `ti` (real
-    /// SimGrid time-independent traces, mutated as text) or `dumpi` (real SST DUMPI traces,
-    /// mutated as bytes).
+    /// SimGrid time-independent traces, mutated as text), `dumpi` (real SST DUMPI traces,
+    /// mutated as bytes) or `otf2` (real OTF2 traces, mutated as bytes, read through libotf2).
     #[arg(value_enum)]
     target: Target,
     /// Number of cases.
@@ -42,10 +43,10 @@ struct Args {
     /// Seconds after which a case counts as hung.
     #[arg(long, default_value_t = 30.0)]
     hang_after: f64,
-    /// Real traces for the `ti` target (index files or single action files) or the `dumpi`
-    /// target (`.meta` files); repeatable. Default: for `ti` the SimGrid samples and the small
-    /// NPB traces of `../shared/fixtures` (or `$MPISKEL_SHARED/fixtures`), for `dumpi` the
-    /// DUMPI traces there.
+    /// Real traces for the `ti` target (index files or single action files), the `dumpi`
+    /// target (`.meta` files) or the `otf2` target (anchor files); repeatable. Default: for
+    /// `ti` the SimGrid samples and the small NPB traces of `../shared/fixtures` (or
+    /// `$MPISKEL_SHARED/fixtures`), for `dumpi` and `otf2` the DUMPI and OTF2 traces there.
     #[arg(long, value_name = "FILE")]
     corpus: Vec<PathBuf>,
     /// Pipeline cases whose seed is a multiple of N also go through the Rust back end, which
@@ -77,6 +78,16 @@ fn default_dumpi_corpus() -> Vec<PathBuf> {
     let mut out = vec![
         d.join("sst-dumpi-testtrace").join("testtrace.meta"),
         d.join("sst-macro-testbgp").join("testbgp.meta"),
+    ];
+    out.retain(|p| p.is_file());
+    out
+}
+
+fn default_otf2_corpus() -> Vec<PathBuf> {
+    let d = fixtures().join("public").join("otf2");
+    let mut out = vec![
+        d.join("pipit-ping-pong").join("traces.otf2"),
+        d.join("sst-macro-mpi-coverage").join("traces.otf2"),
     ];
     out.retain(|p| p.is_file());
     out
@@ -153,6 +164,7 @@ fn main() -> Result<ExitCode> {
     let corpus = match a.target {
         Target::Ti if a.corpus.is_empty() => default_corpus(),
         Target::Dumpi if a.corpus.is_empty() => default_dumpi_corpus(),
+        Target::Otf2 if a.corpus.is_empty() => default_otf2_corpus(),
         _ => a.corpus,
     };
     let cfg = Config {

@@ -78,3 +78,14 @@ fn the_dumpi_reader_survives_mutated_real_traces() {
     }
     campaign(Target::Dumpi, 300, seed(), corpus);
 }
+
+#[test]
+fn the_otf2_reader_survives_mutated_real_traces() {
+    let d = shared().join("fixtures/public/otf2");
+    let corpus =
+        vec![d.join("pipit-ping-pong/traces.otf2"), d.join("sst-macro-mpi-coverage/traces.otf2")];
+    for c in &corpus {
+        assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
+    }
+    campaign(Target::Otf2, 100, seed(), corpus);
+}

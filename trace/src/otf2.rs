@@ -10,9 +10,10 @@
 //! `MpiIsendComplete`, `MpiRequestTest`, `MpiCollectiveEnd` (root, bytes sent and received).
 //! Ranks are the positions of the locations in the MPI locations group; communicators' members
 //! come from their groups (ranks of `MPI_COMM_WORLD`); peers and roots, given as ranks of their
-//! communicator, become world ranks; times are clock ticks made nanoseconds after each rank's
-//! first record. Calls without MPI records (`MPI_Comm_rank`; non-blocking collectives and the
-//! waits that end them, which Score-P records as regions only) are read past, their time left
+//! communicator, become world ranks; times are clock ticks made nanoseconds after the start of
+//! each rank's first call (a call whose times run backwards is refused). Calls without MPI
+//! records (`MPI_Comm_rank`; non-blocking collectives and the waits that end them, which Score-P
+//! records as regions only) are read past, their time left
 //! to the computation around them; every MPI region is counted in the rank's record counts.
 //!
 //! # Complexity
@@ -43,7 +44,7 @@ pub fn is_anchor(path: &Path) -> bool {
 /// The anchor file in `dir`: `traces.otf2`, or the only `*.otf2` file.
 pub fn anchor_in(dir: &Path) -> Option<PathBuf> {
     let t = dir.join("traces.otf2");
-    if t.is_file() {
+    if t.is_file() && is_anchor(&t) {
         return Some(t);
     }
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -140,7 +141,6 @@ struct Loc {
     name: String,
     enter: u64,
     recs: Vec<Rec>,
-    first: Option<u64>,
 }
 
 /// The definitions the dump gave.
@@ -222,13 +222,13 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
         let m = match d.groups.get(&g) {
             Some(('S', _)) => None,
             Some(('R', ranks)) => {
-                let v: Vec<Rank> = ranks.iter().map(|&r| Rank(r as u32)).collect();
-                if v.iter().any(|r| r.0 >= n) {
+                if ranks.iter().any(|&r| r >= u64::from(n)) {
                     return Err(bad(
                         0,
                         format!("communicator {c} names a rank past the {n} of the run"),
                     ));
                 }
+                let v: Vec<Rank> = ranks.iter().map(|&r| Rank(r as u32)).collect();
                 Some(
                     if v.iter().enumerate().all(|(i, r)| r.0 as usize == i) && v.len() == n as usize
                     {
@@ -247,6 +247,16 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
     }
     let mut st: Vec<Loc> = (0..n).map(|_| Loc::default()).collect();
     let mut b: Vec<Builder> = (0..n).map(|r| Builder::new(Rank(r), n)).collect();
+    // Each rank's communicators besides the world and itself: O(Σ members).
+    for (&c, m) in &members {
+        if let Some(m) = m.as_ref().filter(|m| !Arc::ptr_eq(m, &world)) {
+            for r in m.iter() {
+                if let Some(x) = b.get_mut(r.0 as usize) {
+                    x.comms.insert(c, (CommId(c.saturating_add(2)), m.clone()));
+                }
+            }
+        }
+    }
     for (line, f) in &events {
         let line = *line;
         let field = |k: usize| -> Result<u64> {
@@ -258,7 +268,6 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
         let Some(&r) = rank_of.get(&loc) else { continue };
         let t = field(2)?;
         let s = &mut st[r as usize];
-        s.first.get_or_insert(t);
         let ns = |t: u64| {
             ((u128::from(t.saturating_sub(d.offset)) * 1_000_000_000) / u128::from(d.ticks)) as u64
         };
@@ -334,7 +343,7 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
             }
         }
     }
-    Ok(b.into_iter().map(|x| x.finish(&members)).collect())
+    Ok(b.into_iter().map(Builder::finish).collect())
 }
 
 /// One rank's events as they are made.
@@ -347,6 +356,8 @@ struct Builder {
     open: HashMap<u64, (RequestId, usize)>,
     next_request: u32,
     counts: BTreeMap<String, u64>,
+    /// The communicators this rank belongs to besides the world and itself.
+    comms: HashMap<u32, (CommId, Arc<[Rank]>)>,
 }
 
 /// A collective's bytes as the model counts them (this rank's buffers), from Score-P's counts
@@ -395,6 +406,7 @@ impl Builder {
             open: HashMap::new(),
             next_request: 0,
             counts: BTreeMap::new(),
+            comms: HashMap::new(),
         }
     }
 
@@ -408,12 +420,11 @@ impl Builder {
             Some(Some(m)) if Arc::ptr_eq(m, &world_members(self.n)) => {
                 Ok((CommId::WORLD, m.clone()))
             }
-            Some(Some(m)) => {
-                if !m.contains(&self.rank) {
-                    return Err(format!("communicator {c} does not hold this rank"));
-                }
-                Ok((CommId(2 + c), m.clone()))
-            }
+            Some(Some(_)) => self
+                .comms
+                .get(&c)
+                .cloned()
+                .ok_or_else(|| format!("communicator {c} does not hold this rank")),
             None => Err(format!("communicator {c} is not defined")),
         }
     }
@@ -433,6 +444,9 @@ impl Builder {
         members: &BTreeMap<u32, Option<Arc<[Rank]>>>,
     ) -> std::result::Result<(), String> {
         *self.counts.entry(name.to_owned()).or_default() += 1;
+        if exit < enter || self.events.last().is_some_and(|e| enter < e.exit_ns) {
+            return Err("its times run backwards".into());
+        }
         let Some(op) = op_of(name) else { return Ok(()) };
         let p2p = |peer: Peer, tag: u32, bytes: u64, comm: CommId, request: Option<RequestId>| {
             Payload::P2p {
@@ -586,23 +600,16 @@ impl Builder {
         Ok(())
     }
 
-    fn finish(self, members: &BTreeMap<u32, Option<Arc<[Rank]>>>) -> RankTrace {
-        let mut comms: BTreeMap<CommId, Arc<[Rank]>> = BTreeMap::new();
+    fn finish(self) -> RankTrace {
+        let mut comms: BTreeMap<CommId, Arc<[Rank]>> = self.comms.into_values().collect();
         comms.insert(CommId::WORLD, world_members(self.n));
         comms.insert(CommId::SELF, Arc::from([self.rank]));
-        for (&c, m) in members {
-            if let Some(m) = m {
-                if m.contains(&self.rank) && !Arc::ptr_eq(m, &world_members(self.n)) {
-                    comms.insert(CommId(2 + c), m.clone());
-                }
-            }
-        }
         // Times after the rank's first call began.
         let t0 = self.events.first().map_or(0, |e| e.enter_ns);
         let mut events = self.events;
         for e in &mut events {
-            e.enter_ns -= t0;
-            e.exit_ns -= t0;
+            e.enter_ns = e.enter_ns.saturating_sub(t0);
+            e.exit_ns = e.exit_ns.saturating_sub(t0);
         }
         // Receives whose completion never came stay from MPI_ANY_SOURCE.
         for e in &mut events {
@@ -618,5 +625,37 @@ impl Builder {
             comms,
             record_counts: self.counts,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Definitions of a 2-rank run: clock, the MPI_Send region, locations, groups, world.
+    const DEFS: &str = "C 1000000000 0\nS 1 MPI_Send\nS 2 MPI_Recv\nR 7 1\nR 8 2\n\
+                        L 0 4\nL 1 4\nG 0 L 2 0 1\nG 1 R 2 0 1\nM 0 1\n";
+
+    #[test]
+    fn a_send_becomes_a_call_to_its_peer_as_a_world_rank() {
+        let text = format!(
+            "{DEFS}E 0 100 7\ns 0 110 1 0 5 64\nX 0 120 7\nE 1 100 8\nr 1 130 0 0 5 64\nX 1 140 8\n"
+        );
+        let ranks = parse(Path::new("t.otf2"), &text).unwrap();
+        let e = &ranks[0].events[0];
+        assert_eq!((e.op, e.enter_ns, e.exit_ns), (Op::Send, 0, 20));
+        assert!(matches!(
+            e.payload,
+            Payload::P2p { peer: Peer::Rank(Rank(1)), tag: 5, bytes: 64, .. }
+        ));
+        assert_eq!(ranks[1].events[0].op, Op::Recv);
+    }
+
+    #[test]
+    fn times_that_run_backwards_are_refused_not_subtracted() {
+        // Found by fuzzing: a mutated event file whose second call starts before the first ends.
+        let text = format!("{DEFS}E 0 500 7\ns 0 510 1 0 5 64\nX 0 520 7\nE 0 100 7\nX 0 90 7\n");
+        let e = parse(Path::new("t.otf2"), &text).unwrap_err().to_string();
+        assert!(e.contains("t.otf2") && e.contains("backwards"), "{e}");
     }
 }
