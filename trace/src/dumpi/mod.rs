@@ -2,10 +2,10 @@
 //! text file and one binary `<prefix>-NNNN.bin` per rank, read from the layout sst-dumpi's
 //! libundumpi defines (`dumpi/common/io.c`, `iodefs.h`, `funcs.c`). Fields are big-endian; the
 //! last 64 bytes of a rank file index its parts (datatype sizes, counter labels, header, body,
-//! footer); the body is a sequence of records, each a 16-bit call label ([`labels`]), a mask
+//! footer); the body is a sequence of records, each a 16-bit call label (`labels.rs`), a mask
 //! of what the record holds (statuses, thread, processor and wall times as 16-bit seconds past
 //! an offset and 32-bit nanoseconds, hardware counters), then the call's arguments
-//! ([`calls`]).
+//! (`calls.rs`).
 //!
 //! DUMPI writes handles as the run numbered them; this reader turns them into mpiskel's model:
 //! communicators (2 world, 3 self, user ones from 4, reused after a free) and requests
@@ -14,7 +14,7 @@
 //! datatypes (from the file's own table) become bytes. Communicators made by `MPI_Comm_dup`,
 //! `MPI_Comm_split`, `MPI_Comm_create` (with groups from `MPI_Comm_group`, `MPI_Group_incl`
 //! and `MPI_Group_excl`), `MPI_Cart_create` and `MPI_Cart_sub` get their members from every
-//! rank's records together ([`comms`]).
+//! rank's records together (`comms.rs`).
 //!
 //! Calls mpiskel does not model but DUMPI records (`MPI_Comm_rank`, `MPI_Type_*`, …) are read
 //! past, their time left to the computation around them. A record holds no length it could be
