@@ -20,8 +20,10 @@
 //! kind.
 //!
 //! # Complexity
-//! O(n · w) for a program of n calls, where w is the distance to the partner searched (the whole
-//! rest of the program in the worst case).
+//! O(n) for a program of n calls (one queue of positions per kind of call, prefix counts of
+//! blocking calls), after hashing each call's directions once.
+
+use std::collections::{HashMap, VecDeque};
 
 use mpiskel_logicalize::{LogicalPeer, ProcessClass, Topology};
 use mpiskel_trace::{Op, OpClass};
@@ -100,6 +102,11 @@ fn is_blocking_p2p(c: &Call) -> bool {
 }
 
 /// Marks every send and receive of `calls` global or local (Xu & Subhlok 2008, Fig. 3).
+///
+/// The next unmarked opposite call is found through one queue of positions per kind of call
+/// (send or receive, direction, opposite direction), and "a blocking call in between" through
+/// prefix counts, so that the whole program is matched in O(n) after hashing each call's kind
+/// once (a call without partner no longer scans the rest of the program).
 pub fn match_calls(calls: &[Call]) -> Matching {
     let n = calls.len();
     let mut marks: Vec<Option<Mark>> =
@@ -111,19 +118,50 @@ pub fn match_calls(calls: &[Call]) -> Matching {
             Call::Other => 0,
         })
         .collect();
+    // Positions of each kind of call, in program order.
+    let mut kinds: HashMap<(bool, &str, &str), usize> = HashMap::new();
+    let mut queues: Vec<VecDeque<usize>> = Vec::new();
+    let mut kind_of: Vec<usize> = vec![usize::MAX; n];
+    for (i, c) in calls.iter().enumerate() {
+        if let Call::P2p(p) = c {
+            let k =
+                *kinds.entry((p.send, p.dir.as_str(), p.opposite.as_str())).or_insert_with(|| {
+                    queues.push(VecDeque::new());
+                    queues.len() - 1
+                });
+            queues[k].push_back(i);
+            kind_of[i] = k;
+        }
+    }
+    // The kind each kind pairs with: the other kind, in the direction by which the partner
+    // names this rank.
+    let partner_kind: HashMap<usize, usize> = kinds
+        .iter()
+        .filter_map(|(&(send, dir, opp), &k)| kinds.get(&(!send, opp, dir)).map(|&o| (k, o)))
+        .collect();
+    // blocking_before[j]: blocking sends and receives among calls[..j].
+    let mut blocking_before = Vec::with_capacity(n + 1);
+    blocking_before.push(0usize);
+    for c in calls {
+        blocking_before
+            .push(blocking_before.last().copied().unwrap_or(0) + is_blocking_p2p(c) as usize);
+    }
     let (mut global_pairs, mut balanced) = (0, 0);
     for i in 0..n {
         if marks[i].is_some() {
             continue;
         }
         let Call::P2p(x) = &calls[i] else { continue };
-        // The next unmarked opposite call: the other kind, in the direction by which the
-        // partner names this rank. Tags are not compared (Xu & Subhlok match by direction and
-        // datatype; programs such as NPB BT compute tags from their rank).
-        let partner = (i + 1..n).find(|&j| {
-            marks[j].is_none()
-                && matches!(&calls[j], Call::P2p(y)
-                    if y.send != x.send && y.dir == x.opposite && x.dir == y.opposite)
+        // The next unmarked opposite call. Every position before i is marked by now, so the
+        // first unmarked entry of the partner kind's queue comes after i. Tags are not compared
+        // (Xu & Subhlok match by direction and datatype; programs such as NPB BT compute tags
+        // from their rank).
+        let partner = partner_kind.get(&kind_of[i]).and_then(|&pk| {
+            let q = &mut queues[pk];
+            while q.front().is_some_and(|&j| marks[j].is_some()) {
+                q.pop_front();
+            }
+            q.front().copied()
         });
         let ok = partner.is_some_and(|j| {
             if x.nonblocking {
@@ -131,7 +169,7 @@ pub fn match_calls(calls: &[Call]) -> Matching {
                 x.wait_at.is_some_and(|w| j < w)
             } else {
                 // No other blocking send or receive in between.
-                !calls[i + 1..j].iter().any(is_blocking_p2p)
+                blocking_before[j] == blocking_before[i + 1]
             }
         });
         match (ok, partner) {
@@ -290,5 +328,88 @@ mod tests {
         ];
         let m = match_calls(&calls);
         assert_eq!(m.marks[0], Mark::Local);
+    }
+
+    /// The rules of Fig. 3 as written: a linear search for each call's partner (O(n²)).
+    fn reference(calls: &[Call]) -> (Vec<Mark>, Vec<u64>) {
+        let n = calls.len();
+        let mut marks: Vec<Option<Mark>> =
+            calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
+        let mut bytes: Vec<u64> = calls
+            .iter()
+            .map(|c| match c {
+                Call::P2p(p) => p.bytes,
+                Call::Other => 0,
+            })
+            .collect();
+        for i in 0..n {
+            let Call::P2p(x) = &calls[i] else { continue };
+            if marks[i].is_some() {
+                continue;
+            }
+            let partner = (i + 1..n).find(|&j| {
+                marks[j].is_none()
+                    && matches!(&calls[j], Call::P2p(y)
+                        if y.send != x.send && y.dir == x.opposite && x.dir == y.opposite)
+            });
+            let ok = partner.is_some_and(|j| {
+                if x.nonblocking {
+                    x.wait_at.is_some_and(|w| j < w)
+                } else {
+                    !calls[i + 1..j].iter().any(is_blocking_p2p)
+                }
+            });
+            match (ok, partner) {
+                (true, Some(j)) => {
+                    marks[i] = Some(Mark::Global(j));
+                    marks[j] = Some(Mark::Global(i));
+                    if bytes[i] != bytes[j] && same_message(bytes[i], bytes[j]) {
+                        let m = (bytes[i] + bytes[j]) / 2;
+                        bytes[i] = m;
+                        bytes[j] = m;
+                    }
+                }
+                _ => marks[i] = Some(Mark::Local),
+            }
+        }
+        (marks.into_iter().map(|m| m.unwrap_or(Mark::Local)).collect(), bytes)
+    }
+
+    #[test]
+    fn queues_mark_as_the_linear_search_does() {
+        // Random programs over a few directions (with SELF and a direction without opposite),
+        // blocking and non-blocking calls, waits at random later positions.
+        let dirs = [
+            ("EAST", "WEST"),
+            ("WEST", "EAST"),
+            ("NORTH", "SOUTH"),
+            ("SOUTH", "NORTH"),
+            ("SELF", "SELF"),
+            ("PARENT", ""),
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((state >> 33) as usize) % m
+        };
+        for case in 0..2_000 {
+            let n = 1 + next(40);
+            let calls: Vec<Call> = (0..n)
+                .map(|i| {
+                    if next(5) == 0 {
+                        return Call::Other;
+                    }
+                    let (d, o) = dirs[next(dirs.len())];
+                    let nb = next(2) == 0;
+                    let wait_at = (nb && next(6) != 0).then(|| i + 1 + next(n - i));
+                    p(next(2) == 0, nb, d, o, 8 * (1 + next(4) as u64), wait_at)
+                })
+                .collect();
+            let m = match_calls(&calls);
+            let (marks, bytes) = reference(&calls);
+            assert_eq!((m.marks, m.bytes), (marks, bytes), "case {case}: {calls:?}");
+        }
     }
 }
