@@ -410,7 +410,6 @@ impl Namer<'_> {
     }
 }
 
-/// One rank's calls, logically: keys, gaps (seconds) and completion links.
 /// A compute gap: seconds, and the work where the trace recorded it.
 #[derive(Clone, Copy)]
 struct Gap {
@@ -418,13 +417,64 @@ struct Gap {
     work: Option<Work>,
 }
 
-type Translated = (Vec<OpKey>, Vec<Gap>, Vec<Vec<usize>>, Vec<(i32, i32)>);
+/// For each call of a rank, the positions of the calls whose requests it completes: one flat
+/// list with a start per call (a `Vec` per call would cost 24 bytes and an allocation each).
+#[derive(Default)]
+struct Links {
+    starts: Vec<u32>,
+    flat: Vec<u32>,
+}
 
-fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
+impl Links {
+    fn push(&mut self, completes: impl IntoIterator<Item = usize>) {
+        self.starts.push(self.flat.len() as u32);
+        self.flat.extend(completes.into_iter().map(|p| p as u32));
+    }
+
+    /// The positions completed by call `i`.
+    fn get(&self, i: usize) -> &[u32] {
+        let start = self.starts[i] as usize;
+        let end = self.starts.get(i + 1).map_or(self.flat.len(), |&e| e as usize);
+        &self.flat[start..end]
+    }
+}
+
+/// One rank's calls, logically: each call as a number into a table of distinct calls (see
+/// [`Keys`]), its gap, its completion links and its (tag class, traced tag).
+struct Translated {
+    ids: Vec<u32>,
+    gaps: Vec<Gap>,
+    links: Links,
+    tag_classes: Vec<(i32, i32)>,
+}
+
+/// Distinct calls, numbered in order of first use.
+#[derive(Default)]
+struct Keys {
+    table: Vec<OpKey>,
+    index: HashMap<OpKey, u32>,
+}
+
+impl Keys {
+    fn id(&mut self, k: OpKey) -> u32 {
+        if let Some(&id) = self.index.get(&k) {
+            return id;
+        }
+        let id = self.table.len() as u32;
+        self.table.push(k.clone());
+        self.index.insert(k, id);
+        id
+    }
+}
+
+/// Translates one rank's calls; the numbers are into the rank's own table of distinct calls
+/// (returned beside), so that a rank's calls take a few bytes each, not a key each.
+fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Translated) {
     let me = rt.rank.0;
-    let mut keys = Vec::with_capacity(rt.events.len());
+    let mut keys = Keys::default();
+    let mut ids = Vec::with_capacity(rt.events.len());
     let mut gaps = Vec::with_capacity(rt.events.len());
-    let mut links = Vec::with_capacity(rt.events.len());
+    let mut links = Links { starts: Vec::with_capacity(rt.events.len()), flat: Vec::new() };
     let mut tag_classes = Vec::with_capacity(rt.events.len());
     let mut started: HashMap<RequestId, usize> = HashMap::new();
     // Tag classes, numbered in order of first use.
@@ -455,7 +505,7 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
             done: 0,
             any_source: false,
         };
-        let mut completes = Vec::new();
+        let mut completes: Vec<usize> = Vec::new();
         match &e.payload {
             Payload::None => {}
             Payload::P2p { peer, tag, bytes, comm, request, wildcards } => {
@@ -505,13 +555,13 @@ fn translate(rt: &RankTrace, namer: &Namer<'_>) -> Translated {
             _ => 0,
         };
         tag_classes.push((std::mem::take(&mut k.tag), raw));
-        keys.push(k);
+        ids.push(keys.id(k));
         // The processor time where recorded: a skeleton's busy compute of that length is shared
         // (descheduled) the way the application's was.
         gaps.push(Gap { s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9, work: e.gap_work });
         links.push(completes);
     }
-    (keys, gaps, links, tag_classes)
+    (keys.table, Translated { ids, gaps, links, tag_classes })
 }
 
 /// Directions in which rank `r` has no neighbour (edges of non-periodic Cartesian topologies).
@@ -533,19 +583,19 @@ fn missing_directions(
 /// Aligns rank sequence `b` (with `missing` directions) to class program `a`: for each position
 /// of `a`, the position of `b` it corresponds to, or `None` where `b` skips it.
 fn align(
-    (a, a_ids): (&[OpKey], &[u32]),
-    a_links: &[Vec<usize>],
-    (b, b_ids): (&[OpKey], &[u32]),
+    table: &[OpKey],
+    (a_ids, a_links): (&[u32], &Links),
+    b_ids: &[u32],
     missing: &BTreeSet<Vec<i64>>,
 ) -> Option<Vec<Option<usize>>> {
     let is_missing = |p: &Option<LogicalPeer>| matches!(p, Some(LogicalPeer::Dir(d)) if missing.contains(&d.offset));
-    let mut out = vec![None; a.len()];
-    let mut skipped = vec![false; a.len()];
+    let mut out = vec![None; a_ids.len()];
+    let mut skipped = vec![false; a_ids.len()];
     let (mut i, mut j) = (0, 0);
-    while i < a.len() {
-        let x = &a[i];
-        if j < b.len() {
-            let y = &b[j];
+    while i < a_ids.len() {
+        let x = &table[a_ids[i] as usize];
+        if j < b_ids.len() {
+            let y = &table[b_ids[j] as usize];
             let same = a_ids[i] == b_ids[j] || {
                 // Sizes may differ (uneven decompositions).
                 let mut x2 = x.clone();
@@ -560,7 +610,8 @@ fn align(
                 }
                 // A completion of fewer requests, the others having been skipped.
                 if x2.op.class() == OpClass::Completion {
-                    let gone = a_links[i].iter().filter(|&&p| skipped[p]).count() as u32;
+                    let gone =
+                        a_links.get(i).iter().filter(|&&p| skipped[p as usize]).count() as u32;
                     if x2.given.checked_sub(gone) == Some(y.given)
                         && x2.done.checked_sub(gone) == Some(y.done)
                     {
@@ -580,7 +631,10 @@ fn align(
         let skip = match x.op.class() {
             OpClass::Send | OpClass::Recv | OpClass::Probe => is_missing(&x.peer),
             OpClass::SendRecv => is_missing(&x.peer) && is_missing(&x.source),
-            OpClass::Completion => !a_links[i].is_empty() && a_links[i].iter().all(|&p| skipped[p]),
+            OpClass::Completion => {
+                let l = a_links.get(i);
+                !l.is_empty() && l.iter().all(|&p| skipped[p as usize])
+            }
             _ => false,
         };
         if !skip {
@@ -589,7 +643,7 @@ fn align(
         skipped[i] = true;
         i += 1;
     }
-    (j == b.len()).then_some(out)
+    (j == b_ids.len()).then_some(out)
 }
 
 #[derive(Default)]
@@ -704,53 +758,57 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         _ => None,
     };
     let namer = Namer { ident: &ident, topo };
-    let translated: Vec<Translated> =
+    // Each rank is translated against its own table of distinct calls; the tables are then
+    // merged into one, in rank order, so that every distinct call gets one number and
+    // sequences compare as numbers.
+    let per_rank: Vec<(Vec<OpKey>, Translated)> =
         set.ranks.par_iter().map(|rt| translate(rt, &namer)).collect();
+    let mut keys = Keys::default();
+    let translated: Vec<Translated> = per_rank
+        .into_iter()
+        .map(|(local, mut t)| {
+            let global: Vec<u32> = local.into_iter().map(|k| keys.id(k)).collect();
+            for id in &mut t.ids {
+                *id = global[*id as usize];
+            }
+            t
+        })
+        .collect();
+    let table = keys.table;
+    let ids: Vec<&[u32]> = translated.iter().map(|t| t.ids.as_slice()).collect();
 
     // Exceptions and directions.
     let mut exceptions = Exceptions::default();
     let mut directions: BTreeSet<Direction> = BTreeSet::new();
     let mut pairs: BTreeSet<(u32, u32)> = BTreeSet::new();
-    for (r, (keys, ..)) in translated.iter().enumerate() {
-        for k in keys {
+    for k in &table {
+        for p in [&k.peer, &k.source].into_iter().flatten() {
+            if let LogicalPeer::Dir(d) = p {
+                directions.insert(d.clone());
+            }
+        }
+    }
+    for (r, seq) in ids.iter().enumerate() {
+        for &id in *seq {
+            let k = &table[id as usize];
             for p in [&k.peer, &k.source].into_iter().flatten() {
-                match p {
-                    LogicalPeer::Dir(d) => {
-                        directions.insert(d.clone());
-                    }
-                    LogicalPeer::Exception(o) => {
-                        exceptions.calls += 1;
-                        pairs.insert((r as u32, *o));
-                    }
-                    _ => {}
+                if let LogicalPeer::Exception(o) = p {
+                    exceptions.calls += 1;
+                    pairs.insert((r as u32, *o));
                 }
             }
         }
     }
     exceptions.pairs = pairs.into_iter().collect();
 
-    // Every distinct call gets a number, so that sequences compare as numbers.
-    let mut intern: HashMap<&OpKey, u32> = HashMap::new();
-    let ids: Vec<Vec<u32>> = translated
-        .iter()
-        .map(|(keys, ..)| {
-            keys.iter()
-                .map(|k| {
-                    let next = intern.len() as u32;
-                    *intern.entry(k).or_insert(next)
-                })
-                .collect()
-        })
-        .collect();
-
     // Classes of identical sequences, largest first (then longest, then lowest rank).
     let mut groups: HashMap<&[u32], Vec<u32>> = HashMap::new();
     for (r, seq) in ids.iter().enumerate() {
-        groups.entry(seq.as_slice()).or_default().push(r as u32);
+        groups.entry(seq).or_default().push(r as u32);
     }
     let mut groups: Vec<Vec<u32>> = groups.into_values().collect();
     groups.sort_by_key(|g| {
-        (std::cmp::Reverse(translated[g[0] as usize].0.len()), std::cmp::Reverse(g.len()), g[0])
+        (std::cmp::Reverse(ids[g[0] as usize].len()), std::cmp::Reverse(g.len()), g[0])
     });
 
     // Fold edge classes into the classes before them.
@@ -762,8 +820,8 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         let missing = missing_directions(&ident, topo, r);
         for (members, folded) in &mut classes {
             let rep = members[0] as usize;
-            let (a, _, a_links, _) = &translated[rep];
-            if align((a, &ids[rep]), a_links, (&translated[r].0, &ids[r]), &missing).is_none() {
+            let a = (ids[rep], &translated[rep].links);
+            if align(&table, a, ids[r], &missing).is_none() {
                 continue;
             }
             // Every member must align (their missing directions may differ).
@@ -771,9 +829,7 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
                 .iter()
                 .map(|&m| {
                     let mm = missing_directions(&ident, topo, m as usize);
-                    let m_ = m as usize;
-                    align((a, &ids[rep]), a_links, (&translated[m_].0, &ids[m_]), &mm)
-                        .map(|map| (m, map))
+                    align(&table, a, ids[m as usize], &mm).map(|map| (m, map))
                 })
                 .collect();
             if let Some(maps) = maps {
@@ -788,24 +844,26 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
         .into_iter()
         .map(|(ranks, folded)| {
             let rep = ranks[0] as usize;
-            let (keys, _, links, tag_classes) = &translated[rep];
+            let Translated { links, tag_classes, .. } = &translated[rep];
+            let keys: Vec<&OpKey> = ids[rep].iter().map(|&id| &table[id as usize]).collect();
             let mut acc: Vec<GapAcc> = (0..keys.len()).map(|_| GapAcc::default()).collect();
             let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
             let mut rank_bytes: Vec<Vec<(u32, u64)>> = vec![Vec::new(); keys.len()];
             for &r in &ranks {
-                for (i, g) in translated[r as usize].1.iter().enumerate() {
+                for (i, g) in translated[r as usize].gaps.iter().enumerate() {
                     acc[i].add(r, *g);
                 }
             }
             for (r, map) in &folded {
-                let (other, gaps, ..) = &translated[*r as usize];
+                let Translated { ids: other, gaps, .. } = &translated[*r as usize];
                 for (i, j) in map.iter().enumerate() {
                     if let Some(j) = j {
+                        let bytes = table[other[*j] as usize].bytes;
                         acc[i].add(*r, gaps[*j]);
-                        sizes[i].0 = sizes[i].0.min(other[*j].bytes);
-                        sizes[i].1 = sizes[i].1.max(other[*j].bytes);
-                        if other[*j].bytes != keys[i].bytes {
-                            rank_bytes[i].push((*r, other[*j].bytes));
+                        sizes[i].0 = sizes[i].0.min(bytes);
+                        sizes[i].1 = sizes[i].1.max(bytes);
+                        if bytes != keys[i].bytes {
+                            rank_bytes[i].push((*r, bytes));
                         }
                     }
                 }
@@ -813,15 +871,15 @@ pub fn logicalize(set: &TraceSet) -> LogicalTrace {
             let ops = keys
                 .iter()
                 .zip(acc)
-                .zip(links)
+                .enumerate()
                 .zip(sizes)
                 .zip(tag_classes)
                 .zip(rank_bytes)
-                .map(|(((((k, a), l), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
+                .map(|((((i, (k, a)), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
                     rank_bytes.sort_unstable();
                     LogicalOp {
-                        key: k.clone(),
-                        completes: l.clone(),
+                        key: (*k).clone(),
+                        completes: links.get(i).iter().map(|&p| p as usize).collect(),
                         bytes_range,
                         tag_class,
                         traced_tag,
