@@ -345,12 +345,6 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         eprintln!("note: {line}");
     }
     progress(a.quiet, &t0, &format!("{} ranks read; finding the topology", set.n_ranks()));
-    let lt = mpiskel_logicalize::logicalize(&set);
-    progress(
-        a.quiet,
-        &t0,
-        &format!("topology: {}; {} process classes", lt.topology_name(), lt.classes.len()),
-    );
     let (app_time, source) = match a.app_time {
         Some(t) => (t, "given with --app-time".to_owned()),
         None => (
@@ -358,9 +352,14 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
             "span of the slowest rank from MPI_Init to MPI_Finalize in the trace".to_owned(),
         ),
     };
-    // The calls themselves are in the logical trace now: their memory is not held while the
-    // skeleton is made.
-    drop(set);
+    // The calls themselves go into the logical trace, each rank's freed once translated: their
+    // memory is not held while the skeleton is made.
+    let lt = mpiskel_logicalize::logicalize_owned(set);
+    progress(
+        a.quiet,
+        &t0,
+        &format!("topology: {}; {} process classes", lt.topology_name(), lt.classes.len()),
+    );
     let make = if a.strict { make_strict } else { make };
     let built = match make(&lt, app_time, &source, a.target_time, !a.whole_compute) {
         Ok(b) => b,

@@ -649,8 +649,8 @@ impl Machine<'_> {
                     root: rooted.then_some(root_rank),
                     send_bytes: send,
                     recv_bytes: recv,
-                    send_counts,
-                    recv_counts,
+                    send_counts: send_counts.map(Into::into),
+                    recv_counts: recv_counts.map(Into::into),
                     request,
                 },
             );

@@ -42,7 +42,7 @@ pub mod validate;
 pub use error::{Result, TraceError};
 pub use meta::RunMeta;
 pub use model::{
-    Cart, CommId, Completed, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo,
+    Cart, CommId, Completed, Counts, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo,
     RankTrace, RequestId, Wildcards, Work,
 };
 pub use native::{NativeReader, NativeWriter};

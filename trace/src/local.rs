@@ -55,8 +55,9 @@ impl LocalCalls {
     }
 }
 
-/// One point-to-point half: (rank, event index, whether it can be removed).
-type Half = (usize, usize, bool);
+/// One point-to-point half: (rank index, event index, whether it can be removed). 32-bit
+/// indices (12 bytes a half, not 24): a rank of 2³² events would hold over 500 GB of them.
+type Half = (u32, u32, bool);
 
 /// Removes the local calls of `ranks` (see the module documentation); returns what it removed.
 pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
@@ -68,7 +69,9 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
     let mut local: Vec<Half> = Vec::new();
     for (ri, r) in ranks.iter().enumerate() {
         let me = r.rank;
+        let ri = ri as u32;
         for (ei, e) in r.events.iter().enumerate() {
+            let ei = ei as u32;
             match (&e.payload, e.op.class()) {
                 (Payload::P2p { peer: Peer::Rank(to), tag, .. }, OpClass::Send) => {
                     sends.entry((me, *to, *tag)).or_default().push((ri, ei, true));
@@ -127,7 +130,7 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
     let mut per_rank: Vec<Vec<usize>> = vec![Vec::new(); ranks.len()];
     for (ri, ei, removable) in local {
         if removable {
-            per_rank[ri].push(ei);
+            per_rank[ri as usize].push(ei as usize);
         } else {
             out.unmatched_sendrecv += 1;
         }

@@ -769,8 +769,8 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
                 root,
                 send_bytes,
                 recv_bytes,
-                send_counts,
-                recv_counts,
+                send_counts: send_counts.map(Into::into),
+                recv_counts: recv_counts.map(Into::into),
                 request,
             }
         }
@@ -804,7 +804,7 @@ fn decode_payload<R: Read>(s: &mut Source<R>, op: Op) -> Dec<Payload> {
                 }
                 b => return Err(Stop::Bad(format!("invalid communicator marker {b}"))),
             };
-            Payload::Comm { parent, created, color, key, cart }
+            Payload::Comm { parent, created, color, key, cart: cart.map(Box::new) }
         }
     })
 }
@@ -830,11 +830,18 @@ pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
                 comms.insert(id, members.into());
             }
             Item::Event(e) => {
-                *record_counts.entry(e.op.name().to_owned()).or_insert(0) += 1;
+                match record_counts.get_mut(e.op.name()) {
+                    Some(n) => *n += 1,
+                    None => {
+                        record_counts.insert(e.op.name().to_owned(), 1);
+                    }
+                }
                 events.push(e);
             }
         }
     }
     crate::resolve::resolve_any_source(&mut events);
+    // Grown by doubling: keep only what the events need.
+    events.shrink_to_fit();
     Ok(RankTrace { rank, info, events, trailing_gap_ns: 0, comms, record_counts })
 }

@@ -85,6 +85,10 @@ fn ends_a_wait(e: &Event) -> bool {
 /// Folds every run of failed polls of `trace` (see the module documentation).
 pub fn fold_polls(trace: &mut RankTrace) -> PollFolding {
     let mut stats = PollFolding::default();
+    if !trace.events.iter().any(is_failed_poll) {
+        // Nothing to fold: the events stay where they are (no copy of a large rank).
+        return stats;
+    }
     let events = std::mem::take(&mut trace.events);
     let mut out: Vec<Event> = Vec::with_capacity(events.len());
     let mut run: Vec<Event> = Vec::new();

@@ -528,6 +528,9 @@ fn parse_rank<'l>(
         gap_s = 0.0;
         gap_flops = 0.0;
     }
+    // The vector grew by doubling: give back what it holds beyond its events before the next
+    // rank is read (a third of a large trace's memory otherwise).
+    events.shrink_to_fit();
     Ok(RankTrace {
         rank,
         info: RankInfo { n_ranks, clock: "simulated".into(), ..RankInfo::default() },
@@ -573,8 +576,8 @@ fn vcoll(root: Option<Rank>, send: Option<(&[f64], u64)>, recv: Option<(&[f64], 
         root,
         send_bytes: send_counts.iter().flatten().fold(0, |a: u64, b| a.saturating_add(*b)),
         recv_bytes: recv_counts.iter().flatten().fold(0, |a: u64, b| a.saturating_add(*b)),
-        send_counts,
-        recv_counts,
+        send_counts: send_counts.map(Into::into),
+        recv_counts: recv_counts.map(Into::into),
         request: None,
     }
 }

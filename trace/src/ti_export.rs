@@ -195,8 +195,9 @@ fn lines(
             }
             let root = root.map_or(0, |r| r.0);
             let is_root = root == me.0;
-            let list = |v: &Option<Vec<u64>>| -> String {
-                let v = v.clone().unwrap_or_else(|| vec![0; n as usize]);
+            let list = |v: &Option<crate::model::Counts>| -> String {
+                let zeros = vec![0; n as usize];
+                let v: &[u64] = v.as_deref().unwrap_or(&zeros);
                 v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")
             };
             match op {

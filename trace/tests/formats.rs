@@ -104,8 +104,8 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
                     root: root.map(Rank),
                     send_bytes,
                     recv_bytes,
-                    send_counts,
-                    recv_counts,
+                    send_counts: send_counts.map(Into::into),
+                    recv_counts: recv_counts.map(Into::into),
                     request,
                 }
             })
@@ -125,9 +125,11 @@ fn payload(op: Op) -> BoxedStrategy<Payload> {
                 cart: if split.is_some() {
                     None
                 } else {
-                    cart.map(|dp| Cart {
-                        dims: dp.iter().map(|x| x.0).collect(),
-                        periods: dp.iter().map(|x| x.1).collect(),
+                    cart.map(|dp| {
+                        Box::new(Cart {
+                            dims: dp.iter().map(|x| x.0).collect(),
+                            periods: dp.iter().map(|x| x.1).collect(),
+                        })
                     })
                 },
             })

@@ -691,8 +691,8 @@ fn payload(
                 root: root_world,
                 send_bytes: s,
                 recv_bytes: v,
-                send_counts: send_counts.clone(),
-                recv_counts: recv_counts.clone(),
+                send_counts: send_counts.clone().map(Into::into),
+                recv_counts: recv_counts.clone().map(Into::into),
                 request: None,
             }
         }
@@ -717,7 +717,7 @@ fn payload(
                 Args::CommSplit { color, key, .. } => (Some(*color), Some(*key)),
                 _ => (None, None),
             };
-            Payload::Comm { parent, created, color, key, cart }
+            Payload::Comm { parent, created, color, key, cart: cart.map(Box::new) }
         }
         Args::CommFree { comm } => {
             let (parent, _) = h.comm(*comm, at)?;
