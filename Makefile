@@ -37,6 +37,7 @@ bench: deps
 	cargo bench --bench logicalize_npb
 	cargo bench -p mpiskel-logicalize --bench identify
 	cargo bench --bench skeleton
+	cargo bench --bench scale
 
 # Fuzzing campaigns whose figures BENCHMARKS.md records (FUZZ_CASES per reader, five times as
 # many through the pipeline, a tenth for OTF2, whose cases each run libotf2's reader; about

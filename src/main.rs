@@ -11,6 +11,7 @@ mod logicalize;
 mod record;
 mod run;
 mod symbols;
+mod synth;
 mod validate;
 
 use std::process::ExitCode;
@@ -24,7 +25,7 @@ use clap::{Parser, Subcommand};
 /// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
 /// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
 /// `mpiskel validate` measures predictions across platforms; `mpiskel export --ti` writes a
-/// trace for SimGrid to replay.
+/// trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale.
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
@@ -44,6 +45,7 @@ enum Command {
     Tracer(record::TracerArgs),
     Validate(validate::ValidateArgs),
     Retune(validate::retune::RetuneArgs),
+    Synth(synth::SynthArgs),
 }
 
 /// Exit codes: 0 success; 1 the work failed (bad input, failed run); 2 usage error (clap).
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
         Command::Tracer(a) => record::tracer(a),
         Command::Validate(a) => validate::validate(a),
         Command::Retune(a) => validate::retune::retune(a),
+        Command::Synth(a) => synth::synth(a),
     };
     match result {
         Ok(code) => code,

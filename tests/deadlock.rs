@@ -80,7 +80,11 @@ fn program(rt: &RankTrace, comm_ids: &mut BTreeMap<Vec<Rank>, u32>) -> Vec<Check
                 let id = *comm_ids.entry(members.clone()).or_insert(next);
                 let mut m: Vec<u32> = members.iter().map(|r| r.0).collect();
                 m.sort_unstable();
-                out.push(CheckOp::Collective { comm: id, members: m, name: e.op.name().into() });
+                out.push(CheckOp::Collective {
+                    comm: id,
+                    members: m.into(),
+                    name: e.op.name().into(),
+                });
             }
             _ => {}
         }

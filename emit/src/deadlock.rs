@@ -24,6 +24,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// A request slot of one rank (the rank's own numbering).
@@ -74,8 +76,9 @@ pub enum CheckOp {
     Collective {
         /// Communicator id, shared by all its members.
         comm: u32,
-        /// Its members.
-        members: Vec<u32>,
+        /// Its members: one list shared by every member's operations (a world collective at
+        /// 16,384 ranks would otherwise list them again for every rank and call).
+        members: Arc<[u32]>,
         /// What it is, for diagnostics (e.g. `Allreduce`).
         name: String,
     },

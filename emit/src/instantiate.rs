@@ -14,7 +14,8 @@
 //! # Complexity
 //! O(ranks × calls each runs).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use crate::deadlock::{CheckOp, Slot};
 use crate::program::{largest_send, Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
@@ -66,6 +67,67 @@ pub fn strided_color(r: u32, size: u32, stride: u32) -> u32 {
     (r / (size * stride)) * stride + r % stride
 }
 
+/// Every communicator's groups, each made once for all ranks when first needed: per rank, the
+/// id of its group and the group's members, shared by every member.
+///
+/// # Complexity
+/// O(ranks) per communicator used (ranks hashed by their group), against O(ranks) per rank and
+/// call when each rank lists its own group.
+#[derive(Debug)]
+struct Groups {
+    per_comm: Vec<std::cell::OnceCell<Vec<Group>>>,
+}
+
+/// A group of a communicator: its id and its members.
+type Group = (u32, Arc<[u32]>);
+
+impl Groups {
+    fn new(skel: &Skeleton) -> Groups {
+        Groups { per_comm: (0..skel.comms.len()).map(|_| std::cell::OnceCell::new()).collect() }
+    }
+
+    /// The group of communicator `comm` that `rank` belongs to: (id, members), as [`members`].
+    fn of(&self, skel: &Skeleton, comm: usize, rank: u32) -> Group {
+        let table = self.per_comm[comm].get_or_init(|| groups_of(skel, comm));
+        table[rank as usize].clone()
+    }
+}
+
+/// Every rank's (group id, members) in communicator `comm`.
+fn groups_of(skel: &Skeleton, comm: usize) -> Vec<Group> {
+    let n = skel.n_ranks;
+    // The key of each rank's group: members share it.
+    let key = |r: u32| -> Vec<usize> {
+        match &skel.comms[comm] {
+            Comm::World => Vec::new(),
+            Comm::SelfComm => vec![r as usize],
+            Comm::Slice { free } => {
+                let c = &skel.grid_coords[r as usize];
+                (0..c.len()).filter(|k| !free.contains(k)).map(|k| c[k]).collect()
+            }
+            Comm::Strided { size, stride } => {
+                vec![strided_color(r, *size as u32, *stride as u32) as usize]
+            }
+        }
+    };
+    let mut by_key: HashMap<Vec<usize>, Vec<u32>> = HashMap::new();
+    let keys: Vec<Vec<usize>> = (0..n).map(key).collect();
+    for (r, k) in keys.iter().enumerate() {
+        by_key.entry(k.clone()).or_default().push(r as u32);
+    }
+    let shared: HashMap<Vec<usize>, Group> = by_key
+        .into_iter()
+        .map(|(k, m)| {
+            let id = match &skel.comms[comm] {
+                Comm::World => 0,
+                _ => (comm as u32) * n + m[0],
+            };
+            (k, (id, Arc::from(m)))
+        })
+        .collect();
+    keys.iter().map(|k| shared[k].clone()).collect()
+}
+
 /// The members of communicator `comm` that `rank` belongs to, and an id unique to that group.
 pub fn members(skel: &Skeleton, comm: usize, rank: u32) -> (u32, Vec<u32>) {
     let n = skel.n_ranks;
@@ -95,6 +157,7 @@ pub fn members(skel: &Skeleton, comm: usize, rank: u32) -> (u32, Vec<u32>) {
 
 struct Rank<'a> {
     skel: &'a Skeleton,
+    groups: &'a Groups,
     rank: u32,
     pending: BTreeSet<u32>,
     out: Vec<CheckOp>,
@@ -214,7 +277,7 @@ impl Rank<'_> {
                 if matches!(self.skel.comms[*comm], Comm::SelfComm) {
                     return;
                 }
-                let (id, members) = members(self.skel, *comm, self.rank);
+                let (id, members) = self.groups.of(self.skel, *comm, self.rank);
                 self.out.push(CheckOp::Collective { comm: id, members, name: op.name().into() });
             }
         }
@@ -285,11 +348,13 @@ pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
     let mut reused = BTreeSet::new();
     let mut origins = Vec::with_capacity(skel.n_ranks as usize);
     let mut buffer = (0u64, 0u64);
+    let groups = Groups::new(skel);
     let programs = (0..skel.n_ranks)
         .map(|rank| {
             let class = &skel.classes[skel.class_of_rank[rank as usize] as usize];
             let mut r = Rank {
                 skel,
+                groups: &groups,
                 rank,
                 pending: BTreeSet::new(),
                 out: Vec::new(),

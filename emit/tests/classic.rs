@@ -45,7 +45,8 @@ fn a_cyclic_dependency_around_a_ring() {
 
 #[test]
 fn a_collective_someone_skips() {
-    let barrier = CheckOp::Collective { comm: 0, members: vec![0, 1, 2], name: "Barrier".into() };
+    let barrier =
+        CheckOp::Collective { comm: 0, members: vec![0, 1, 2].into(), name: "Barrier".into() };
     let d = check(&[vec![barrier.clone()], vec![barrier], vec![]]).expect("deadlock");
     assert_eq!(d.blocked.len(), 2);
     assert_eq!(d.blocked[0].waits_for, "ranks [2] to reach it");
@@ -89,7 +90,7 @@ fn correct_patterns_pass() {
             }
             v.push(CheckOp::Collective {
                 comm: 0,
-                members: (0..n).collect(),
+                members: (0..n).collect::<Vec<u32>>().into(),
                 name: "Allreduce".into(),
             });
             v

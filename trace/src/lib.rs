@@ -34,6 +34,7 @@ pub mod polls;
 mod resolve;
 mod set;
 pub mod summary;
+pub mod synth;
 pub mod ti;
 pub mod ti_export;
 pub mod tracer;
