@@ -441,6 +441,7 @@ impl Links {
 
 /// One rank's calls, logically: each call as a number into a table of distinct calls (see
 /// [`Keys`]), its gap, its completion links and its (tag class, traced tag).
+#[derive(Default)]
 struct Translated {
     ids: Vec<u32>,
     gaps: Vec<Gap>,
@@ -890,60 +891,70 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         classes.push((g, Vec::new()));
     }
 
-    let classes = classes
-        .into_iter()
-        .map(|(ranks, folded)| {
-            let rep = ranks[0] as usize;
-            let Translated { links, tag_classes, .. } = &translated[rep];
-            let keys: Vec<&OpKey> = ids[rep].iter().map(|&id| &table[id as usize]).collect();
-            let mut acc: Vec<GapAcc> = (0..keys.len()).map(|_| GapAcc::default()).collect();
-            let mut sizes: Vec<(u64, u64)> = keys.iter().map(|k| (k.bytes, k.bytes)).collect();
-            let mut rank_bytes: Vec<Vec<(u32, u64)>> = vec![Vec::new(); keys.len()];
-            for &r in &ranks {
-                for (i, g) in translated[r as usize].gaps.iter().enumerate() {
-                    acc[i].add(r, *g);
-                }
+    // Each rank's translation is freed as soon as its class has taken what it needs.
+    let mut translated = translated;
+    let mut built = Vec::with_capacity(classes.len());
+    for (ranks, folded) in classes {
+        let rep = ranks[0] as usize;
+        let n_ops = translated[rep].ids.len();
+        let key = |t: &Translated, i: usize| &table[t.ids[i] as usize];
+        let mut acc: Vec<GapAcc> = (0..n_ops).map(|_| GapAcc::default()).collect();
+        let mut sizes: Vec<(u64, u64)> = (0..n_ops)
+            .map(|i| {
+                let b = key(&translated[rep], i).bytes;
+                (b, b)
+            })
+            .collect();
+        let mut rank_bytes: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n_ops];
+        for &r in &ranks {
+            let gaps = std::mem::take(&mut translated[r as usize].gaps);
+            for (i, g) in gaps.iter().enumerate() {
+                acc[i].add(r, *g);
             }
-            for (r, map) in &folded {
-                let Translated { ids: other, gaps, .. } = &translated[*r as usize];
-                for (i, j) in map.iter().enumerate() {
-                    if let Some(j) = j {
-                        let bytes = table[other[*j] as usize].bytes;
-                        acc[i].add(*r, gaps[*j]);
-                        sizes[i].0 = sizes[i].0.min(bytes);
-                        sizes[i].1 = sizes[i].1.max(bytes);
-                        if bytes != keys[i].bytes {
-                            rank_bytes[i].push((*r, bytes));
-                        }
+        }
+        for (r, map) in &folded {
+            let other = std::mem::take(&mut translated[*r as usize]);
+            for (i, j) in map.iter().enumerate() {
+                if let Some(j) = j {
+                    let bytes = table[other.ids[*j] as usize].bytes;
+                    acc[i].add(*r, other.gaps[*j]);
+                    sizes[i].0 = sizes[i].0.min(bytes);
+                    sizes[i].1 = sizes[i].1.max(bytes);
+                    if bytes != key(&translated[rep], i).bytes {
+                        rank_bytes[i].push((*r, bytes));
                     }
                 }
             }
-            let ops = keys
-                .iter()
-                .zip(acc)
-                .enumerate()
-                .zip(sizes)
-                .zip(tag_classes)
-                .zip(rank_bytes)
-                .map(|((((i, (k, a)), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
-                    rank_bytes.sort_unstable();
-                    LogicalOp {
-                        key: (*k).clone(),
-                        completes: links.get(i).iter().map(|&p| p as usize).collect(),
-                        bytes_range,
-                        tag_class,
-                        traced_tag,
-                        gap: a.stats(),
-                        gap_samples: a.samples,
-                        rank_bytes,
-                    }
-                })
-                .collect();
-            let mut folded_ranks: Vec<u32> = folded.iter().map(|(r, _)| *r).collect();
-            folded_ranks.sort_unstable();
-            ProcessClass { ranks, folded: folded_ranks, representative: rep as u32, ops }
-        })
-        .collect();
+        }
+        let t = &translated[rep];
+        let ops = acc
+            .into_iter()
+            .enumerate()
+            .zip(sizes)
+            .zip(&t.tag_classes)
+            .zip(rank_bytes)
+            .map(|((((i, a), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
+                rank_bytes.sort_unstable();
+                LogicalOp {
+                    key: key(t, i).clone(),
+                    completes: t.links.get(i).iter().map(|&p| p as usize).collect(),
+                    bytes_range,
+                    tag_class,
+                    traced_tag,
+                    gap: a.stats(),
+                    gap_samples: a.samples,
+                    rank_bytes,
+                }
+            })
+            .collect();
+        for &r in &ranks {
+            translated[r as usize] = Translated::default();
+        }
+        let mut folded_ranks: Vec<u32> = folded.iter().map(|(r, _)| *r).collect();
+        folded_ranks.sort_unstable();
+        built.push(ProcessClass { ranks, folded: folded_ranks, representative: rep as u32, ops });
+    }
+    let classes = built;
 
     LogicalTrace {
         n_ranks: found.n_ranks,
