@@ -200,20 +200,55 @@ fn synthetic(path: &Path, n: u64) {
     w.finish().unwrap();
 }
 
+/// Lines of the rank files a SimGrid index names (each action is a line).
+fn ti_lines(index: &Path) -> (u64, u64) {
+    let dir = index.parent().unwrap();
+    let (mut lines, mut bytes) = (0u64, 0u64);
+    for l in std::fs::read_to_string(index).unwrap().lines().filter(|l| !l.trim().is_empty()) {
+        let text = std::fs::read(dir.join(l.trim())).unwrap();
+        lines += text.iter().filter(|&&b| b == b'\n').count() as u64;
+        bytes += text.len() as u64;
+    }
+    (lines, bytes)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                dir_size(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
 fn reader_throughput(report: &mut String) {
-    report.push_str("## Reader throughput (one thread per rank file; this machine has 2 cores)\n\n| input | events | size | read s (median of 5) | events/s |\n|---|---|---|---|---|\n");
-    let mut row = |name: String, path: &Path, size: u64| {
+    report.push_str("## Reader throughput (`TraceSet::open`: read and check the whole run; rank files read in parallel on the 2 cores)\n\n| input | events | lines | size | read s (median of 5) | events/s | lines/s |\n|---|---|---|---|---|---|---|\n");
+    let mut row = |name: String, path: &Path, size: u64, lines: Option<u64>| {
         let mut times = Vec::new();
         let mut events = 0;
         for _ in 0..5 {
             let t0 = Instant::now();
-            let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
+            // A single rank file is not a whole run: it is read by the rank-file reader.
+            events = if path.is_file() && path.extension().is_some_and(|e| e == "mpt") {
+                native::read_rank_file(path).unwrap().events.len()
+            } else {
+                let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
+                set.ranks.iter().map(|r| r.events.len()).sum::<usize>()
+            };
             times.push(t0.elapsed().as_secs_f64());
-            events = set.ranks.iter().map(|r| r.events.len()).sum::<usize>();
         }
         let t = median(times);
+        let (l, lps) = lines.map_or(("–".to_owned(), "–".to_owned()), |l| {
+            (l.to_string(), format!("{:.2e}", l as f64 / t))
+        });
         report.push_str(&format!(
-            "| {name} | {events} | {:.1} MB | {t:.3} | {:.2e} |\n",
+            "| {name} | {events} | {l} | {:.1} MB | {t:.3} | {:.2e} | {lps} |\n",
             size as f64 / 1e6,
             events as f64 / t
         ));
@@ -222,13 +257,52 @@ fn reader_throughput(report: &mut String) {
     let _ = std::fs::create_dir_all(&dir);
     let f = dir.join("rank-5.mpt");
     synthetic(&f, 5_000_000);
-    row("native, synthetic halo rank file".into(), &f, std::fs::metadata(&f).unwrap().len());
-    let lu = shared().join("fixtures/npb/lu.W.16");
-    let size: u64 = std::fs::read_dir(lu.join("trace.txt_files"))
-        .unwrap()
-        .map(|e| e.unwrap().metadata().unwrap().len())
-        .sum();
-    row("SimGrid TI, npb/lu.W.16 (1.81 M actions)".into(), &lu.join("trace.txt"), size);
+    row(
+        "native, synthetic halo rank file (one thread)".into(),
+        &f,
+        std::fs::metadata(&f).unwrap().len(),
+        None,
+    );
+    let halo = dir.join("halo-64");
+    if !halo.exists() {
+        mpiskel_trace::synth::write(&halo, &mpiskel_trace::synth::Spec::stencil3d(64, 2000))
+            .unwrap();
+    }
+    row("native, `mpiskel synth` 3-D halo, 64 ranks".into(), &halo, dir_size(&halo), None);
+    let fixtures = shared().join("fixtures");
+    let lu = fixtures.join("npb/lu.W.16/trace.txt");
+    let (lines, size) = ti_lines(&lu);
+    row("SimGrid TI, npb/lu.W.16".into(), &lu, size, Some(lines));
+    let scale = dir.join("npb-scale");
+    let lu64 = scale.join("lu.A.64/trace.txt");
+    if !lu64.exists() {
+        let _ = std::fs::create_dir_all(&scale);
+        let _ = Command::new("tar")
+            .arg("xzf")
+            .arg(fixtures.join("npb-scale/lu.A.64.tar.gz"))
+            .arg("-C")
+            .arg(&scale)
+            .status();
+    }
+    if lu64.exists() {
+        let (lines, size) = ti_lines(&lu64);
+        row("SimGrid TI, npb-scale/lu.A.64".into(), &lu64, size, Some(lines));
+    }
+    let bgp = fixtures.join("public/dumpi/sst-macro-testbgp");
+    row("SST DUMPI, public/dumpi/sst-macro-testbgp".into(), &bgp, dir_size(&bgp), None);
+    let otf2 = fixtures.join("public/otf2");
+    if let Some(anchor) = std::fs::read_dir(&otf2)
+        .ok()
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("traces.otf2"))
+        .filter(|p| p.is_file())
+        .max_by_key(|p| dir_size(p.parent().unwrap()))
+    {
+        let size = dir_size(anchor.parent().unwrap());
+        row(format!("OTF2 (libotf2), {}", anchor.parent().unwrap().display()), &anchor, size, None);
+    }
     report.push('\n');
 }
 
@@ -237,8 +311,11 @@ fn main() {
         return;
     }
     let mut report = String::from("# mpiskel trace benchmarks\n\n");
-    let callrate_dir = tracer_overhead(&mut report);
-    bytes_per_event(&mut report, &callrate_dir);
+    // TRACE_BENCH_ONLY=readers: only the readers (no MPI needed).
+    if std::env::var("TRACE_BENCH_ONLY").as_deref() != Ok("readers") {
+        let callrate_dir = tracer_overhead(&mut report);
+        bytes_per_event(&mut report, &callrate_dir);
+    }
     reader_throughput(&mut report);
     print!("{report}");
 }

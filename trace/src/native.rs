@@ -823,23 +823,24 @@ pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
     comms.insert(CommId::WORLD, crate::model::world_members(info.n_ranks));
     comms.insert(CommId::SELF, Arc::from([rank]));
     let mut events = Vec::new();
-    let mut record_counts = BTreeMap::new();
+    // Counted by operation code, named once at the end.
+    let mut per_code = [0u64; 256];
     for item in reader {
         match item? {
             Item::Comm(id, members) => {
                 comms.insert(id, members.into());
             }
             Item::Event(e) => {
-                match record_counts.get_mut(e.op.name()) {
-                    Some(n) => *n += 1,
-                    None => {
-                        record_counts.insert(e.op.name().to_owned(), 1);
-                    }
-                }
+                per_code[usize::from(e.op.code())] += 1;
                 events.push(e);
             }
         }
     }
+    let record_counts: BTreeMap<String, u64> = Op::ALL
+        .iter()
+        .filter(|op| per_code[usize::from(op.code())] > 0)
+        .map(|op| (op.name().to_owned(), per_code[usize::from(op.code())]))
+        .collect();
     crate::resolve::resolve_any_source(&mut events);
     // Grown by doubling: keep only what the events need.
     events.shrink_to_fit();

@@ -274,10 +274,13 @@ fn parse_rank<'l>(
     let mut next_req = 1u32;
     let mut comm_size = n_ranks as usize;
     let ns = |s: f64| (s * 1e9).round() as u64;
+    // One vector of tokens for every line (no allocation per line).
+    let mut toks: Vec<&str> = Vec::with_capacity(16);
 
     for (line_no, line) in lines {
         p.line = line_no;
-        let toks: Vec<&str> = line.split_whitespace().collect();
+        toks.clear();
+        toks.extend(line.split_ascii_whitespace());
         if toks.is_empty() {
             continue;
         }
@@ -294,7 +297,12 @@ fn parse_rank<'l>(
         }
         let action = toks[1];
         let a = &toks[2..];
-        *record_counts.entry(action.to_owned()).or_insert(0) += 1;
+        match record_counts.get_mut(action) {
+            Some(n) => *n += 1,
+            None => {
+                record_counts.insert(action.to_owned(), 1);
+            }
+        }
         let coll = |root: Option<Rank>, send: u64, recv: u64| Payload::Collective {
             comm: CommId::WORLD,
             root,
