@@ -1,14 +1,17 @@
 //! `mpiskel export`: a trace in another format.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 
-/// Write a trace (any format `mpiskel inspect` reads) as a SimGrid time-independent trace, for
-/// SimGrid to replay on any platform it models (`smpirun -replay DIR/trace.txt`).
+use crate::run::{run_skeleton, Mpi, RunArgs};
+
+/// Write a trace (any format `mpiskel inspect` reads), or a skeleton's program, as a SimGrid
+/// time-independent trace, for SimGrid to replay on any platform it models (`smpirun -replay
+/// DIR/trace.txt`).
 ///
 /// Writes one action file per rank (`rank<r>.txt`) and the index `trace.txt` naming them, sizes
 /// in bytes; the computation between calls becomes `compute` actions of its recorded flops, or
@@ -17,14 +20,22 @@ use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 /// call: collectives on other communicators than MPI_COMM_WORLD and non-blocking collectives
 /// (the format has neither).
 ///
+/// A skeleton folder (written by `mpiskel build`, C) is run once under SimGrid SMPI with
+/// SimGrid's time-independent tracing on (on --platform and --hostfile, by default the cluster
+/// `mpiskel run --mpi smpi` uses, at 1 Gflop/s): every compute block becomes the flops it
+/// simulated and every MPI call the skeleton makes an action, the runtime's own timing
+/// collectives included, so a replay of the export takes what the skeleton takes there. That
+/// trace is then read and written like any other. Needs smpicc and smpirun.
+///
 /// Examples:
 ///   mpiskel export --ti ring.ti ring.trace
+///   mpiskel export --ti bt.skel.ti bt.skel
 ///   cd ring.ti && smpirun -np 4 -platform cluster.xml -hostfile hosts.txt -replay trace.txt \
 ///       /usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ExportArgs {
-    /// The trace (any format `mpiskel inspect` reads).
+    /// The trace (any format `mpiskel inspect` reads), or a skeleton folder.
     trace: PathBuf,
     /// Write a SimGrid time-independent trace into the folder DIR.
     #[arg(long, value_name = "DIR")]
@@ -36,6 +47,35 @@ pub struct ExportArgs {
     /// Replace DIR's trace if it holds one.
     #[arg(long)]
     force: bool,
+    /// A skeleton folder: the SimGrid platform file it runs on while it is traced.
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// A skeleton folder: the SimGrid host file for --platform.
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+}
+
+/// Runs the C skeleton in `skel` under SimGrid SMPI with its time-independent tracing into
+/// `into` (a folder that must not exist); returns the trace's index.
+fn trace_skeleton(skel: &Path, into: &Path, a: &ExportArgs) -> Result<PathBuf> {
+    let doc = crate::build::read_skeleton_document(skel)?
+        .with_context(|| format!("{}: not a skeleton folder", skel.display()))?;
+    if doc.lang != "c" {
+        bail!(
+            "{}: a {} skeleton; only C skeletons run under SimGrid (build it with --lang c)",
+            skel.display(),
+            doc.lang
+        );
+    }
+    std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
+    let index = std::path::absolute(into.join("trace.txt"))?;
+    let mut run = RunArgs::new(skel, Mpi::Smpi);
+    run.platform = a.platform.clone();
+    run.hostfile = a.hostfile.clone();
+    run.mpirun_args =
+        vec!["-trace-ti".into(), format!("--cfg=tracing/filename:{}", index.display())];
+    run_skeleton(&run).with_context(|| format!("running {} under SimGrid", skel.display()))?;
+    Ok(index)
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
@@ -46,17 +86,35 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         "{} exists; use --force to replace it",
         index.display()
     );
-    let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
-    let mut set = TraceSet::open(&a.trace, &opts)?;
+    let skeleton = a.trace.join("skeleton.json").is_file();
+    // A skeleton: SimGrid's trace of its run, in a folder beside DIR removed when done; its
+    // compute actions are flops at the 1 Gflop/s the run simulated.
+    let tmp = if skeleton {
+        let parent = a.ti.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        Some(parent.join(format!(".mpiskel-export-{}", std::process::id())))
+    } else {
+        None
+    };
+    let guard = tmp.as_deref().map(crate::harness::TempPath::register).transpose()?;
+    let (input, flops) = match &tmp {
+        Some(t) => (trace_skeleton(&a.trace, t, &a)?, 1e9),
+        None => (a.trace.clone(), a.flops),
+    };
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: flops } };
+    let mut set = TraceSet::open(&input, &opts)?;
     let polls = set.fold_polls();
     let local = set.drop_local_calls();
     let written = mpiskel_trace::ti_export::write_ti(&set.path, &set.ranks, &a.ti, a.flops)?;
     let calls: usize = set.ranks.iter().map(|r| r.events.len()).sum();
+    let what = if skeleton { " (the skeleton's program as it ran under SimGrid SMPI)" } else { "" };
     println!(
-        "{}: {} ranks, {calls} calls as SimGrid time-independent actions",
+        "{}: {} ranks, {calls} calls as SimGrid time-independent actions{what}",
         written.display(),
         set.n_ranks()
     );
+    drop(guard);
     if polls.polls > 0 {
         println!("note: {} polling calls folded into the completions they waited for", polls.polls);
     }

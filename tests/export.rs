@@ -1,7 +1,8 @@
 //! `mpiskel export --ti`: recorded traces (native, DUMPI and OTF2) written as SimGrid time-independent traces hold the
 //! same calls per rank as the trace (sends, receives, collectives, completed requests), and
 //! SimGrid replays them: its own trace of the replay (`-trace-ti`) holds the same actions per
-//! rank as the export.
+//! rank as the export. A skeleton's export (its program as it ran under SimGrid) replays within
+//! 1 % of the skeleton's own run (NPB BT S on 16 ranks).
 
 mod support;
 
@@ -137,4 +138,75 @@ fn what_the_format_cannot_say_is_refused_naming_the_rank_and_call() {
         // Nothing written as if complete.
         assert!(!dir.join("trace.txt").exists(), "{name}");
     }
+}
+
+/// SimGrid's simulated time of a run, from its `smpi/display-timing` line.
+fn simulated_time(log: &str) -> f64 {
+    log.lines()
+        .find_map(|l| l.split("Simulated time: ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no simulated time in:\n{log}"))
+}
+
+#[test]
+fn a_skeletons_export_replays_as_long_as_the_skeleton_runs() {
+    let platforms = shared().join("fixtures/npb/platforms");
+    let dir = scratch("export-skeleton-bt");
+    let skel = dir.join("bt.skel");
+    let out = mpiskel()
+        .args(["build", "-q", "--force"])
+        .arg(shared().join("fixtures/npb/bt.S.16/trace.txt"))
+        .arg("-o")
+        .arg(&skel)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ti = dir.join("bt.ti");
+    let out = mpiskel()
+        .args(["export", "--force", "--ti"])
+        .arg(&ti)
+        .arg(&skel)
+        .args(["--platform"])
+        .arg(platforms.join("ref.xml"))
+        .arg("--hostfile")
+        .arg(platforms.join("hostfile_1perhost.txt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(".mpiskel-export")));
+    // The export holds the skeleton's calls: its MPI_Isends, as many per rank as the program
+    // makes (every rank of BT runs the same program).
+    let exported = open(&ti.join("trace.txt"));
+    assert_eq!(exported.n_ranks(), 16);
+    let isends = |r: usize| exported.ranks[r].record_counts.get("isend").copied().unwrap_or(0);
+    assert!(isends(0) > 0 && (1..16).all(|r| isends(r) == isends(0)));
+    // The skeleton's own run and the replay of its export, on the same platform.
+    let smpirun = |args: &[&str], cwd: &Path| {
+        let mut cmd = Command::new("smpirun");
+        cmd.current_dir(cwd)
+            .args(["-np", "16", "-platform"])
+            .arg(platforms.join("ref.xml"))
+            .arg("-hostfile")
+            .arg(platforms.join("hostfile_1perhost.txt"))
+            .args(["--cfg=smpi/host-speed:1Gf", "--cfg=smpi/display-timing:yes"])
+            .args(args);
+        let run = run_with_timeout(cmd, 300);
+        let log = String::from_utf8_lossy(&run.stderr).into_owned();
+        assert!(run.status.success(), "{log}");
+        simulated_time(&log)
+    };
+    let own = smpirun(&["--cfg=smpi/simulate-computation:no", "./skeleton-smpi"], &skel);
+    let replayer = replayer();
+    let replay = smpirun(&["-replay", "trace.txt", replayer.to_str().unwrap()], &ti);
+    let err = replay / own - 1.0;
+    assert!(
+        err.abs() <= 0.01,
+        "replay {replay} s against the skeleton's {own} s ({:+.2} %)",
+        err * 100.0
+    );
 }
