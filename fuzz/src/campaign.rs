@@ -70,6 +70,10 @@ pub struct Config {
     pub rust_every: u64,
     /// Print each case's shape, mutations and outcome.
     pub verbose: bool,
+    /// Reader targets: read each mutated trace (and check the whole run, fold polls and find
+    /// local calls, as `mpiskel build` does on opening it) and stop there, without the rest of
+    /// the pipeline: the readers alone, at many more cases per second.
+    pub read_only: bool,
 }
 
 /// One broken promise or panic, with the seed that makes it again.
@@ -96,6 +100,9 @@ pub struct Report {
     pub mutated: u64,
     /// Cases that gave a checked skeleton in C and Rust.
     pub built: u64,
+    /// Cases the reader accepted (`--read-only` campaigns, which stop there).
+    #[serde(default)]
+    pub read: u64,
     /// Correct programs (unmutated, pipeline target) that gave a skeleton.
     pub correct_built: u64,
     /// Of those, the ones whose skeleton is longer than the default target allows (a twelfth
@@ -200,6 +207,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
         seed: cfg.seed,
         mutated: 0,
         built: 0,
+        read: 0,
         correct_built: 0,
         correct_over_target: (0, cfg.seed),
         correct_median_length: 0.0,
@@ -227,7 +235,14 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
         for w in 0..jobs {
             let (next, report, running, corpus) = (&next, &report, &running, &corpus);
             s.spawn(move || {
-                let dir = tempfile::Builder::new().prefix("mpiskel-fuzz").tempdir().ok();
+                // In memory where the machine has a tmpfs (each case writes its files).
+                let shm = Path::new("/dev/shm");
+                let builder = || tempfile::Builder::new().prefix("mpiskel-fuzz").to_owned();
+                let dir = shm
+                    .is_dir()
+                    .then(|| builder().tempdir_in(shm).ok())
+                    .flatten()
+                    .or_else(|| builder().tempdir().ok());
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= cfg.cases {
@@ -239,7 +254,8 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
                     running[w].1.store(started.elapsed().as_millis() as u64 + 1, Ordering::Relaxed);
                     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
                         let rust = cfg.rust_every > 0 && seed % cfg.rust_every == 0;
-                        one(cfg.target, seed, rust, dir.as_ref().map(|d| d.path()), corpus)
+                        let modes = (rust, cfg.read_only);
+                        one(cfg.target, seed, modes, dir.as_ref().map(|d| d.path()), corpus)
                     }));
                     running[w].1.store(0, Ordering::Relaxed);
                     let ms = t.elapsed().as_secs_f64() * 1e3;
@@ -326,6 +342,7 @@ fn record(r: &mut Report, seed: u64, c: CaseResult, verbose: bool) {
                 }
             }
         }
+        Ok(Outcome::Read { .. }) => r.read += 1,
         Ok(Outcome::Refused { stage, .. }) => *r.refused.entry(stage.to_owned()).or_default() += 1,
         Err(v) => {
             r.violation_count += 1;
@@ -364,7 +381,13 @@ pub fn write_native_dir(dir: &Path, ranks: &[RankTrace]) -> std::io::Result<()> 
 }
 
 /// One case of `target` from `seed`.
-fn one(target: Target, seed: u64, rust: bool, dir: Option<&Path>, corpus: &[Corpus]) -> CaseResult {
+fn one(
+    target: Target,
+    seed: u64,
+    (rust, read_only): (bool, bool),
+    dir: Option<&Path>,
+    corpus: &[Corpus],
+) -> CaseResult {
     match target {
         Target::Pipeline => {
             let (ranks, case, mutated) = pipeline_case(seed);
@@ -372,8 +395,10 @@ fn one(target: Target, seed: u64, rust: bool, dir: Option<&Path>, corpus: &[Corp
             let result = pipeline::run(Path::new("generated"), ranks, !mutated, rust);
             CaseResult { case, mutated, input_bytes, result }
         }
-        Target::Native => native_case(&mut Rng::new(seed), dir),
-        Target::Ti | Target::Dumpi | Target::Otf2 => corpus_case(&mut Rng::new(seed), dir, corpus),
+        Target::Native => native_case(&mut Rng::new(seed), dir, read_only),
+        Target::Ti | Target::Dumpi | Target::Otf2 => {
+            corpus_case(&mut Rng::new(seed), dir, corpus, read_only)
+        }
     }
 }
 
@@ -394,7 +419,7 @@ fn write_native(t: &RankTrace) -> std::io::Result<Vec<u8>> {
     w.finish()
 }
 
-fn native_case(rng: &mut Rng, dir: Option<&Path>) -> CaseResult {
+fn native_case(rng: &mut Rng, dir: Option<&Path>, read_only: bool) -> CaseResult {
     let g = program(rng);
     let mut case = g.shape.clone();
     let result = (|| {
@@ -426,10 +451,34 @@ fn native_case(rng: &mut Rng, dir: Option<&Path>) -> CaseResult {
         } else {
             dir.to_path_buf()
         };
-        read_and_build(&path, false)
+        if read_only {
+            read(&path)
+        } else {
+            read_and_build(&path, false)
+        }
     })();
     let input_bytes = g.ranks.iter().map(|t| t.events.len() as u64 * 16).sum();
     CaseResult { case, mutated: true, input_bytes, result }
+}
+
+/// Opens `path` as `mpiskel build` does (the whole-run check, poll folding, local calls) and
+/// stops there.
+fn read(path: &Path) -> Result<Outcome, Violation> {
+    match TraceSet::open(path, &ReadOptions::default()) {
+        Ok(mut set) => {
+            set.fold_polls();
+            set.drop_local_calls();
+            let events = set.ranks.iter().map(|r| r.events.len() as u64).sum();
+            Ok(Outcome::Read { events })
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            if msg.len() > 2_000 {
+                return Err(Violation(format!("an error message of {} bytes", msg.len())));
+            }
+            Ok(Outcome::Refused { stage: "read", reason: msg })
+        }
+    }
 }
 
 /// Opens `path` as `mpiskel build` does; what the reader accepts goes through the pipeline
@@ -544,29 +593,38 @@ fn load_otf2_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<Corpus>> {
 }
 
 /// A real trace of the corpus, one of its files' bytes mutated, read and built.
-fn corpus_case(rng: &mut Rng, dir: Option<&Path>, corpus: &[Corpus]) -> CaseResult {
+fn corpus_case(
+    rng: &mut Rng,
+    dir: Option<&Path>,
+    corpus: &[Corpus],
+    read_only: bool,
+) -> CaseResult {
     let c = rng.pick(corpus);
     let mut case = c.name.clone();
     let mut input_bytes = 0;
     let result = (|| {
         let dir = dir.ok_or_else(|| io_violation("make a scratch folder", "none"))?;
-        clear(dir).map_err(|e| io_violation("clear its scratch folder", e))?;
         let k = rng.below(c.files.len() as u64) as usize;
         let other = &c.files[rng.below(c.files.len() as u64) as usize].1;
+        let mut b = c.files[k].1.clone();
+        let m = mutate::bytes(rng, &mut b, other, 6);
+        case = format!("{case}; {}: {}", c.files[k].0.display(), m.join(", "));
+        input_bytes = c.files.iter().map(|f| f.1.len() as u64).sum::<u64>() + b.len() as u64
+            - c.files[k].1.len() as u64;
+        clear(dir).map_err(|e| io_violation("clear its scratch folder", e))?;
         for (i, (rel, bytes)) in c.files.iter().enumerate() {
-            let mut b = bytes.clone();
-            if i == k {
-                let m = mutate::bytes(rng, &mut b, other, 6);
-                case = format!("{case}; {}: {}", rel.display(), m.join(", "));
-            }
-            input_bytes += b.len() as u64;
             let path = dir.join(rel);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| io_violation("make a folder", e))?;
             }
-            std::fs::write(&path, &b).map_err(|e| io_violation("write a trace file", e))?;
+            let bytes = if i == k { &b } else { bytes };
+            std::fs::write(&path, bytes).map_err(|e| io_violation("write a trace file", e))?;
         }
-        read_and_build(&dir.join(&c.open), false)
+        if read_only {
+            read(&dir.join(&c.open))
+        } else {
+            read_and_build(&dir.join(&c.open), false)
+        }
     })();
     CaseResult { case, mutated: true, input_bytes, result }
 }

@@ -21,6 +21,7 @@ use mpiskel_fuzz::campaign::{run, Config, Report, Target};
 ///   mpiskel-fuzz ti --corpus ../shared/fixtures/public/simgrid-ti/ti_traces_32_1.index.txt
 ///   mpiskel-fuzz dumpi --cases 100000
 ///   mpiskel-fuzz otf2 --cases 10000
+///   mpiskel-fuzz dumpi --read-only --cases 10000000
 ///   mpiskel-fuzz pipeline --seed 4711 --cases 1 --verbose
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel-fuzz", version, verbatim_doc_comment)]
@@ -57,6 +58,11 @@ struct Args {
     /// Print every case's shape, mutations and outcome.
     #[arg(long)]
     verbose: bool,
+    /// Reader targets (native, ti, dumpi, otf2): read each mutated trace as `mpiskel build`
+    /// opens it (whole-run check, poll folding, local calls) and stop there: the readers alone,
+    /// at many more cases per second than through the whole pipeline.
+    #[arg(long)]
+    read_only: bool,
     /// Write the traces of the pipeline case `--seed` as a native trace directory DIR (to run
     /// `mpiskel` on it) instead of running a campaign.
     #[arg(long, value_name = "DIR")]
@@ -120,8 +126,9 @@ fn print(r: &Report) {
     );
     let refused: Vec<String> = r.refused.iter().map(|(k, v)| format!("{v} at {k}")).collect();
     println!(
-        "  built {}; refused {}",
+        "  built {}; read (read-only) {}; refused {}",
         r.built,
+        r.read,
         if refused.is_empty() { "none".into() } else { refused.join(", ") }
     );
     println!(
@@ -176,6 +183,7 @@ fn main() -> Result<ExitCode> {
         corpus,
         rust_every: a.rust_every,
         verbose: a.verbose,
+        read_only: a.read_only,
     };
     let r = run(&cfg)?;
     if a.json {

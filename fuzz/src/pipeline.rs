@@ -26,6 +26,11 @@ pub enum Outcome {
         /// Its message.
         reason: String,
     },
+    /// The reader accepted the input, and the campaign reads only (`--read-only`).
+    Read {
+        /// Calls read over all ranks.
+        events: u64,
+    },
     /// A checked skeleton was rendered in C and Rust.
     Built {
         /// Operations the deadlock check executed over all ranks.

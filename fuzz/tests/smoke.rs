@@ -18,11 +18,33 @@ fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Repo
         corpus,
         rust_every: 1,
         verbose: false,
+        read_only: false,
     };
     let r = run(&cfg).unwrap();
     assert!(r.clean(), "{target:?}: panics {:?}, broken promises {:?}", r.panics, r.violations);
     assert_eq!(r.cases, cases);
     assert!(r.built > 0, "{target:?}: no case reached the back ends: refused {:?}", r.refused);
+    r
+}
+
+/// A read-only campaign: cases stop once read, and some are read whole.
+fn read_only(target: Target, cases: u64, corpus: Vec<PathBuf>) -> Report {
+    let cfg = Config {
+        target,
+        cases,
+        seed: seed(),
+        jobs: 2,
+        hang_after: Duration::from_secs(120),
+        corpus,
+        rust_every: 0,
+        verbose: false,
+        read_only: true,
+    };
+    let r = run(&cfg).unwrap();
+    assert!(r.clean(), "{target:?}: panics {:?}, broken promises {:?}", r.panics, r.violations);
+    assert_eq!(r.built, 0, "{target:?}: a read-only campaign built skeletons");
+    assert!(r.read > 0, "{target:?}: every case refused: {:?}", r.refused);
+    assert_eq!(r.read + r.refused.values().sum::<u64>(), cases);
     r
 }
 
@@ -48,6 +70,7 @@ fn the_pipeline_survives_generated_and_mutated_programs() {
 #[test]
 fn the_native_reader_survives_mutated_rank_files() {
     campaign(Target::Native, 300, seed(), Vec::new());
+    read_only(Target::Native, 1_000, Vec::new());
 }
 
 #[test]
@@ -62,7 +85,8 @@ fn the_ti_reader_survives_mutated_real_traces() {
     for c in &corpus {
         assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
     }
-    campaign(Target::Ti, 300, seed(), corpus);
+    campaign(Target::Ti, 300, seed(), corpus.clone());
+    read_only(Target::Ti, 1_000, corpus);
 }
 
 #[test]
@@ -76,7 +100,8 @@ fn the_dumpi_reader_survives_mutated_real_traces() {
     for c in &corpus {
         assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
     }
-    campaign(Target::Dumpi, 300, seed(), corpus);
+    campaign(Target::Dumpi, 300, seed(), corpus.clone());
+    read_only(Target::Dumpi, 1_000, corpus);
 }
 
 #[test]
