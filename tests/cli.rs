@@ -19,6 +19,7 @@ fn every_subcommand_has_help_with_examples() {
         "export",
         "validate",
         "retune",
+        "synth",
     ] {
         let out = mpiskel().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
@@ -163,4 +164,45 @@ fn a_large_index_of_empty_ranks_is_read_in_linear_memory() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+#[test]
+fn synth_writes_a_trace_that_builds_and_refuses_to_overwrite() {
+    let dir = scratch("synth-cli");
+    let trace = dir.join("tree.trace");
+    let synth = |extra: &[&str]| {
+        mpiskel()
+            .args(["synth", "-o"])
+            .arg(&trace)
+            .args(["--pattern", "tree", "--ranks", "12", "--iterations", "30", "--irregular"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = synth(&["--force"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // The summary names the run it wrote.
+    assert!(text.contains("12 ranks"), "{text}");
+    let again = synth(&[]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--force"));
+    let skel = dir.join("tree.skel");
+    let out = mpiskel()
+        .args(["build", "-q", "--force"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&skel)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(skel.join("skeleton.c").is_file());
+    let bad = mpiskel()
+        .args(["synth", "-o"])
+        .arg(dir.join("none"))
+        .args(["--ranks", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(!dir.join("none").exists());
 }
