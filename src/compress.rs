@@ -248,12 +248,9 @@ pub fn render(d: &NestDocument) -> String {
     o
 }
 
-/// Writes `text` to `path` through `<path>.tmp` beside it, renamed when complete.
+/// Writes `text` to `path` through a temporary file of a unique name beside it, renamed when
+/// complete (two writers never share it; an interrupted write leaves `path` as it was).
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".tmp");
-    let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    mpiskel_trace::atomic::write(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
 }

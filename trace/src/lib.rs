@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod atomic;
 pub mod dumpi;
 mod error;
 pub mod local;

@@ -52,12 +52,16 @@ impl RunMeta {
         })
     }
 
-    /// Writes `meta.json` atomically.
+    /// Writes `meta.json` atomically (a temporary file of a unique name beside it, renamed).
     pub fn write(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).expect("RunMeta serializes");
-        std::fs::write(&tmp, text + "\n")
-            .and_then(|()| std::fs::rename(&tmp, path))
-            .map_err(|e| TraceError::io(path, e))
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let write = || -> std::io::Result<()> {
+            let mut tmp =
+                tempfile::Builder::new().prefix(".meta").suffix(".tmp").tempfile_in(dir)?;
+            std::io::Write::write_all(&mut tmp, (text + "\n").as_bytes())?;
+            tmp.persist(path).map(drop).map_err(|e| e.error)
+        };
+        write().map_err(|e| TraceError::io(path, e))
     }
 }

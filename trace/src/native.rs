@@ -146,16 +146,14 @@ impl<W: Write> NativeWriter<W> {
     }
 }
 
-/// Writes a whole rank trace to `path`, atomically (a temporary file renamed into place).
+/// Writes a whole rank trace to `path`, atomically: into a temporary file of a unique name beside
+/// it, renamed into place when complete (two writers never share the temporary file).
 pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
-    ));
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let write = || -> io::Result<()> {
-        let f = File::create(&tmp)?;
-        let mut w = NativeWriter::new(f, trace.rank, &trace.info)?;
+        let tmp =
+            tempfile::Builder::new().prefix(".mpiskel-rank").suffix(".tmp").tempfile_in(dir)?;
+        let mut w = NativeWriter::new(tmp.as_file(), trace.rank, &trace.info)?;
         for (id, members) in &trace.comms {
             if *id != CommId::WORLD && *id != CommId::SELF {
                 w.comm(*id, members)?;
@@ -165,12 +163,10 @@ pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
             w.event(e)?;
         }
         w.finish()?.sync_all()?;
-        std::fs::rename(&tmp, path)
+        tmp.persist(path).map(drop).map_err(|e| e.error)
     };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        TraceError::io(path, e)
-    })
+    // A failed write's temporary file is removed when it is dropped.
+    write().map_err(|e| TraceError::io(path, e))
 }
 
 /// A request as the format stores it: 0 for none, so that id 0 cannot be written.
