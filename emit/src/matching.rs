@@ -101,6 +101,19 @@ fn is_blocking_p2p(c: &Call) -> bool {
     matches!(c, Call::P2p(p) if !p.nonblocking)
 }
 
+/// Every call unmarked but those that are not sends or receives, and the calls' sizes.
+fn unmarked(calls: &[Call]) -> (Vec<Option<Mark>>, Vec<u64>) {
+    let marks = calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
+    let bytes = calls
+        .iter()
+        .map(|c| match c {
+            Call::P2p(p) => p.bytes,
+            Call::Other => 0,
+        })
+        .collect();
+    (marks, bytes)
+}
+
 /// Marks every send and receive of `calls` global or local (Xu & Subhlok 2008, Fig. 3).
 ///
 /// The next unmarked opposite call is found through one queue of positions per kind of call
@@ -109,15 +122,7 @@ fn is_blocking_p2p(c: &Call) -> bool {
 /// once (a call without partner no longer scans the rest of the program).
 pub fn match_calls(calls: &[Call]) -> Matching {
     let n = calls.len();
-    let mut marks: Vec<Option<Mark>> =
-        calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
-    let mut bytes: Vec<u64> = calls
-        .iter()
-        .map(|c| match c {
-            Call::P2p(p) => p.bytes,
-            Call::Other => 0,
-        })
-        .collect();
+    let (mut marks, mut bytes) = unmarked(calls);
     // Positions of each kind of call, in program order.
     let mut kinds: HashMap<(bool, &str, &str), usize> = HashMap::new();
     let mut queues: Vec<VecDeque<usize>> = Vec::new();
@@ -333,15 +338,7 @@ mod tests {
     /// The rules of Fig. 3 as written: a linear search for each call's partner (O(n²)).
     fn reference(calls: &[Call]) -> (Vec<Mark>, Vec<u64>) {
         let n = calls.len();
-        let mut marks: Vec<Option<Mark>> =
-            calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
-        let mut bytes: Vec<u64> = calls
-            .iter()
-            .map(|c| match c {
-                Call::P2p(p) => p.bytes,
-                Call::Other => 0,
-            })
-            .collect();
+        let (mut marks, mut bytes) = unmarked(calls);
         for i in 0..n {
             let Call::P2p(x) = &calls[i] else { continue };
             if marks[i].is_some() {

@@ -8,19 +8,24 @@ use std::time::Duration;
 
 use mpiskel_fuzz::campaign::{run, Config, Report, Target};
 
-fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Report {
-    let cfg = Config {
+/// A campaign of `cases` on both cores: through the pipeline (the Rust back end every case) or
+/// `read_only`.
+fn config(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>, read_only: bool) -> Config {
+    Config {
         target,
         cases,
         seed,
         jobs: 2,
         hang_after: Duration::from_secs(120),
         corpus,
-        rust_every: 1,
+        rust_every: u64::from(!read_only),
         verbose: false,
-        read_only: false,
-    };
-    let r = run(&cfg).unwrap();
+        read_only,
+    }
+}
+
+fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Report {
+    let r = run(&config(target, cases, seed, corpus, false)).unwrap();
     assert!(r.clean(), "{target:?}: panics {:?}, broken promises {:?}", r.panics, r.violations);
     assert_eq!(r.cases, cases);
     assert!(r.built > 0, "{target:?}: no case reached the back ends: refused {:?}", r.refused);
@@ -29,18 +34,7 @@ fn campaign(target: Target, cases: u64, seed: u64, corpus: Vec<PathBuf>) -> Repo
 
 /// A read-only campaign: cases stop once read, and some are read whole.
 fn read_only(target: Target, cases: u64, corpus: Vec<PathBuf>) -> Report {
-    let cfg = Config {
-        target,
-        cases,
-        seed: seed(),
-        jobs: 2,
-        hang_after: Duration::from_secs(120),
-        corpus,
-        rust_every: 0,
-        verbose: false,
-        read_only: true,
-    };
-    let r = run(&cfg).unwrap();
+    let r = run(&config(target, cases, seed(), corpus, true)).unwrap();
     assert!(r.clean(), "{target:?}: panics {:?}, broken promises {:?}", r.panics, r.violations);
     assert_eq!(r.built, 0, "{target:?}: a read-only campaign built skeletons");
     assert!(r.read > 0, "{target:?}: every case refused: {:?}", r.refused);
