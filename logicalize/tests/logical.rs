@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use mpiskel_logicalize::{logicalize, LogicalPeer, LogicalTrace};
+use mpiskel_logicalize::{logicalize, logicalize_owned, LogicalPeer, LogicalTrace};
 use mpiskel_trace::{ReadOptions, TraceSet};
 
 /// The logical trace of `n` ranks whose rank `r` runs `body(r)` (action lines without the rank).
@@ -150,4 +150,44 @@ fn ranks_that_vary_together_share_their_variation() {
     let apart = steps(200, &|r, k| 10_000 + 20 * noise(r, k));
     assert!(apart.shared_variation.unwrap() < 0.2, "{:?}", apart.shared_variation);
     assert_eq!(steps(8, &|_, _| 1000).shared_variation, None);
+}
+
+/// `logicalize_owned` (which frees each rank's calls as it goes) gives the logical trace that
+/// `logicalize` gives: on an open grid whose edge ranks fold, on a synthetic 3-D halo with
+/// drifting sizes, and on a tree whose classes differ.
+#[test]
+fn the_owned_and_borrowed_paths_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = mpiskel_trace::ti::write_actions(
+        dir.path(),
+        12,
+        open_halo(4, 3, 5, |r| 1000 + 37 * u64::from(r)),
+    )
+    .unwrap();
+    let mut traces = vec![grid];
+    for (name, pattern) in [
+        ("halo", mpiskel_trace::synth::Pattern::Stencil { dims: 3 }),
+        ("tree", mpiskel_trace::synth::Pattern::Tree),
+    ] {
+        let p = dir.path().join(name);
+        let spec = mpiskel_trace::synth::Spec {
+            pattern,
+            irregular: true,
+            ..mpiskel_trace::synth::Spec::stencil3d(12, 7)
+        };
+        mpiskel_trace::synth::write(&p, &spec).unwrap();
+        traces.push(p);
+    }
+    for t in traces {
+        let set = TraceSet::open(&t, &ReadOptions::default()).unwrap();
+        // Each identification stage records how long it took: not part of the comparison.
+        let untimed = |mut l: LogicalTrace| {
+            l.identification.stages.iter_mut().for_each(|st| st.seconds = 0.0);
+            l
+        };
+        let borrowed = untimed(logicalize(&set));
+        let owned = untimed(logicalize_owned(set));
+        assert!(borrowed == owned, "{}: the two paths differ", t.display());
+        assert!(!owned.classes.is_empty());
+    }
 }
