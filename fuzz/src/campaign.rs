@@ -604,22 +604,9 @@ fn corpus_case(
     let mut input_bytes = 0;
     let result = (|| {
         let dir = dir.ok_or_else(|| io_violation("make a scratch folder", "none"))?;
-        let k = rng.below(c.files.len() as u64) as usize;
-        let other = &c.files[rng.below(c.files.len() as u64) as usize].1;
-        let mut b = c.files[k].1.clone();
-        let m = mutate::bytes(rng, &mut b, other, 6);
-        case = format!("{case}; {}: {}", c.files[k].0.display(), m.join(", "));
-        input_bytes = c.files.iter().map(|f| f.1.len() as u64).sum::<u64>() + b.len() as u64
-            - c.files[k].1.len() as u64;
-        clear(dir).map_err(|e| io_violation("clear its scratch folder", e))?;
-        for (i, (rel, bytes)) in c.files.iter().enumerate() {
-            let path = dir.join(rel);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| io_violation("make a folder", e))?;
-            }
-            let bytes = if i == k { &b } else { bytes };
-            std::fs::write(&path, bytes).map_err(|e| io_violation("write a trace file", e))?;
-        }
+        let (what, bytes) = write_mutated(rng, c, dir)?;
+        case = format!("{case}; {what}");
+        input_bytes = bytes;
         if read_only {
             read(&dir.join(&c.open))
         } else {
@@ -627,6 +614,50 @@ fn corpus_case(
         }
     })();
     CaseResult { case, mutated: true, input_bytes, result }
+}
+
+/// Writes trace `c` into `dir` (emptied first) with one of its files' bytes mutated; returns
+/// the mutations and the bytes written.
+fn write_mutated(rng: &mut Rng, c: &Corpus, dir: &Path) -> Result<(String, u64), Violation> {
+    let k = rng.below(c.files.len() as u64) as usize;
+    let other = &c.files[rng.below(c.files.len() as u64) as usize].1;
+    let mut b = c.files[k].1.clone();
+    let m = mutate::bytes(rng, &mut b, other, 6);
+    let what = format!("{}: {}", c.files[k].0.display(), m.join(", "));
+    let input_bytes = c.files.iter().map(|f| f.1.len() as u64).sum::<u64>() + b.len() as u64
+        - c.files[k].1.len() as u64;
+    clear(dir).map_err(|e| io_violation("clear its scratch folder", e))?;
+    for (i, (rel, bytes)) in c.files.iter().enumerate() {
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_violation("make a folder", e))?;
+        }
+        let bytes = if i == k { &b } else { bytes };
+        std::fs::write(&path, bytes).map_err(|e| io_violation("write a trace file", e))?;
+    }
+    Ok((what, input_bytes))
+}
+
+/// Writes the input of case `seed` of a reader target over the real traces `corpus` (`.meta`,
+/// index or anchor files, as for a campaign) into `dir`, to reproduce it outside the campaign;
+/// returns the file to open and what was mutated.
+pub fn write_corpus_case(
+    target: Target,
+    seed: u64,
+    corpus: &[PathBuf],
+    dir: &Path,
+) -> anyhow::Result<(PathBuf, String)> {
+    let corpus = match target {
+        Target::Ti => load_corpus(corpus)?,
+        Target::Dumpi => load_dumpi_corpus(corpus)?,
+        Target::Otf2 => load_otf2_corpus(corpus)?,
+        Target::Pipeline | Target::Native => anyhow::bail!("{target:?} cases are not real traces"),
+    };
+    let mut rng = Rng::new(seed);
+    let c = rng.pick(&corpus);
+    std::fs::create_dir_all(dir)?;
+    let (what, _) = write_mutated(&mut rng, c, dir).map_err(|v| anyhow::anyhow!("{v}"))?;
+    Ok((dir.join(&c.open), format!("{}; {what}", c.name)))
 }
 
 fn clear(dir: &Path) -> std::io::Result<()> {

@@ -63,8 +63,9 @@ struct Args {
     /// at many more cases per second than through the whole pipeline.
     #[arg(long)]
     read_only: bool,
-    /// Write the traces of the pipeline case `--seed` as a native trace directory DIR (to run
-    /// `mpiskel` on it) instead of running a campaign.
+    /// Write the input of case `--seed` into DIR instead of running a campaign: for `pipeline`
+    /// a native trace directory, for `ti`, `dumpi` and `otf2` the mutated trace's files (to run
+    /// `mpiskel` on it).
     #[arg(long, value_name = "DIR")]
     write: Option<PathBuf>,
     /// Print the report as JSON.
@@ -161,19 +162,25 @@ fn main() -> Result<ExitCode> {
         a.hang_after > 0.0 && a.hang_after.is_finite(),
         "--hang-after must be a positive number"
     );
+    let corpus = match a.target {
+        Target::Ti if a.corpus.is_empty() => default_corpus(),
+        Target::Dumpi if a.corpus.is_empty() => default_dumpi_corpus(),
+        Target::Otf2 if a.corpus.is_empty() => default_otf2_corpus(),
+        _ => a.corpus.clone(),
+    };
     if let Some(dir) = &a.write {
+        if matches!(a.target, Target::Ti | Target::Dumpi | Target::Otf2) {
+            let (open, case) =
+                mpiskel_fuzz::campaign::write_corpus_case(a.target, a.seed, &corpus, dir)?;
+            println!("{}: {case}", open.display());
+            return Ok(ExitCode::SUCCESS);
+        }
         let (ranks, case, _) = mpiskel_fuzz::campaign::pipeline_case(a.seed);
         std::fs::create_dir_all(dir)?;
         mpiskel_fuzz::campaign::write_native_dir(dir, &ranks)?;
         println!("{}: {case}", dir.display());
         return Ok(ExitCode::SUCCESS);
     }
-    let corpus = match a.target {
-        Target::Ti if a.corpus.is_empty() => default_corpus(),
-        Target::Dumpi if a.corpus.is_empty() => default_dumpi_corpus(),
-        Target::Otf2 if a.corpus.is_empty() => default_otf2_corpus(),
-        _ => a.corpus,
-    };
     let cfg = Config {
         target: a.target,
         cases: a.cases,

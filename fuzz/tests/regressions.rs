@@ -36,6 +36,28 @@ fn along_a_dimension_of_two_no_rank_misses_its_neighbour() {
 }
 
 #[test]
+fn a_dumpi_collective_of_huge_counts_is_refused_not_overflowed() {
+    // Only the mutated rank file is kept here; the others and the `.meta` file are the public
+    // trace's own (`../shared/fixtures/public/dumpi/sst-macro-testbgp`).
+    let name = "dumpi-collective-size-overflow";
+    let shared = std::env::var_os("MPISKEL_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let public = shared.join("fixtures/public/dumpi/sst-macro-testbgp");
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions").join(name);
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(&public).unwrap().flatten() {
+        std::fs::copy(e.path(), dir.path().join(e.file_name())).unwrap();
+    }
+    for e in std::fs::read_dir(&kept).unwrap().flatten() {
+        std::fs::copy(e.path(), dir.path().join(e.file_name())).unwrap();
+    }
+    let out = read_and_build(&dir.path().join("testbgp.meta"), false)
+        .unwrap_or_else(|v| panic!("{name}: {v}"));
+    assert!(matches!(out, Outcome::Refused { stage: "read", .. }), "{name}: {out:?}");
+}
+
+#[test]
 fn every_regression_input_is_listed_and_tested() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();

@@ -331,7 +331,7 @@ pub(super) fn read_args(
             let counts = c.i32_array()?;
             let (dt, _op, comm) = (c.u16()?, c.u8()?, c.u16()?);
             let v = c.all_bytes(&counts, dt)?;
-            let total = v.iter().sum();
+            let total = v.iter().fold(0u64, |a, &b| a.saturating_add(b));
             Args::Collective {
                 comm,
                 root: None,

@@ -233,6 +233,11 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The sum of `sizes`, at most `u64::MAX`.
+fn saturating_sum(sizes: &[u64]) -> u64 {
+    sizes.iter().fold(0u64, |a, &b| a.saturating_add(b))
+}
+
 /// Sizes of the predefined datatypes (`dumpi_native_datatypes`), for traces older than the
 /// table of sizes (version 0.6.6): an LP64 machine's.
 const DEFAULT_SIZES: [u32; 28] =
@@ -668,23 +673,25 @@ fn payload(
             let me = members.iter().position(|&x| x == at.rank);
             let root_world = root.map(|r| h.world(*comm, r, "root", at)).transpose()?;
             let is_root = root.is_some_and(|r| usize::try_from(r).ok() == me);
+            // Saturating: a size beyond any real buffer is refused, naming the call, by the
+            // whole-run check (`crate::validate`), not wrapped round.
             let (mut s, mut v) = (*send, *recv);
             match rec.label {
-                labels::GATHER if is_root => v *= n,
-                labels::SCATTER if is_root => s *= n,
+                labels::GATHER if is_root => v = v.saturating_mul(n),
+                labels::SCATTER if is_root => s = s.saturating_mul(n),
                 labels::REDUCE if !is_root => v = 0,
-                labels::ALLGATHER => v *= n,
+                labels::ALLGATHER => v = v.saturating_mul(n),
                 labels::ALLTOALL => {
-                    s *= n;
-                    v *= n;
+                    s = s.saturating_mul(n);
+                    v = v.saturating_mul(n);
                 }
                 _ => {}
             }
             if let Some(c) = send_counts {
-                s = c.iter().sum();
+                s = saturating_sum(c);
             }
             if let Some(c) = recv_counts {
-                v = c.iter().sum();
+                v = saturating_sum(c);
             }
             Payload::Collective {
                 comm: id,
