@@ -258,28 +258,26 @@ fn rank_events(spec: &Spec, r: u32) -> Vec<Event> {
         let bytes = size_at(spec, step);
         match spec.pattern {
             Pattern::Stencil { .. } => {
-                let mut requests = Vec::new();
+                // Each request as its Waitall reports it: receives with where their message
+                // came from, sends with the request alone.
+                let mut completed = Vec::new();
+                let done = |q: Option<RequestId>, from: Option<(u32, i32)>| Completed {
+                    request: q,
+                    source: from.map(|(p, _)| Rank(p)),
+                    tag: from.map(|(_, t)| t),
+                    bytes: from.map(|_| bytes),
+                };
                 for (k, &(minus, plus)) in neighbours.iter().enumerate() {
                     // Tags name the direction a message travels, so both sides agree.
                     let (up, down) = (2 * k as i32, 2 * k as i32 + 1);
-                    requests.extend(s.p2p(Op::Irecv, minus, bytes, up));
-                    requests.extend(s.p2p(Op::Irecv, plus, bytes, down));
-                    requests.extend(s.p2p(Op::Isend, plus, bytes, up));
-                    requests.extend(s.p2p(Op::Isend, minus, bytes, down));
+                    completed.push(done(s.p2p(Op::Irecv, minus, bytes, up), Some((minus, up))));
+                    completed.push(done(s.p2p(Op::Irecv, plus, bytes, down), Some((plus, down))));
+                    completed.push(done(s.p2p(Op::Isend, plus, bytes, up), None));
+                    completed.push(done(s.p2p(Op::Isend, minus, bytes, down), None));
                 }
-                if !requests.is_empty() {
-                    let completed = requests
-                        .iter()
-                        .map(|&q| Completed {
-                            request: Some(q),
-                            source: None,
-                            tag: None,
-                            bytes: None,
-                        })
-                        .collect::<Vec<_>>();
-                    // Receives report where their message came from.
-                    let completed = fill_sources(completed, &s.events);
-                    let payload = Payload::Completion { n_given: requests.len() as u32, completed };
+                if !completed.is_empty() {
+                    let payload =
+                        Payload::Completion { n_given: completed.len() as u32, completed };
                     s.call(Op::Waitall, payload, 0);
                 }
             }
@@ -315,26 +313,6 @@ fn rank_events(spec: &Spec, r: u32) -> Vec<Event> {
     s.gap = 1_000;
     s.call(Op::Finalize, Payload::None, 0);
     s.events
-}
-
-/// Fills each completed receive's source, tag and size from the Irecv that started it.
-fn fill_sources(mut completed: Vec<Completed>, events: &[Event]) -> Vec<Completed> {
-    for c in &mut completed {
-        let started = events.iter().rev().find_map(|e| match &e.payload {
-            Payload::P2p { peer: Peer::Rank(p), tag, bytes, request, .. }
-                if e.op == Op::Irecv && *request == c.request =>
-            {
-                Some((*p, *tag, *bytes))
-            }
-            _ => None,
-        });
-        if let Some((p, tag, bytes)) = started {
-            c.source = Some(p);
-            c.tag = Some(tag);
-            c.bytes = Some(bytes);
-        }
-    }
-    completed
 }
 
 /// Writes the trace of `spec` into the directory `dir` (which must not exist): one native rank
