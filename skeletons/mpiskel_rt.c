@@ -409,12 +409,19 @@ void sk_buffer_detach(void) {
 void sk_report(const char *name, double factor, double recorded_app_s) {
     double total = MPI_Wtime() - sk_t0;
     MPI_Allreduce(&sk_main_entry, &sk_main_latest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    double by_phase = 0.0;
+    double by_phase = 0.0, warm = 0.0, warm_most = 0.0;
     for (int i = 0; i < sk_nphases; i++) {
         if (sk_phases[i].parent < 0) {
             by_phase += sk_predicted(i);
+            if (sk_phases[i].warmup > 0 && sk_phases[i].full > 0) {
+                warm += (double)sk_phases[i].warmup * sk_predicted(i) / (double)sk_phases[i].full;
+            }
         }
     }
+    /* A skipped warm-up iteration ran, in the application, before ranks met again (a barrier, a
+     * norm): it cost every rank the slowest rank's iteration. */
+    MPI_Allreduce(&warm, &warm_most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    by_phase += warm_most;
     double mine[2] = {total, by_phase}, most[2];
     MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     int rank, size;
@@ -443,10 +450,11 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
     for (int i = 0; i < sk_nphases && at < (int)sizeof json - 200; i++) {
         const sk_phase *p = &sk_phases[i];
         at += snprintf(json + at, sizeof json - (size_t)at,
-                       "%s{\"name\":\"%s\",\"full\":%ld,\"run\":%ld,\"seconds\":%.9g,"
-                       "\"restored_s\":%.9g,\"predicted_s\":%.9g}",
-                       i ? "," : "", p->name, p->full, p->run, p->seconds, sk_restored_of(i),
-                       sk_predicted(i));
+                       "%s{\"name\":\"%s\",\"full\":%ld,\"run\":%ld,\"warmup\":%ld,"
+                       "\"seconds\":%.9g,\"restored_s\":%.9g,\"predicted_s\":%.9g}",
+                       i ? "," : "", p->name, p->full, p->run, p->warmup, p->seconds,
+                       sk_restored_of(i),
+                       sk_predicted(i) + (p->warmup > 0 && p->parent < 0 ? warm_most : 0.0));
     }
     snprintf(json + at, sizeof json - (size_t)at, "]}");
     printf("MPISKEL_REPORT %s\n", json);

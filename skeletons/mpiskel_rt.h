@@ -30,6 +30,9 @@ typedef struct {
     int first_apart; /* its first iteration replays the application's first: counted once */
     double first;   /* seconds of its first iteration (set by sk_iteration_end) */
     int first_set;
+    long warmup;    /* copies of one of its iterations elsewhere in the application that this
+                     * skeleton skips (an untimed warm-up iteration), each priced at the slowest
+                     * rank's mean iteration */
 } sk_phase;
 
 /* Options: --iterations N (main loop iterations), --report FILE (also write the JSON there),

@@ -459,6 +459,12 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     if !s.note.is_empty() {
         eprintln!("note: {}", s.note);
     }
+    if s.warmup_s > 0.0 {
+        eprintln!(
+            "note: the warm-up iteration before the main loop (one iteration of it, {:.1} % of the time) is not run; the skeleton prices it as one more iteration of the main loop",
+            100.0 * s.warmup_s / s.app_time_s
+        );
+    }
     if s.compute_removed_s > 0.0 {
         eprintln!(
             "note: {:.6} s of computation per rank are not run; the skeleton adds their time back to its prediction",
@@ -631,6 +637,13 @@ pub fn render_document(doc: &SkeletonDocument) -> String {
         sc.skeleton_estimate_s,
         sc.factor
     );
+    if sc.warmup_s > 0.0 {
+        let _ = writeln!(
+            s,
+            "           warm-up: the iteration of the main loop before it ({:.1} % of the time) is not run, priced as one more",
+            100.0 * sc.warmup_s / sc.app_time_s
+        );
+    }
     if sc.compute_removed_s > 0.0 {
         let _ = writeln!(
             s,

@@ -152,6 +152,10 @@ pub struct PhaseReport {
     pub full: u64,
     /// Iterations run.
     pub run: u64,
+    /// Warm-up iterations the skeleton skipped that this phase prices (included in
+    /// `predicted_s`, at the slowest rank's mean iteration).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup: u64,
     /// Measured seconds.
     pub seconds: f64,
     /// Seconds of computation the skeleton did not run, added back at the pace it
@@ -365,10 +369,19 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         } else {
             String::new()
         };
+        let warmup = if p.warmup > 0 {
+            format!(" (with the {} warm-up iteration(s) skipped, priced as its own)", p.warmup)
+        } else {
+            String::new()
+        };
         println!(
-            "  {:<12} {:>6}/{:<6} iterations  {:.6} s → {:.6} s{restored}",
+            "  {:<12} {:>6}/{:<6} iterations  {:.6} s → {:.6} s{restored}{warmup}",
             p.name, p.run, p.full, p.seconds, p.predicted_s
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

@@ -133,6 +133,8 @@ struct TimerCtx {
     inner_run: u64,
     /// 1 where the first iteration replays the application's first, to be counted once.
     first_apart: u8,
+    /// Warm-up iterations skipped that this phase prices ([`crate::warmup`]).
+    warmup: u64,
 }
 
 #[derive(Serialize)]
@@ -522,13 +524,30 @@ fn slot_expr(s: &SlotRef) -> String {
 /// What a phase's comment says: where it came from, its iterations, calls and computation.
 pub(crate) fn phase_comment(p: &crate::program::Phase) -> String {
     if p.is_loop {
+        let warmup = if p.warmup > 0 {
+            format!(
+                "; the warm-up iteration this skeleton skips counts as {} more of its iterations, \
+                 at the slowest rank's mean",
+                p.warmup
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{}: {}; runs {} of {} iterations ({} calls and {} s of computation each).",
+            "{}: {}; runs {} of {} iterations ({} calls and {} s of computation each){warmup}.",
             p.name,
             p.origin,
             p.run,
             p.full,
             p.calls,
+            seconds(p.compute_s)
+        )
+    } else if p.skipped.is_some() {
+        format!(
+            "{}: {}; skipped: the main loop's prediction counts it as one more of its \
+             iterations, and only the {} s of computation it had beyond one runs here.",
+            p.name,
+            p.origin,
             seconds(p.compute_s)
         )
     } else {
@@ -802,6 +821,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                         name: p.name.clone(),
                         full: p.full,
                         run: p.run,
+                        warmup: p.warmup,
                         parent: -1,
                         inner_run: 0,
                         first_apart: u8::from(crate::replay::replays_first(&p.body, &skel.replays)),
@@ -835,6 +855,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                                 parent: timer as i64,
                                 inner_run: 0,
                                 first_apart: 0,
+                                warmup: 0,
                             });
                         }
                         lines.push(
@@ -864,6 +885,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
                                     parent: timer as i64,
                                     inner_run: ic.run,
                                     first_apart: 0,
+                                    warmup: 0,
                                 });
                                 lines.push(format!(
                                     "double t_inner = MPI_Wtime(); /* the inner loop runs {} of its {} iterations, timed on its own */",

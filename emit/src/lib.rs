@@ -9,6 +9,7 @@
 //! - [`scale`]: main-loop cut for a target time, and the prediction factors;
 //! - [`removal`]: what every rank may skip of a compute block whose durations are drawn;
 //! - [`sampling`]: how many iterations of a loop of few iterations stand for all of them;
+//! - [`warmup`]: an untimed warm-up iteration before the main loop, which a skeleton may skip;
 //! - [`replay`]: compute blocks that replay their recorded durations, the same iterations on
 //!   every rank, where drawing would lose who computes longest when;
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
@@ -33,6 +34,7 @@ pub mod sampling;
 pub mod scale;
 pub mod symbols;
 pub mod timesteps;
+pub mod warmup;
 
 pub use deadlock::{check, Blocked, CheckOp, Deadlock};
 pub use matching::{calls_of_class, match_calls, Call, Mark, Matching, P2pCall};

@@ -260,12 +260,14 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
         return String::new();
     }
     let pct = |x: f64| 100.0 * x / s.app_time_s;
-    let rest = (1.0 - s.main_share) * s.app_time_s;
+    let rest = (1.0 - s.main_share) * s.app_time_s - s.warmup_s;
     let mut parts = Vec::new();
     if rest >= s.target_s {
+        let warmup =
+            if s.warmup_s > 0.0 { ", a warm-up iteration of the main loop left out" } else { "" };
         parts.push(format!(
-            "the parts outside the main loop (set-up, finish) take {:.1} % and run whole but for \
-             what their compute blocks could lose",
+            "the parts outside the main loop (set-up, finish{warmup}) take {:.1} % and run whole \
+             but for what their compute blocks could lose",
             pct(rest)
         ));
     }
@@ -374,7 +376,7 @@ fn make_with(
     mut stage_seconds: Vec<(String, f64)>,
     goal: &Goal<'_>,
 ) -> Result<Built, PipelineError> {
-    let &Goal { app_time_s, app_time_source, target_s, compute_cut, buffer } = goal;
+    let &Goal { app_time_s, target_s, compute_cut, .. } = goal;
     let t = Instant::now();
     let whole = build(lt, &nests)?;
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
@@ -384,13 +386,77 @@ fn make_with(
         .then(|| crate::scale::twelfth(app_time_s));
     let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
     let t = Instant::now();
+    // A warm-up iteration is skipped where the program stays checkable; where skipping it is
+    // what would keep the loops whole, it runs.
+    let mut cut = cut_and_check(&whole, goal, target_s, sampled_within, true);
+    let skipped_any = cut.0.classes.iter().any(|c| c.phases.iter().any(|p| p.skipped.is_some()));
+    if skipped_any && (cut.4.is_some() || cut.1.note == MAIN_LOOP_WHOLE) {
+        cut = cut_and_check(&whole, goal, target_s, sampled_within, false);
+    }
+    let (mut skeleton, mut scaling, programs, reused, verdict) = cut;
+    if let Some(d) = verdict {
+        return Err(PipelineError::Deadlock(d));
+    }
+    if compute_cut {
+        cut_compute(&mut skeleton, &mut scaling);
+    }
+    let replayed_blocks = crate::replay::attach(&mut skeleton, lt, &nests);
+    // Over the target: which parts hold it up, after why loops stayed whole if they did.
+    let over = over_target(&scaling, sampled_within.is_some());
+    scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
+        (true, _) => over,
+        (false, true) => scaling.note.clone(),
+        (false, false) => format!("{}; {over}", scaling.note),
+    };
+    skeleton.reused_slots = reused.into_iter().collect();
+    let buffered_sends = count_buffered(&skeleton);
+    if buffered_sends > 0 {
+        skeleton.send_buffer = send_buffer(&skeleton, &instantiate_traced(&skeleton));
+    }
+    let operations = programs.iter().map(Vec::len).sum();
+    let seconds = t.elapsed().as_secs_f64();
+    stage_seconds.push(("deadlock check".to_owned(), seconds));
+    Ok(Built {
+        check: CheckSummary { ranks: programs.len(), operations, seconds },
+        skeleton,
+        scaling,
+        nests,
+        stage_seconds,
+        pinned_any_source: 0,
+        buffered_sends,
+        replayed_blocks,
+    })
+}
+
+/// What [`cut_and_check`] gives: the program, its scaling, every rank's checked operations, the
+/// request slots reused, and the check's verdict.
+type Cut =
+    (Skeleton, Scaling, Vec<Vec<CheckOp>>, std::collections::BTreeSet<u32>, Option<Deadlock>);
+
+/// Cuts `whole` as far as the deadlock check allows (with its warm-up iterations skipped where
+/// `skip_warmup`) and checks it.
+fn cut_and_check(
+    whole: &Skeleton,
+    goal: &Goal<'_>,
+    target_s: f64,
+    sampled_within: Option<f64>,
+    skip_warmup: bool,
+) -> Cut {
+    let &Goal { app_time_s, app_time_source, buffer, .. } = goal;
     // Cut as far as the deadlock check allows: classes whose loop nests do not correspond
     // (one class's loop is not another's) may lose their partners when their loops are cut.
     let attempt = |reach: Option<Reach>| {
         let mut skeleton = whole.clone();
         let within = reach.unwrap_or(Reach::MainLoop);
-        let mut scaling =
-            scale(&mut skeleton, app_time_s, app_time_source, target_s, within, sampled_within);
+        let mut scaling = scale(
+            &mut skeleton,
+            app_time_s,
+            app_time_source,
+            target_s,
+            within,
+            sampled_within,
+            skip_warmup,
+        );
         if reach.is_none() {
             uncut(&mut skeleton, &mut scaling, "");
         }
@@ -431,36 +497,5 @@ fn make_with(
             scaling.note = MAIN_LOOP_WHOLE.into();
         }
     }
-    if let Some(d) = verdict {
-        return Err(PipelineError::Deadlock(d));
-    }
-    if compute_cut {
-        cut_compute(&mut skeleton, &mut scaling);
-    }
-    let replayed_blocks = crate::replay::attach(&mut skeleton, lt, &nests);
-    // Over the target: which parts hold it up, after why loops stayed whole if they did.
-    let over = over_target(&scaling, sampled_within.is_some());
-    scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
-        (true, _) => over,
-        (false, true) => scaling.note.clone(),
-        (false, false) => format!("{}; {over}", scaling.note),
-    };
-    skeleton.reused_slots = reused.into_iter().collect();
-    let buffered_sends = count_buffered(&skeleton);
-    if buffered_sends > 0 {
-        skeleton.send_buffer = send_buffer(&skeleton, &instantiate_traced(&skeleton));
-    }
-    let operations = programs.iter().map(Vec::len).sum();
-    let seconds = t.elapsed().as_secs_f64();
-    stage_seconds.push(("deadlock check".to_owned(), seconds));
-    Ok(Built {
-        check: CheckSummary { ranks: programs.len(), operations, seconds },
-        skeleton,
-        scaling,
-        nests,
-        stage_seconds,
-        pinned_any_source: 0,
-        buffered_sends,
-        replayed_blocks,
-    })
+    (skeleton, scaling, programs, reused, verdict)
 }

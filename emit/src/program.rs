@@ -359,6 +359,22 @@ pub struct Phase {
     /// For a time-step loop (its body one [`Stmt::Steps`]): the kind of each step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<StepSchedule>,
+    /// For the main loop: copies of one of its iterations elsewhere in the program that the
+    /// skeleton does not run (an untimed warm-up iteration, [`crate::warmup`]), each priced as
+    /// one more iteration of this loop.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub warmup: u64,
+    /// For a [`WARMUP`] phase the skeleton skips: the statements it had (the body left runs only
+    /// the computation it had beyond one iteration of the main loop).
+    #[serde(skip)]
+    pub skipped: Option<Vec<Stmt>>,
+}
+
+/// The name of the phase that holds a warm-up iteration of the main loop ([`crate::warmup`]).
+pub const WARMUP: &str = "warmup";
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
 }
 
 /// An inner loop of a phase's body run fewer times than recorded.
@@ -381,6 +397,32 @@ pub struct ClassProgram {
     pub phases: Vec<Phase>,
     /// The loop nest in Xu & Subhlok's (2008) notation.
     pub notation: String,
+}
+
+impl Phase {
+    /// A phase of `full` iterations (all run), one of which is `body`, from `origin`.
+    fn new(name: String, full: u64, is_loop: bool, body: Vec<Stmt>, origin: String) -> Phase {
+        Phase {
+            name,
+            full,
+            run: full,
+            is_loop,
+            compute_s: compute_of(&body),
+            calls: calls_in(&body),
+            inner: None,
+            steps: None,
+            warmup: 0,
+            skipped: None,
+            body,
+            origin,
+        }
+    }
+
+    /// Iterations of the application its time stands for: its own and the warm-up iterations
+    /// it prices.
+    pub fn priced(&self) -> u64 {
+        self.full + self.warmup
+    }
 }
 
 impl ClassProgram {
@@ -1651,20 +1693,30 @@ fn phases_of(
         } else {
             format!("step_{}", phases.len())
         };
-        phases.push(Phase {
-            name,
-            full: 1,
-            run: 1,
-            is_loop: false,
-            compute_s: compute_of(&body),
-            calls: calls_in(&body),
-            inner: None,
-            steps: None,
-            body,
-            origin: format!("calls {}–{} of the class program", from + 1, to),
-        });
+        let origin = format!("calls {}–{} of the class program", from + 1, to);
+        phases.push(Phase::new(name, 1, false, body, origin));
     };
+    // An untimed warm-up iteration of the main loop is a phase of its own, which the skeleton
+    // may skip ([`crate::warmup`]).
+    let warm = main.and_then(|m| crate::warmup::find(items, m));
     for (i, node) in items.iter().enumerate() {
+        if let Some(w) = warm.as_ref().filter(|w| w.start == i) {
+            flush(&mut straight, straight_from, pos, &mut phases);
+            let span: u64 = items[w.clone()].iter().map(Node::expanded_len).sum();
+            let mut body = Vec::new();
+            lower(&items[w.clone()], 1, 0, calls, gaps, &mut leaf, &mut body);
+            let origin = format!(
+                "calls {}–{} of the class program: one iteration of the main loop before it",
+                pos + 1,
+                pos + span
+            );
+            phases.push(Phase::new(WARMUP.to_owned(), 1, false, body, origin));
+            pos += span;
+            straight_from = pos;
+        }
+        if warm.as_ref().is_some_and(|w| w.contains(&i)) {
+            continue;
+        }
         match node {
             Node::Loop { count, body } => {
                 flush(&mut straight, straight_from, pos, &mut phases);
@@ -1677,23 +1729,13 @@ fn phases_of(
                 } else {
                     format!("loop_{n_loops}")
                 };
-                phases.push(Phase {
-                    name,
-                    full: *count,
-                    run: *count,
-                    is_loop: true,
-                    compute_s: compute_of(&stmts),
-                    calls: calls_in(&stmts),
-                    inner: None,
-                    steps: None,
-                    body: stmts,
-                    origin: format!(
-                        "calls {}–{} of the class program: ({})^{count}",
-                        pos + 1,
-                        pos + span,
-                        mpiskel_compress::LoopNest { items: body.clone() }.notation()
-                    ),
-                });
+                let origin = format!(
+                    "calls {}–{} of the class program: ({})^{count}",
+                    pos + 1,
+                    pos + span,
+                    mpiskel_compress::LoopNest { items: body.clone() }.notation()
+                );
+                phases.push(Phase::new(name, *count, true, stmts, origin));
                 pos += span;
                 straight_from = pos;
             }
@@ -1717,26 +1759,18 @@ fn phases_of(
                     format!("loop_{n_loops}")
                 };
                 let body = vec![Stmt::Steps { cases }];
-                phases.push(Phase {
-                    name,
-                    full: schedule.len() as u64,
-                    run: schedule.len() as u64,
-                    is_loop: true,
-                    compute_s: compute_of(&body),
-                    calls: calls_in(&body),
-                    inner: None,
-                    steps: Some(StepSchedule {
-                        kinds: schedule.clone(),
-                        run: (0..schedule.len() as u32).collect(),
-                    }),
-                    body,
-                    origin: format!(
-                        "calls {}–{} of the class program: {}",
-                        pos + 1,
-                        pos + span,
-                        LoopNest { items: vec![node.clone()] }.notation()
-                    ),
+                let origin = format!(
+                    "calls {}–{} of the class program: {}",
+                    pos + 1,
+                    pos + span,
+                    LoopNest { items: vec![node.clone()] }.notation()
+                );
+                let mut phase = Phase::new(name, schedule.len() as u64, true, body, origin);
+                phase.steps = Some(StepSchedule {
+                    kinds: schedule.clone(),
+                    run: (0..schedule.len() as u32).collect(),
                 });
+                phases.push(phase);
                 pos += span;
                 straight_from = pos;
             }

@@ -1103,11 +1103,16 @@ fn main_rs(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<String, Re
                 }
             }
             let (name, full, run) = (p.name.clone(), int(p.full), int(p.run));
-            timers.push(if crate::replay::replays_first(&p.body, &skel.replays) {
+            let mut timer_expr = if crate::replay::replays_first(&p.body, &skel.replays) {
                 quote! { Phase::new(#name, #full, #run).first_apart() }
             } else {
                 quote! { Phase::new(#name, #full, #run) }
-            });
+            };
+            if p.warmup > 0 {
+                let w = int(p.warmup);
+                timer_expr = quote! { #timer_expr.warmup(#w) };
+            }
+            timers.push(timer_expr);
             let mut sub = 0;
             if let (Some(_), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
                 sub = timers.len();

@@ -289,7 +289,7 @@ fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
 fn lead_compute(skel: &Skeleton) -> f64 {
     skel.classes
         .iter()
-        .map(|c| c.phases.iter().map(|p| p.compute_s * p.full as f64).sum::<f64>())
+        .map(|c| c.phases.iter().map(|p| p.compute_s * p.priced() as f64).sum::<f64>())
         .fold(0.0, f64::max)
 }
 
@@ -530,6 +530,9 @@ fn is_one(x: &f64) -> bool {
 /// Undoes every cut of [`scale`]: each phase runs all its iterations and every compute block
 /// all its computation; `scaling` then says so, with `note` for why.
 pub fn uncut(skel: &mut Skeleton, scaling: &mut Scaling, note: &str) {
+    for c in &mut skel.classes {
+        crate::warmup::restore(c);
+    }
     for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
         if let Some(st) = &p.steps {
             let all = (0..st.kinds.len() as u32).collect();
@@ -547,6 +550,7 @@ pub fn uncut(skel: &mut Skeleton, scaling: &mut Scaling, note: &str) {
     scaling.factor = 1.0;
     scaling.compute_removed_s = 0.0;
     scaling.compute_shrink = 1.0;
+    scaling.warmup_s = 0.0;
     scaling.note = note.into();
 }
 
@@ -605,6 +609,10 @@ pub struct Scaling {
     /// they draw to stand for all of them ([`crate::sampling`]); 0 for longer loops.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub main_needed: u64,
+    /// Seconds of the application that a warm-up iteration the skeleton skips stands for (one
+    /// iteration of the main loop; see [`crate::warmup`]); 0 where none is skipped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_s: f64,
     /// Why the cut differs from the target's, if it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -642,19 +650,23 @@ fn lead(skel: &Skeleton) -> Option<((f64, f64), Option<u64>)> {
 
 /// A class's (main loop, total) weight: its computation, or its calls where it computed nothing.
 fn weight(c: &crate::program::ClassProgram) -> (f64, f64) {
-    let total: f64 = c.phases.iter().map(|p| p.compute_s * p.full as f64).sum();
+    let total: f64 = c.phases.iter().map(|p| p.compute_s * p.priced() as f64).sum();
     let main: f64 = c
         .phases
         .iter()
         .filter(|p| p.name == "main_loop")
-        .map(|p| p.compute_s * p.full as f64)
+        .map(|p| p.compute_s * p.priced() as f64)
         .sum();
     if total > 0.0 {
         return (main, total);
     }
-    let calls: f64 = c.phases.iter().map(|p| (p.calls * p.full) as f64).sum();
-    let main_calls: f64 =
-        c.phases.iter().filter(|p| p.name == "main_loop").map(|p| (p.calls * p.full) as f64).sum();
+    let calls: f64 = c.phases.iter().map(|p| (p.calls * p.priced()) as f64).sum();
+    let main_calls: f64 = c
+        .phases
+        .iter()
+        .filter(|p| p.name == "main_loop")
+        .map(|p| (p.calls * p.priced()) as f64)
+        .sum();
     (main_calls, calls)
 }
 
@@ -679,8 +691,9 @@ pub fn main_iterations(skel: &Skeleton) -> u64 {
 /// it can be.
 pub const MIN_SAMPLED: u64 = 4;
 
-/// Cuts the loops of `skel` for `target_s` (see the module documentation); computation is cut
-/// afterwards by [`cut_compute`]. With `sampled_within`, the main loop runs at least
+/// Cuts the loops of `skel` for `target_s` (see the module documentation), skipping a warm-up
+/// iteration of the main loop where `skip_warmup` and the program is over the target
+/// ([`crate::warmup`]); computation is cut afterwards by [`cut_compute`]. With `sampled_within`, the main loop runs at least
 /// [`MIN_SAMPLED`] iterations, or as many as fit in that many seconds.
 pub fn scale(
     skel: &mut Skeleton,
@@ -689,6 +702,7 @@ pub fn scale(
     target_s: f64,
     reach: Reach,
     sampled_within: Option<f64>,
+    skip_warmup: bool,
 ) -> Scaling {
     let lead = lead(skel);
     let (share, n) = match lead {
@@ -697,8 +711,19 @@ pub fn scale(
         _ => (0.0, 1),
     };
     let per_iter = share * app_time_s / n as f64;
-    let rest = app_time_s - share * app_time_s;
-    let fit = |t: f64| ((t - rest) / per_iter).floor().max(0.0) as u64;
+    let mut rest = app_time_s - share * app_time_s;
+    // A warm-up iteration before the main loop is skipped, priced as one more iteration of it,
+    // wherever the skeleton is cut at all and every class has one (see [`crate::warmup`]).
+    // The iterations kept to sample are counted with the warm-up still in: skipping it makes
+    // the skeleton shorter, it does not buy more samples.
+    let sample_rest = rest;
+    let mut warmup_s = 0.0;
+    if skip_warmup && rest + per_iter * n as f64 > target_s && crate::warmup::skip(skel) {
+        warmup_s = per_iter.min(rest);
+        rest -= warmup_s;
+    }
+    let fit_after = |t: f64, rest: f64| ((t - rest) / per_iter).floor().max(0.0) as u64;
+    let fit = |t: f64| fit_after(t, rest);
     // A loop of few iterations runs as many as its drawn durations need (all of them where
     // they spread widely; see [`crate::sampling`]).
     let few = n <= MIN_INNER && !has_long_inner(skel);
@@ -713,8 +738,11 @@ pub fn scale(
         _ => 0,
     };
     let k = if per_iter > 0.0 && (!few || needed < n) {
-        let least =
-            if few { needed } else { sampled_within.map_or(1, |t| fit(t).min(MIN_SAMPLED)) };
+        let least = if few {
+            needed
+        } else {
+            sampled_within.map_or(1, |t| fit_after(t, sample_rest).min(MIN_SAMPLED))
+        };
         fit(target_s).max(least).clamp(1, n)
     } else {
         n
@@ -760,6 +788,7 @@ pub fn scale(
         compute_removed_s: 0.0,
         compute_shrink: 1.0,
         main_needed: needed,
+        warmup_s,
         note: String::new(),
     }
 }

@@ -54,6 +54,9 @@ pub struct Phase {
     first: Option<f64>,
     /// Its first iteration replays the application's first: counted once.
     first_apart: bool,
+    /// Copies of one of its iterations elsewhere in the application that the skeleton skips (an
+    /// untimed warm-up iteration), each priced at the slowest rank's mean iteration.
+    warmup: i64,
 }
 
 impl Phase {
@@ -79,7 +82,13 @@ impl Phase {
             parent: None,
             first: None,
             first_apart: false,
+            warmup: 0,
         }
+    }
+
+    /// This phase pricing `n` skipped warm-up iterations as its own.
+    pub fn warmup(self, n: i64) -> Phase {
+        Phase { warmup: n, ..self }
     }
 
     /// This phase with its first iteration counted once: its compute blocks replay the
@@ -512,8 +521,20 @@ impl Runtime {
         let mut latest = -1.0;
         world.all_reduce_into(&self.main_entry.unwrap_or(-1.0), &mut latest, SystemOperation::max());
         self.main_latest = latest;
-        let by_phase: f64 =
-            (0..self.phases.len()).filter(|&i| self.phases[i].parent.is_none()).map(|i| self.predicted(i)).sum();
+        let top = || (0..self.phases.len()).filter(|&i| self.phases[i].parent.is_none());
+        let mut by_phase: f64 = top().map(|i| self.predicted(i)).sum();
+        // A skipped warm-up iteration ran, in the application, before ranks met again (a
+        // barrier, a norm): it cost every rank the slowest rank's iteration.
+        let warm: f64 = top()
+            .filter(|&i| self.phases[i].warmup > 0 && self.phases[i].full > 0)
+            .map(|i| {
+                let p = &self.phases[i];
+                p.warmup as f64 * self.predicted(i) / p.full as f64
+            })
+            .sum();
+        let mut warm_most = 0.0;
+        world.all_reduce_into(&warm, &mut warm_most, SystemOperation::max());
+        by_phase += warm_most;
         let mine = [total, by_phase];
         let root = world.process_at_rank(0);
         if world.rank() != 0 {
@@ -537,14 +558,16 @@ impl Runtime {
             .iter()
             .enumerate()
             .map(|(i, p)| {
+                let warm = if p.warmup > 0 && p.parent.is_none() { warm_most } else { 0.0 };
                 format!(
-                    "{{\"name\":\"{}\",\"full\":{},\"run\":{},\"seconds\":{},\"restored_s\":{},\"predicted_s\":{}}}",
+                    "{{\"name\":\"{}\",\"full\":{},\"run\":{},\"warmup\":{},\"seconds\":{},\"restored_s\":{},\"predicted_s\":{}}}",
                     p.name,
                     p.full,
                     p.run,
+                    p.warmup,
                     g(p.seconds, 9),
                     g(p.restored(), 9),
-                    g(self.predicted(i), 9)
+                    g(self.predicted(i) + warm, 9)
                 )
             })
             .collect();
