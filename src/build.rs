@@ -1,10 +1,10 @@
 //! `mpiskel build`: trace → logical trace → loop nests → checked, scaled program → skeleton
 //! folder.
 
+use crate::progress::Stages;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -307,12 +307,6 @@ pub fn describe_polls(p: &PollFolding) -> String {
     )
 }
 
-fn progress(quiet: bool, t: &Instant, what: &str) {
-    if !quiet {
-        eprintln!("[{:7.2} s] {what}", t.elapsed().as_secs_f64());
-    }
-}
-
 pub fn build(a: BuildArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     if let Some(t) = a.target_time {
@@ -324,10 +318,13 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     if a.output.exists() && !a.force {
         bail!("{} exists; use --force to replace it", a.output.display());
     }
-    let t0 = Instant::now();
+    let stages = Stages::new(a.quiet);
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
-    progress(a.quiet, &t0, &format!("reading {}", a.trace.display()));
-    let mut set = TraceSet::open(&a.trace, &opts)?;
+    stages.line(&format!("reading {}", a.trace.display()));
+    let mut set = {
+        let _bar = stages.reading("reading");
+        TraceSet::open(&a.trace, &opts)?
+    };
     if set.meta.as_ref().is_some_and(|m| m.time_only) {
         bail!(
             "{} holds only the application's time (recorded with `mpiskel trace --time-only`), \
@@ -337,14 +334,14 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     }
     let polls = set.fold_polls();
     if polls.polls > 0 {
-        progress(a.quiet, &t0, &describe_polls(&polls));
+        stages.line(&describe_polls(&polls));
     }
     let local_calls = if a.strict { LocalCalls::default() } else { set.drop_local_calls() };
     if !no_local_calls(&local_calls) {
         let line = describe_local(&local_calls, set.app_time_s(), set.n_ranks());
         eprintln!("note: {line}");
     }
-    progress(a.quiet, &t0, &format!("{} ranks read; finding the topology", set.n_ranks()));
+    stages.line(&format!("{} ranks read; finding the topology", set.n_ranks()));
     let (app_time, source) = match a.app_time {
         Some(t) => (t, "given with --app-time".to_owned()),
         None => (
@@ -354,14 +351,17 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     };
     // The calls themselves go into the logical trace, each rank's freed once translated: their
     // memory is not held while the skeleton is made.
-    let lt = mpiskel_logicalize::logicalize_owned(set);
-    progress(
-        a.quiet,
-        &t0,
-        &format!("topology: {}; {} process classes", lt.topology_name(), lt.classes.len()),
-    );
+    let lt = {
+        let _spinner = stages.spinner("finding the topology and the process classes");
+        mpiskel_logicalize::logicalize_owned(set)
+    };
+    stages.line(&format!("topology: {}; {} process classes", lt.topology_name(), lt.classes.len()));
     let make = if a.strict { make_strict } else { make };
-    let built = match make(&lt, app_time, &source, a.target_time, !a.whole_compute) {
+    let made = {
+        let _spinner = stages.spinner("finding loops, cutting them and checking the program");
+        make(&lt, app_time, &source, a.target_time, !a.whole_compute)
+    };
+    let built = match made {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             eprint!("{d}");
@@ -375,14 +375,10 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    progress(
-        a.quiet,
-        &t0,
-        &format!(
-            "program checked: {} operations over {} ranks run to completion",
-            built.check.operations, built.check.ranks
-        ),
-    );
+    stages.line(&format!(
+        "program checked: {} operations over {} ranks run to completion",
+        built.check.operations, built.check.ranks
+    ));
     let name = a.name.clone().unwrap_or_else(|| default_name(&a.trace));
     anyhow::ensure!(
         !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
@@ -448,7 +444,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         tuning: None,
     };
     write_folder(&a.output, &files, &serde_json::to_string_pretty(&doc)?, a.force)?;
-    progress(a.quiet, &t0, &format!("wrote {}", a.output.display()));
+    stages.line(&format!("wrote {}", a.output.display()));
     let s = &built.scaling;
     if built.pinned_any_source > 0 {
         eprintln!("note: {}", describe_pinned(built.pinned_any_source));

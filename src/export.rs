@@ -103,7 +103,10 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         None => (a.trace.clone(), a.flops),
     };
     let opts = ReadOptions { ti: TiOptions { flops_per_second: flops } };
-    let mut set = TraceSet::open(&input, &opts)?;
+    let mut set = {
+        let _bar = crate::progress::Stages::bars_only().reading("reading");
+        TraceSet::open(&input, &opts)?
+    };
     let polls = set.fold_polls();
     let local = set.drop_local_calls();
     let written = mpiskel_trace::ti_export::write_ti(&set.path, &set.ranks, &a.ti, a.flops)?;

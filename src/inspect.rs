@@ -76,7 +76,10 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
         return show(&doc, a.json, crate::compress::render);
     }
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
-    let set = TraceSet::open(&a.path, &opts)?;
+    let set = {
+        let _bar = crate::progress::Stages::bars_only().reading("reading");
+        TraceSet::open(&a.path, &opts)?
+    };
     if let Some(svg) = &a.svg {
         let m = mpiskel_logicalize::CommMatrix::of(&set);
         let title = format!("{} — bytes per pair", a.path.display());

@@ -65,13 +65,19 @@ pub const KIND: &str = "mpiskel-logical-trace";
 pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     let t0 = Instant::now();
-    let mut set =
-        TraceSet::open(&a.path, &ReadOptions { ti: TiOptions { flops_per_second: a.flops } })?;
+    let bars = crate::progress::Stages::bars_only();
+    let mut set = {
+        let _bar = bars.reading("reading");
+        TraceSet::open(&a.path, &ReadOptions { ti: TiOptions { flops_per_second: a.flops } })?
+    };
     let read_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     set.fold_polls();
     set.drop_local_calls();
-    let logical = logicalize(&set);
+    let logical = {
+        let _spinner = bars.spinner("finding the topology and the process classes");
+        logicalize(&set)
+    };
     let seconds = t1.elapsed().as_secs_f64();
     let doc = LogicalDocument {
         kind: KIND.into(),

@@ -8,6 +8,7 @@ mod export;
 mod harness;
 mod inspect;
 mod logicalize;
+mod progress;
 mod record;
 mod run;
 mod symbols;

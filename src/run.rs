@@ -270,9 +270,14 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
     if np != doc.n_ranks {
         bail!("{}: the skeleton was made for {} ranks, not {np}", a.dir.display(), doc.n_ranks);
     }
-    let bin = match doc.lang.as_str() {
-        "rust" => compile_rust(&a.dir, a.mpi, &doc.name, a.target_dir.as_deref())?,
-        _ => std::path::absolute(compile(&a.dir, a.mpi)?)?,
+    // Spinners only (where stderr is a terminal): the report is what this prints.
+    let stages = crate::progress::Stages::bars_only();
+    let bin = {
+        let _spinner = stages.spinner(&format!("compiling {}", a.dir.display()));
+        match doc.lang.as_str() {
+            "rust" => compile_rust(&a.dir, a.mpi, &doc.name, a.target_dir.as_deref())?,
+            _ => std::path::absolute(compile(&a.dir, a.mpi)?)?,
+        }
     };
     let launcher = match a.mpi {
         Mpi::Openmpi => "mpirun.openmpi",
@@ -336,7 +341,10 @@ pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
         cmd.args(doc.tuning.as_ref().map(|t| t.skeleton_args()).unwrap_or_default());
     }
     cmd.args(&a.skeleton_args);
-    let (out, err) = run_with_timeout(cmd, Duration::from_secs(a.timeout), "the skeleton")?;
+    let (out, err) = {
+        let _spinner = stages.spinner(&format!("running {np} ranks under {}", a.mpi.name()));
+        run_with_timeout(cmd, Duration::from_secs(a.timeout), "the skeleton")?
+    };
     let line = out
         .lines()
         .find_map(|l| l.strip_prefix("MPISKEL_REPORT "))

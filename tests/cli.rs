@@ -206,3 +206,34 @@ fn synth_writes_a_trace_that_builds_and_refuses_to_overwrite() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(!dir.join("none").exists());
 }
+
+/// Progress bars and spinners are drawn where stderr is a terminal (here one made by
+/// `script`), and never in a log: a build with stderr piped prints its stage lines only.
+#[test]
+fn progress_bars_show_on_a_terminal_and_never_in_a_log() {
+    let trace = root().join("fixtures/traces/ring");
+    let dir = scratch("cli-progress");
+    let skel = dir.join("skel");
+    let command = format!(
+        "{} build --force {} -o {}",
+        env!("CARGO_BIN_EXE_mpiskel"),
+        trace.display(),
+        skel.display()
+    );
+    let typescript = dir.join("typescript");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command])
+        .arg(&typescript)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("finding loops, cutting them and checking the program"), "{shown}");
+    assert!(shown.contains("reading"), "{shown}");
+    let out =
+        mpiskel().args(["build", "--force"]).arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success());
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("] program checked:"), "{log}");
+    assert!(!log.contains('\u{1b}') && !log.contains("finding loops, cutting"), "{log}");
+}

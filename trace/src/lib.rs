@@ -32,6 +32,7 @@ pub mod model;
 pub mod native;
 pub mod otf2;
 pub mod polls;
+pub mod progress;
 mod resolve;
 mod set;
 pub mod summary;

@@ -195,6 +195,7 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
     let first = native::NativeReader::open(&dir.join(native::rank_file_name(Rank(0))))?;
     let n_ranks = first.header().info.n_ranks;
     drop(first);
+    crate::progress::start(u64::from(n_ranks));
     let ranks = (0..n_ranks)
         .into_par_iter()
         .map(|r| {
@@ -206,6 +207,7 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
                 });
             }
             let t = native::read_rank_file(&file)?;
+            crate::progress::rank_read();
             if t.rank != Rank(r) || t.info.n_ranks != n_ranks {
                 return Err(TraceError::Corrupt {
                     path: file,

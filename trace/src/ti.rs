@@ -64,6 +64,7 @@ pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
         path: path.to_path_buf(),
         reason: "too many ranks".into(),
     })?;
+    crate::progress::start(u64::from(n_ranks));
     files
         .par_iter()
         .enumerate()
@@ -71,7 +72,9 @@ pub fn read_ti(path: &Path, opts: &TiOptions) -> Result<Vec<RankTrace>> {
             let rank = Rank(k as u32);
             let body = read_text(file)?;
             let lines = body.lines().enumerate().map(|(i, l)| (i as u64 + 1, l));
-            parse_rank(file, rank, n_ranks, lines, opts)
+            let t = parse_rank(file, rank, n_ranks, lines, opts);
+            crate::progress::rank_read();
+            t
         })
         .collect()
 }

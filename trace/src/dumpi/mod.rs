@@ -79,6 +79,7 @@ pub fn read_dumpi(meta: &Path) -> Result<Vec<RankTrace>> {
         .filter(|p| !p.is_empty() && !p.contains('/'))
         .ok_or_else(|| not("DUMPI meta file without a plain fileprefix=".into()))?;
     let dir = meta.parent().unwrap_or(Path::new("."));
+    crate::progress::start(u64::from(n_ranks));
     let raw = (0..n_ranks)
         .into_par_iter()
         .map(|r| {
@@ -89,7 +90,9 @@ pub fn read_dumpi(meta: &Path) -> Result<Vec<RankTrace>> {
                     reason: format!("missing: {} says the run has {n_ranks} ranks", meta.display()),
                 });
             }
-            read_rank(&file, Rank(r))
+            let raw = read_rank(&file, Rank(r));
+            crate::progress::rank_read();
+            raw
         })
         .collect::<Result<Vec<_>>>()?;
     let members = comms::resolve(meta, &raw)?;
