@@ -11,8 +11,8 @@ use crate::deadlock::{check, CheckOp, Deadlock};
 use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
 use crate::program::{build, BuildError, Call, SendBuffer, Skeleton, Stmt};
 use crate::scale::{
-    cut_compute, cut_verified, default_target, main_iterations, scale, uncut, Reach, Scaling,
-    MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
+    cut_compute, cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions,
+    Scaling, MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
 };
 use mpiskel_trace::Op;
 
@@ -388,10 +388,13 @@ fn make_with(
     let t = Instant::now();
     // A warm-up iteration is skipped where the program stays checkable; where skipping it is
     // what would keep the loops whole, it runs.
-    let mut cut = cut_and_check(&whole, goal, target_s, sampled_within, true);
+    let recorded_spread = crate::scale::lead_class_index(&whole)
+        .map_or(0.0, |ci| crate::sampling::recorded_spread(&whole, ci, lt, &nests));
+    let options = |skip_warmup| ScaleOptions { skip_warmup, recorded_spread };
+    let mut cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(true));
     let skipped_any = cut.0.classes.iter().any(|c| c.phases.iter().any(|p| p.skipped.is_some()));
     if skipped_any && (cut.4.is_some() || cut.1.note == MAIN_LOOP_WHOLE) {
-        cut = cut_and_check(&whole, goal, target_s, sampled_within, false);
+        cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(false));
     }
     let (mut skeleton, mut scaling, programs, reused, verdict) = cut;
     if let Some(d) = verdict {
@@ -433,14 +436,13 @@ fn make_with(
 type Cut =
     (Skeleton, Scaling, Vec<Vec<CheckOp>>, std::collections::BTreeSet<u32>, Option<Deadlock>);
 
-/// Cuts `whole` as far as the deadlock check allows (with its warm-up iterations skipped where
-/// `skip_warmup`) and checks it.
+/// Cuts `whole` as far as the deadlock check allows (with `options`) and checks it.
 fn cut_and_check(
     whole: &Skeleton,
     goal: &Goal<'_>,
     target_s: f64,
     sampled_within: Option<f64>,
-    skip_warmup: bool,
+    options: &ScaleOptions,
 ) -> Cut {
     let &Goal { app_time_s, app_time_source, buffer, .. } = goal;
     // Cut as far as the deadlock check allows: classes whose loop nests do not correspond
@@ -455,7 +457,7 @@ fn cut_and_check(
             target_s,
             within,
             sampled_within,
-            skip_warmup,
+            options,
         );
         if reach.is_none() {
             uncut(&mut skeleton, &mut scaling, "");

@@ -15,10 +15,19 @@
 //! [`PRECISION`] of the application's time T at about 95 % (two standard errors) when
 //! `k ≥ (2·n·σ / (PRECISION·T))²`.
 //!
+//! Independent draws per block miss variation that slows whole iterations at once (the
+//! machine a trace was recorded on computing slower for a while: NPB MG S's last two V-cycles
+//! took 50 % longer than the first two on every rank, and one V-cycle of four predicted −14 %
+//! under SMPI). σ is therefore the larger of the drawn one and the standard deviation of the
+//! recorded iterations' critical computation ([`recorded_spread`]).
+//!
 //! # Complexity
 //! O(blocks of the body × ranks of the lead class × [`SAMPLES`]).
 
-use crate::program::{compute_of, ClassProgram, Skeleton, Stmt};
+use mpiskel_compress::LoopNest;
+use mpiskel_logicalize::LogicalTrace;
+
+use crate::program::{compute_of, leaf_map, ClassProgram, Skeleton, Stmt};
 use crate::removal::{uniform, Duration};
 
 /// Half-width, as a share of the loop's time, within which the sampled iterations' mean stands
@@ -71,6 +80,58 @@ pub fn iteration_spread(skel: &Skeleton, class: &ClassProgram) -> f64 {
         .collect();
     let mean = times.iter().sum::<f64>() / SAMPLES as f64;
     let var = times.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / (SAMPLES - 1) as f64;
+    var.sqrt()
+}
+
+/// The standard deviation of one iteration's *recorded* critical computation in the main loop
+/// of class `ci` (per iteration: per block, the longest any rank recorded, summed), recorded
+/// seconds, over its iterations but the first (which may do one-off work, counted apart).
+/// Draws per block ([`iteration_spread`]) miss what slows whole iterations at once: the
+/// machine a trace was recorded on computing slower for a while (NPB MG S's iterations 3–4
+/// took 50 % longer than 1–2 on every rank). 0 where the loop has fewer than three iterations
+/// or its blocks do not map onto them.
+///
+/// # Complexity
+/// O(the main loop's recorded executions × ranks).
+pub fn recorded_spread(skel: &Skeleton, ci: usize, lt: &LogicalTrace, nests: &[LoopNest]) -> f64 {
+    fn leaves(body: &[Stmt], times: u64, out: &mut Vec<(usize, u64)>) {
+        for s in body {
+            match s {
+                Stmt::Compute { leaf: Some(l), .. } => out.push((*l, times)),
+                Stmt::Loop { count, body, .. } => leaves(body, times * count, out),
+                Stmt::Guard { body, .. } => leaves(body, times, out),
+                _ => {}
+            }
+        }
+    }
+    let (Some(class), Some(lclass), Some(nest)) =
+        (skel.classes.get(ci), lt.classes.get(ci), nests.get(ci))
+    else {
+        return 0.0;
+    };
+    let Some(main) = class.main_loop().filter(|p| p.steps.is_none() && p.full >= 3) else {
+        return 0.0;
+    };
+    let full = main.full as usize;
+    let mut found = Vec::new();
+    leaves(&main.body, 1, &mut found);
+    let lm = leaf_map(nest, mpiskel_compress::leaf_count(&nest.items));
+    let mut critical = vec![0.0f64; full];
+    for (leaf, per) in found {
+        let Some(positions) = lm.positions.get(leaf) else { continue };
+        // A guarded block runs in some iterations only: it does not map one to one.
+        if positions.len() != full * per as usize {
+            continue;
+        }
+        for (k, &p) in positions.iter().enumerate() {
+            let Some(op) = lclass.ops.get(p) else { continue };
+            let most = op.gap_samples.iter().map(|&(_, x)| f64::from(x)).fold(0.0, f64::max);
+            critical[k / per as usize] += most;
+        }
+    }
+    let rest = &critical[1..];
+    let mean = rest.iter().sum::<f64>() / rest.len() as f64;
+    let var = rest.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (rest.len() - 1) as f64;
     var.sqrt()
 }
 

@@ -618,6 +618,23 @@ pub struct Scaling {
     pub note: String,
 }
 
+/// What [`scale`] may do beyond cutting loops for its target.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ScaleOptions {
+    /// Skip a warm-up iteration before the main loop ([`crate::warmup`]).
+    pub skip_warmup: bool,
+    /// The standard deviation of one iteration's recorded critical computation in the lead
+    /// class's main loop ([`crate::sampling::recorded_spread`]), recorded seconds: a loop of
+    /// few iterations runs as many as the larger of it and the drawn spread needs.
+    pub recorded_spread: f64,
+}
+
+/// The class whose loops decide every cut, by index (see [`scale`]).
+pub fn lead_class_index(skel: &Skeleton) -> Option<usize> {
+    let lead = lead_class(skel)?;
+    skel.classes.iter().position(|c| std::ptr::eq(c, lead))
+}
+
 /// Main loops of at least this many iterations get the shorter default target (a
 /// twenty-fourth): with many iterations to choose from, a skeleton keeps enough of them.
 pub const MANY_ITERATIONS: u64 = 20;
@@ -702,8 +719,9 @@ pub fn scale(
     target_s: f64,
     reach: Reach,
     sampled_within: Option<f64>,
-    skip_warmup: bool,
+    options: &ScaleOptions,
 ) -> Scaling {
+    let ScaleOptions { skip_warmup, recorded_spread } = *options;
     let lead = lead(skel);
     let (share, n) = match lead {
         Some(((main, total), Some(n))) if total > 0.0 => (main / total, n),
@@ -730,7 +748,7 @@ pub fn scale(
     let needed = match lead_class(skel) {
         Some(c) if few && per_iter > 0.0 => {
             let lead_compute = lead_compute(skel);
-            let spread = crate::sampling::iteration_spread(skel, c);
+            let spread = crate::sampling::iteration_spread(skel, c).max(recorded_spread);
             let spread_s =
                 if lead_compute > 0.0 { spread / lead_compute * app_time_s } else { 0.0 };
             crate::sampling::iterations_needed(n, spread_s, app_time_s)
