@@ -201,8 +201,21 @@ fn spawn_registered(
 pub fn status_of_child(mut cmd: Command, what: &str) -> Result<ExitStatus> {
     let (mut child, me) = spawn_registered(&mut cmd, what, Resource::Child)?;
     let status = child.wait().with_context(|| format!("waiting for {what}"));
+    wait_if_stopping();
     unregister(&me);
     status
+}
+
+/// Set once a signal's clean-up has begun.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A child that ended because a signal's clean-up stopped it is no failure of the work: the
+/// caller must not report one (and exit 1) before the clean-up exits with 128 + the signal.
+/// Waits here for that exit.
+fn wait_if_stopping() {
+    while STOPPING.load(Ordering::SeqCst) {
+        std::thread::park_timeout(std::time::Duration::from_secs(1));
+    }
 }
 
 /// Like [`status_of_child`], capturing the child's output (a compiler's messages).
@@ -210,6 +223,7 @@ pub fn output_of_child(mut cmd: Command, what: &str) -> Result<std::process::Out
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
     let (child, me) = spawn_registered(&mut cmd, what, Resource::Child)?;
     let out = child.wait_with_output().with_context(|| format!("waiting for {what}"));
+    wait_if_stopping();
     unregister(&me);
     out
 }
@@ -225,6 +239,7 @@ pub fn install_signal_handler() -> Result<()> {
         .context("installing the signal handler")?;
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
+            STOPPING.store(true, Ordering::SeqCst);
             eprintln!("mpiskel: signal {sig}: stopping, and removing what was being made");
             cleanup_all();
             std::process::exit(128 + sig);
@@ -423,6 +438,7 @@ pub fn run_group(mut cmd: Command, timeout: Duration, what: &str) -> Result<Outp
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    wait_if_stopping();
     // Whatever the command left behind in its group goes with it.
     remove(&group);
     unregister(&group);

@@ -179,22 +179,25 @@ fn remove_events(r: &mut RankTrace, drop: &[bool]) -> u64 {
     let (mut carry, mut carry_cpu, mut moved) = (0u64, 0u64, 0u64);
     let mut kept: Vec<Event> = Vec::with_capacity(r.events.len());
     for (e, &d) in std::mem::take(&mut r.events).into_iter().zip(drop) {
+        // Saturating: a file's times may be anything (a mutated one near u64::MAX), and a
+        // time that cannot be represented stays the largest one, not a wrapped small one.
         if d {
             let own = e.exit_ns.saturating_sub(e.enter_ns);
-            moved += own;
-            carry += e.gap_ns + own;
-            carry_cpu += e.gap_cpu_ns.unwrap_or(e.gap_ns) + own;
+            moved = moved.saturating_add(own);
+            carry = carry.saturating_add(e.gap_ns.saturating_add(own));
+            carry_cpu =
+                carry_cpu.saturating_add(e.gap_cpu_ns.unwrap_or(e.gap_ns).saturating_add(own));
             continue;
         }
         let mut e = e;
         if carry > 0 {
-            e.gap_ns += carry;
-            e.gap_cpu_ns = e.gap_cpu_ns.map(|c| c + carry_cpu);
+            e.gap_ns = e.gap_ns.saturating_add(carry);
+            e.gap_cpu_ns = e.gap_cpu_ns.map(|c| c.saturating_add(carry_cpu));
             (carry, carry_cpu) = (0, 0);
         }
         kept.push(e);
     }
-    r.trailing_gap_ns += carry;
+    r.trailing_gap_ns = r.trailing_gap_ns.saturating_add(carry);
     r.events = kept;
     moved
 }
@@ -281,6 +284,27 @@ mod tests {
         // The barrier's gap holds the removed calls' gaps and durations.
         assert_eq!(ranks[1].events[1].gap_ns, 500 + 1_000 + 700 + 2_000 + 40);
         assert_eq!(ops(&ranks[0]), [Op::Send]);
+    }
+
+    /// A mutated time-independent trace (`mpiskel-fuzz ti --read-only --seed 34404802`) gave a
+    /// local call a gap near 2⁶⁴ ns: moved onto the next call, it overflowed. Times saturate.
+    #[test]
+    fn gaps_moved_from_local_calls_saturate() {
+        let mut ranks = vec![
+            rank(0, vec![p2p(Op::Send, 10, Peer::Rank(Rank(1)), 3, None)]),
+            rank(
+                1,
+                vec![
+                    p2p(Op::Recv, 10, Peer::Rank(Rank(0)), 3, None),
+                    p2p(Op::Irecv, u64::MAX - 10, Peer::Any, 3, Some(1)),
+                    wait(700, &[1]),
+                    p2p(Op::Barrier, u64::MAX - 10, Peer::Null, 0, None),
+                ],
+            ),
+        ];
+        drop_local_calls(&mut ranks);
+        assert_eq!(ops(&ranks[1]), [Op::Recv, Op::Barrier]);
+        assert_eq!(ranks[1].events[1].gap_ns, u64::MAX);
     }
 
     #[test]
