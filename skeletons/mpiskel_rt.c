@@ -319,6 +319,11 @@ void sk_phase_add(int i, double seconds) {
     sk_phases[i].seconds += seconds;
 }
 
+void sk_inner_first(int i, double seconds) {
+    sk_phases[i].first += seconds;
+    sk_phases[i].first_set = 1;
+}
+
 /* Seconds of removed computation added back to the iterations phase i ran: what was removed,
  * at the pace the parts that ran kept over the whole phase. */
 static double sk_restored_of(int i) {
@@ -355,7 +360,20 @@ static double sk_predicted(int i) {
         return inner;
     }
     double restored = sk_restored_of(i) * (double)p->full / (double)p->run;
-    if (children == 0 && p->first_set && p->run >= 2 && p->full > p->run) {
+    /* A cut inner loop: each iteration of the loop around it began it once in the application
+     * too, so its first iterations (summed in `first`) count once per outer iteration and the
+     * rest are scaled. A first inner iteration waits where the others do not — a pipelined
+     * sweep's fill, until the wave reaches the rank — and scaled with the rest, that wait would
+     * count as often as the iterations cut (NPB LU S on 16 ranks at 10 µs links: +8 %). */
+    if (p->parent >= 0) {
+        const sk_phase *o = &sk_phases[p->parent];
+        if (children == 0 && p->first_set && o->run > 0 && p->run >= 2 * o->run && p->full > p->run) {
+            double others = (own - p->first) / (double)(p->run - o->run);
+            return p->first * (double)o->full / (double)o->run + others * (double)(p->full - o->full) +
+                   restored;
+        }
+    }
+    if (children == 0 && p->parent < 0 && p->first_set && p->run >= 2 && p->full > p->run) {
         double others = (own - p->first) / (double)(p->run - 1);
         if (p->first_apart || p->first > SK_FIRST_LONGER * others) {
             return p->first + others * (double)(p->full - 1) + restored;

@@ -28,7 +28,9 @@ typedef struct {
     double seconds; /* measured */
     int parent;     /* for an inner loop timed on its own: its phase; otherwise -1 */
     int first_apart; /* its first iteration replays the application's first: counted once */
-    double first;   /* seconds of its first iteration (set by sk_iteration_end) */
+    double first;   /* seconds of its first iteration (set by sk_iteration_end); for an inner
+                     * loop, of its first iteration in each iteration of its phase, summed
+                     * (sk_inner_first) */
     int first_set;
     long warmup;    /* copies of one of its iterations elsewhere in the application that this
                      * skeleton skips (an untimed warm-up iteration), each priced at the slowest
@@ -96,6 +98,9 @@ void sk_phase_end(int i);
 void sk_iteration_end(long it);
 /* Adds seconds to phase i (an inner loop timed inside its phase). */
 void sk_phase_add(int i, double seconds);
+/* Adds the seconds of an inner loop's first iteration (timed inside its phase) to phase i's
+ * first: the loop around it ran it once per iteration, and so did the application. */
+void sk_inner_first(int i, double seconds);
 
 /* Buffered sends (MPI_Bsend): attaches a buffer for `bytes` in `messages` messages, what the
  * skeleton sends buffered with `main_run` iterations of its main loop; more iterations
