@@ -488,7 +488,7 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn default_name(trace: &Path) -> String {
+pub fn default_name(trace: &Path) -> String {
     let p = if trace.is_file() { trace.parent().unwrap_or(trace) } else { trace };
     let stem = p
         .canonicalize()

@@ -10,6 +10,7 @@ mod inspect;
 mod logicalize;
 mod progress;
 mod record;
+mod report;
 mod run;
 mod symbols;
 mod synth;
@@ -26,7 +27,8 @@ use clap::{Parser, Subcommand};
 /// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
 /// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
 /// `mpiskel validate` measures predictions across platforms; `mpiskel export --ti` writes a
-/// trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale.
+/// trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale;
+/// `mpiskel report` writes one HTML page about a trace, a skeleton or a validation run.
 #[derive(Debug, Parser)]
 #[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
 struct Cli {
@@ -47,6 +49,7 @@ enum Command {
     Validate(validate::ValidateArgs),
     Retune(validate::retune::RetuneArgs),
     Synth(synth::SynthArgs),
+    Report(report::ReportArgs),
 }
 
 /// Exit codes: 0 success; 1 the work failed (bad input, failed run); 2 usage error (clap).
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Validate(a) => validate::validate(a),
         Command::Retune(a) => validate::retune::retune(a),
         Command::Synth(a) => synth::synth(a),
+        Command::Report(a) => report::report(a),
     };
     match result {
         Ok(code) => code,
