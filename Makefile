@@ -35,6 +35,7 @@ bench: deps
 	cargo bench --bench compress_npb
 	cargo bench -p mpiskel-compress --bench loops
 	cargo bench --bench logicalize_npb
+	cargo bench -p mpiskel-logicalize --bench matchers
 	cargo bench -p mpiskel-logicalize --bench identify
 	cargo bench --bench skeleton
 	cargo bench --bench scale

@@ -83,30 +83,6 @@ pub struct Identification {
     pub edges: usize,
 }
 
-/// Breadth-first layer sizes from `root`.
-fn layers(g: &Graph, root: usize) -> Vec<usize> {
-    let mut dist = vec![usize::MAX; g.n()];
-    let mut out = vec![1];
-    dist[root] = 0;
-    let mut frontier = vec![root];
-    while !frontier.is_empty() {
-        let mut next = Vec::new();
-        for &v in &frontier {
-            for &u in g.neighbors(v) {
-                if dist[u as usize] == usize::MAX {
-                    dist[u as usize] = dist[v] + 1;
-                    next.push(u as usize);
-                }
-            }
-        }
-        if !next.is_empty() {
-            out.push(next.len());
-        }
-        frontier = next;
-    }
-    out
-}
-
 fn label(g: &Graph, v: usize) -> (usize, usize) {
     (g.degree(v), g.neighbors(v).iter().map(|&u| g.degree(u as usize)).sum())
 }
@@ -119,7 +95,7 @@ fn distance_profile_root(g: &Graph) -> (usize, (usize, usize), Vec<usize>) {
         *freq.entry(label(g, v)).or_insert(0) += 1;
     }
     let root = (0..g.n()).min_by_key(|&v| (freq[&label(g, v)], label(g, v), v)).unwrap_or(0);
-    (root, label(g, root), layers(g, root))
+    (root, label(g, root), g.bfs_layers(root))
 }
 
 /// A cheap necessary condition before the matcher: an isomorphism maps the observed root to a
@@ -139,12 +115,12 @@ fn same_distance_profile(
     }
     let _ = g;
     if t.vertex_transitive() {
-        return layers(h, nodes[0]) == *prof;
+        return h.bfs_layers(nodes[0]) == *prof;
     }
     if nodes.len() > 16 {
         return true;
     }
-    nodes.iter().any(|&v| layers(h, v) == *prof)
+    nodes.iter().any(|&v| h.bfs_layers(v) == *prof)
 }
 
 /// Step budget of the isomorphism test for a graph of `n` nodes and `e` edges.
