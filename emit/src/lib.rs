@@ -32,6 +32,7 @@ pub mod replay;
 pub mod rust;
 pub mod sampling;
 pub mod scale;
+pub mod spread;
 pub mod symbols;
 pub mod timesteps;
 pub mod warmup;
