@@ -11,7 +11,8 @@ use mpiskel_compress::{exact, greedy, LoopNest, NestReport, Node};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
 
-use crate::symbols::{symbolize, symbolize_class, SymbolInfo};
+use mpiskel_emit::physical::symbolize;
+use mpiskel_emit::symbols::{symbolize_class, SymbolInfo};
 
 /// Find the loop nest of one rank's trace (Xu & Subhlok 2008, §3).
 ///

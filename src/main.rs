@@ -12,7 +12,6 @@ mod progress;
 mod record;
 mod report;
 mod run;
-mod symbols;
 mod synth;
 mod validate;
 

@@ -25,6 +25,7 @@ pub mod c;
 pub mod deadlock;
 pub mod instantiate;
 pub mod matching;
+pub mod physical;
 pub mod pipeline;
 pub mod program;
 pub mod removal;

@@ -1,7 +1,7 @@
 //! How the recorded durations of one compute block spread, and what of that spread a
 //! skeleton draws: the quantiles of the deviations across the ranks at each position
 //! ([`distribution`]), each rank's systematic factor where one weight per rank cannot say it
-//! ([`rank_factors`]), the unsteady share of a single rank's executions ([`unsteady_share`],
+//! ([`rank_factors`]), the unsteady share of a single rank's executions (`unsteady_share`,
 //! von Neumann 1941), and which sub-microsecond blocks are drawn at all (censored recordings,
 //! [`CENSORED_BELOW`]).
 //!
@@ -131,7 +131,7 @@ pub fn rank_factors(
 /// are scaled by √(1 − shared), keeping the variance of the rank's own part (LAMMPS crack, a
 /// class per rank, 99 % shared: drawn whole, the skeleton ran 18 % over the application).
 /// Programs without collectives over every rank to measure that by still show it as a trend
-/// along the run, which is not the rank's own either ([`unsteady_share`]); the smaller of the
+/// along the run, which is not the rank's own either (`unsteady_share`); the smaller of the
 /// two own shares is kept.
 ///
 /// `None` where drawing would not differ from the mean: fewer than 8 deviations, or a spread

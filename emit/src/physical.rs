@@ -1,4 +1,4 @@
-//! Turning one rank's events into the symbols loop discovery works on.
+//! One rank's physical calls as the symbols loop discovery works on.
 //!
 //! Each event becomes a symbol determined by its operation and the arguments that shape its
 //! communication: for point-to-point calls the peer as an offset from the rank (so that the
@@ -7,14 +7,20 @@
 //! completed. Compute gaps are not symbols: they travel as weights (seconds) beside the symbol
 //! of the call that follows them.
 //!
-//! [`symbolize_class`] does the same for the logical program of a process class, where peers
-//! are directions of the topology and tags are tag classes; [`symbolize`] works on one rank's
-//! physical calls (peers as rank offsets), for `mpiskel compress --physical`.
+//! [`crate::symbols::symbolize_class`] does the same for the logical program of a process
+//! class, where peers are directions of the topology and tags are tag classes; [`symbolize`]
+//! works on one rank's physical calls (peers as rank offsets), for
+//! `mpiskel compress --physical`.
+//!
+//! # Complexity
+//! O(n) hash look-ups for a rank of n calls.
 
 use std::collections::HashMap;
 
 use mpiskel_compress::Sym;
 use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace};
+
+use crate::symbols::{SymbolInfo, Symbolized};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
@@ -78,8 +84,6 @@ fn key(e: &Event, me: Rank) -> Key {
         },
     }
 }
-
-pub use mpiskel_emit::symbols::{symbolize_class, SymbolInfo, Symbolized};
 
 /// One rank's physical calls as symbols (peers as rank offsets), with the compute gap before each.
 pub fn symbolize(rt: &RankTrace) -> Symbolized {
