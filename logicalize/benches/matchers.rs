@@ -8,30 +8,7 @@
 use std::time::Instant;
 
 use mpiskel_logicalize::catalogue::{Kind, Topology};
-use mpiskel_logicalize::iso::{isomorphism, IsoResult};
-use mpiskel_logicalize::Graph;
-
-fn vf2(a: &Graph, b: &Graph) -> bool {
-    let label = |g: &Graph| g.petgraph().map(|v, _| g.degree(v.index()), |_, _| ());
-    petgraph::algo::is_isomorphic_matching(&label(a), &label(b), |x, y| x == y, |_, _| true)
-}
-
-/// One double edge swap that keeps every degree (see tests/iso.rs).
-fn swapped(g: &Graph) -> Graph {
-    let edges: Vec<(u32, u32)> = (0..g.n())
-        .flat_map(|v| g.neighbors(v).iter().map(move |&u| (v as u32, u)))
-        .filter(|(v, u)| v < u)
-        .collect();
-    let (a, b) = edges[0];
-    for &(c, d) in edges.iter().rev() {
-        let distinct = a != c && a != d && b != c && b != d;
-        if distinct && !g.has_edge(a as usize, d as usize) && !g.has_edge(c as usize, b as usize) {
-            let rest = edges.iter().copied().filter(|&e| e != (a, b) && e != (c, d));
-            return Graph::from_edges(g.n(), rest.chain([(a, d), (c, b)]));
-        }
-    }
-    g.clone()
-}
+use mpiskel_logicalize::iso::{isomorphism, vf2_isomorphic, IsoResult};
 
 fn best<T>(f: impl Fn() -> T) -> (f64, T) {
     let mut out = None;
@@ -73,13 +50,13 @@ fn main() {
         let (own_pos, r) = best(|| isomorphism(&h, &g, 50_000_000));
         assert!(matches!(r, IsoResult::Found(_)), "{}", t.name());
         let vf2_pos = if positive_vf2 {
-            let (x, ok) = best(|| vf2(&h, &g));
+            let (x, ok) = best(|| vf2_isomorphic(&h, &g));
             assert!(ok, "{}", t.name());
             format!("{x:.6} s")
         } else {
             "not run".into()
         };
-        let s = swapped(&g);
+        let s = g.edge_swapped().unwrap_or_else(|| g.clone());
         let (own_neg, r) = best(|| isomorphism(&s, &g, 50_000_000));
         let own_neg = format!(
             "{own_neg:.6} s ({})",
@@ -90,7 +67,7 @@ fn main() {
             }
         );
         let vf2_neg = if negative_vf2 {
-            let (x, iso) = best(|| vf2(&s, &g));
+            let (x, iso) = best(|| vf2_isomorphic(&s, &g));
             format!("{x:.6} s ({})", if iso { "found" } else { "no" })
         } else {
             "not run".into()

@@ -110,6 +110,28 @@ impl Graph {
         petgraph::algo::connected_components(&self.g)
     }
 
+    /// The graph after one double edge swap that keeps every degree: (a, b), (c, d) become
+    /// (a, d), (c, b) for a's first edge and the last edge (c, d) where that adds no edge that
+    /// exists — same size, same degrees, usually another graph (a hard negative for a
+    /// matcher). `None` where no such pair exists.
+    pub fn edge_swapped(&self) -> Option<Graph> {
+        let edges: Vec<(u32, u32)> = (0..self.n())
+            .flat_map(|v| self.adj[v].iter().map(move |&u| (v as u32, u)))
+            .filter(|(v, u)| v < u)
+            .collect();
+        let &(a, b) = edges.first()?;
+        let &(c, d) = edges.iter().rev().find(|&&(c, d)| {
+            a != c
+                && a != d
+                && b != c
+                && b != d
+                && !self.has_edge(a as usize, d as usize)
+                && !self.has_edge(c as usize, b as usize)
+        })?;
+        let rest = edges.iter().copied().filter(|&e| e != (a, b) && e != (c, d));
+        Some(Graph::from_edges(self.n(), rest.chain([(a, d), (c, b)])))
+    }
+
     /// The same graph with its nodes renumbered by a pseudo-random permutation drawn from
     /// `seed` (xorshift, Fisher–Yates), and the permutation (`perm[v]` is `v`'s new number).
     pub fn shuffled(&self, seed: u64) -> (Graph, Vec<u32>) {

@@ -186,6 +186,14 @@ pub fn isomorphism(g: &Graph, h: &Graph, budget: u64) -> IsoResult {
     }
 }
 
+/// Whether petgraph's VF2 (`is_isomorphic_matching`, nodes labelled by degree) finds `a` and
+/// `b` isomorphic: the cross-check of [`isomorphism`] in the tests and the benchmark. No step
+/// budget: on large hard cases it can run for minutes.
+pub fn vf2_isomorphic(a: &Graph, b: &Graph) -> bool {
+    let label = |g: &Graph| g.petgraph().map(|v, _| g.degree(v.index()), |_, _| ());
+    petgraph::algo::is_isomorphic_matching(&label(a), &label(b), |x, y| x == y, |_, _| true)
+}
+
 /// Whether `map` is an isomorphism from `g` to `h`.
 pub fn is_isomorphism(g: &Graph, h: &Graph, map: &[u32]) -> bool {
     if g.n() != h.n() || g.edges() != h.edges() || map.len() != g.n() {
