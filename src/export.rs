@@ -3,11 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 
-use crate::run::{run_skeleton, Mpi, RunArgs};
+use mpiskel_validate::harness::TempPath;
+use mpiskel_validate::run::trace_under_smpi;
 
 /// Write a trace (any format `mpiskel inspect` reads), or a skeleton's program, as a SimGrid
 /// time-independent trace, for SimGrid to replay on any platform it models (`smpirun -replay
@@ -55,29 +56,6 @@ pub struct ExportArgs {
     hostfile: Option<PathBuf>,
 }
 
-/// Runs the C skeleton in `skel` under SimGrid SMPI with its time-independent tracing into
-/// `into` (a folder that must not exist); returns the trace's index.
-fn trace_skeleton(skel: &Path, into: &Path, a: &ExportArgs) -> Result<PathBuf> {
-    let doc = crate::build::read_skeleton_document(skel)?
-        .with_context(|| format!("{}: not a skeleton folder", skel.display()))?;
-    if doc.lang != "c" {
-        bail!(
-            "{}: a {} skeleton; only C skeletons run under SimGrid (build it with --lang c)",
-            skel.display(),
-            doc.lang
-        );
-    }
-    std::fs::create_dir_all(into).with_context(|| format!("creating {}", into.display()))?;
-    let index = std::path::absolute(into.join("trace.txt"))?;
-    let mut run = RunArgs::new(skel, Mpi::Smpi);
-    run.platform = a.platform.clone();
-    run.hostfile = a.hostfile.clone();
-    run.mpirun_args =
-        vec!["-trace-ti".into(), format!("--cfg=tracing/filename:{}", index.display())];
-    run_skeleton(&run).with_context(|| format!("running {} under SimGrid", skel.display()))?;
-    Ok(index)
-}
-
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     let index = a.ti.join("trace.txt");
@@ -97,9 +75,11 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let guard = tmp.as_deref().map(crate::harness::TempPath::register).transpose()?;
+    let guard = tmp.as_deref().map(TempPath::register).transpose()?;
     let (input, flops) = match &tmp {
-        Some(t) => (trace_skeleton(&a.trace, t, &a)?, 1e9),
+        Some(t) => {
+            (trace_under_smpi(&a.trace, t, a.platform.as_deref(), a.hostfile.as_deref())?, 1e9)
+        }
         None => (a.trace.clone(), a.flops),
     };
     let opts = ReadOptions { ti: TiOptions { flops_per_second: flops } };

@@ -66,8 +66,8 @@ fn show<T: Serialize>(doc: &T, json: bool, render: fn(&T) -> String) -> Result<E
 
 pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
-    if let Some(doc) = crate::build::read_skeleton_document(&a.path)? {
-        return show(&doc, a.json, crate::build::render_document);
+    if let Some(doc) = mpiskel_emit::document::read(&a.path)? {
+        return show(&doc, a.json, mpiskel_emit::document::render);
     }
     if let Some(doc) = read_logical_document(&a.path)? {
         return show(&doc, a.json, crate::logicalize::render);

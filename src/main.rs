@@ -5,7 +5,6 @@
 mod build;
 mod compress;
 mod export;
-mod harness;
 mod inspect;
 mod logicalize;
 mod progress;
@@ -46,7 +45,7 @@ enum Command {
     Export(export::ExportArgs),
     Tracer(record::TracerArgs),
     Validate(validate::ValidateArgs),
-    Retune(validate::retune::RetuneArgs),
+    Retune(validate::RetuneArgs),
     Synth(synth::SynthArgs),
     Report(report::ReportArgs),
 }
@@ -64,7 +63,7 @@ fn main() -> ExitCode {
         Command::Export(a) => export::export(a),
         Command::Tracer(a) => record::tracer(a),
         Command::Validate(a) => validate::validate(a),
-        Command::Retune(a) => validate::retune::retune(a),
+        Command::Retune(a) => validate::retune(a),
         Command::Synth(a) => synth::synth(a),
         Command::Report(a) => report::report(a),
     };

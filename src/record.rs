@@ -121,8 +121,8 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
     let partial = parent.join(format!("{name}.partial"));
     let _ = std::fs::remove_dir_all(&tmp);
     // Interrupted (Ctrl-C, SIGTERM), the traced run is killed and the folder removed.
-    crate::harness::install_signal_handler()?;
-    let guard = crate::harness::TempPath::register(&tmp)?;
+    mpiskel_validate::harness::install_signal_handler()?;
+    let guard = mpiskel_validate::harness::TempPath::register(&tmp)?;
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
 
     let what = tracer::Recording {
@@ -137,7 +137,7 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let mut cmd = Command::new(&plan.argv[0]);
     cmd.args(&plan.argv[1..]).envs(plan.env.iter().map(|(k, v)| (k, v)));
-    let status = crate::harness::status_of_child(cmd, &plan.argv[0])?;
+    let status = mpiskel_validate::harness::status_of_child(cmd, &plan.argv[0])?;
     let wall_s = started.elapsed().as_secs_f64();
 
     let fail = |why: String| -> Result<ExitCode> {

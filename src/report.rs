@@ -9,8 +9,8 @@ use clap::Args;
 use mpiskel_report::{Page, RunPhase, RunView, ValidationRow};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 
-use crate::build::read_skeleton_document;
 use crate::progress::Stages;
+use mpiskel_emit::document;
 
 /// Write one self-contained HTML page about a trace, a skeleton or a validation run.
 ///
@@ -53,7 +53,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     let source = format!("{} — mpiskel {}", a.input.display(), env!("CARGO_PKG_VERSION"));
     let page = if a.input.join("results.json").is_file() {
         validation_page(&a.input, &source)?
-    } else if let Some(doc) = read_skeleton_document(&a.input)? {
+    } else if let Some(doc) = document::read(&a.input)? {
         let mut page = Page::new(&doc.name, &source);
         page.skeleton(&doc.program, &doc.scaling);
         let trace = Path::new(&doc.trace);
@@ -117,7 +117,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
         let _spinner = stages.spinner("finding the topology and the process classes");
         mpiskel_logicalize::logicalize_owned(set)
     };
-    let title = crate::build::default_name(trace);
+    let title = mpiskel_validate::build::default_name(trace);
     let mut page = Page::new(&title, source);
     page.matrix(&lt.matrix);
     let made = {
@@ -139,10 +139,10 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
         page.facts.insert(0, ("ranks".into(), n_ranks.to_string()));
     }
     if polls.polls > 0 {
-        page.notes.push(crate::build::describe_polls(&polls));
+        page.notes.push(document::describe_polls(&polls));
     }
     if local.sends + local.receives > 0 {
-        page.notes.push(crate::build::describe_local(&local, app_time, n_ranks));
+        page.notes.push(document::describe_local(&local, app_time, n_ranks));
     }
     Ok(page)
 }
@@ -202,7 +202,7 @@ fn validation_page(dir: &Path, source: &str) -> Result<Page> {
     let path = dir.join("results.json");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let v: crate::validate::report::Validation = serde_json::from_str(&text)
+    let v: mpiskel_validate::tables::Validation = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a validation run", path.display()))?;
     let mut page = Page::new("validation", source);
     page.facts.push(("measured on".into(), v.machine.clone()));

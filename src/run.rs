@@ -1,14 +1,13 @@
 //! `mpiskel run`: compile a skeleton folder, run it, print measured and predicted times.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
-use serde::{Deserialize, Serialize};
+use mpiskel_validate::run::{run_skeleton, RunOptions};
 
-use crate::build::read_skeleton_document;
+use crate::progress::Stages;
 
 /// Compile a skeleton folder, run it and print its prediction.
 ///
@@ -34,64 +33,60 @@ use crate::build::read_skeleton_document;
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
     /// The skeleton folder (written by `mpiskel build`).
-    pub(crate) dir: PathBuf,
+    pub dir: PathBuf,
     /// Number of ranks (must be what the skeleton was made for; default: that).
     #[arg(short = 'n', long = "np", value_name = "N")]
-    pub(crate) np: Option<u32>,
+    pub np: Option<u32>,
     /// Which MPI to build and run with.
     #[arg(long, value_enum, default_value_t = Mpi::Openmpi)]
-    pub(crate) mpi: Mpi,
+    pub mpi: Mpi,
     /// SimGrid platform file (--mpi smpi).
     #[arg(long, value_name = "FILE")]
-    pub(crate) platform: Option<PathBuf>,
+    pub platform: Option<PathBuf>,
     /// SimGrid host file (--mpi smpi; default: the platform's hosts in order).
     #[arg(long, value_name = "FILE")]
-    pub(crate) hostfile: Option<PathBuf>,
+    pub hostfile: Option<PathBuf>,
     /// Extra SimGrid options, e.g. --smpi-cfg smpi/coll-selector:mpich (repeatable).
     #[arg(long = "smpi-cfg", value_name = "KEY:VALUE")]
-    pub(crate) smpi_cfg: Vec<String>,
+    pub smpi_cfg: Vec<String>,
     /// Seconds before the run is killed.
     #[arg(long, default_value_t = 600)]
-    pub(crate) timeout: u64,
+    pub timeout: u64,
     /// Print the skeleton's JSON report instead of the summary.
     #[arg(long)]
-    pub(crate) json: bool,
+    pub json: bool,
     /// Rust skeletons: cargo's target folder [default: DIR/target/<mpi>]. The mpi crate does not
     /// rebuild when the MPI library changes, so use one folder per library; skeletons sharing a
     /// folder need different names (`mpiskel build --name`), which name their binaries.
     #[arg(long, value_name = "DIR")]
-    pub(crate) target_dir: Option<PathBuf>,
+    pub target_dir: Option<PathBuf>,
     /// An option for the launcher (mpirun), e.g. --mpirun-arg=--mca --mpirun-arg=btl
     /// (repeatable).
     #[arg(long = "mpirun-arg", value_name = "ARG", allow_hyphen_values = true)]
-    pub(crate) mpirun_args: Vec<String>,
+    pub mpirun_args: Vec<String>,
     /// Ignore the compute scale or reference rate `mpiskel retune` stored in the folder.
     #[arg(long)]
-    pub(crate) untuned: bool,
+    pub untuned: bool,
     /// Arguments for the skeleton itself (e.g. --iterations 40, --compute-scale 1.1).
     #[arg(last = true)]
-    pub(crate) skeleton_args: Vec<String>,
-    /// Words put before the launcher (a namespace or cgroup of the validation harness).
-    #[arg(skip)]
-    pub(crate) prefix: Vec<std::ffi::OsString>,
+    pub skeleton_args: Vec<String>,
 }
 
 impl RunArgs {
-    /// A run of the skeleton in `dir` under `mpi` with every other option at its default.
-    pub(crate) fn new(dir: &Path, mpi: Mpi) -> Self {
-        Self {
-            dir: dir.to_path_buf(),
-            np: None,
-            mpi,
-            platform: None,
-            hostfile: None,
-            smpi_cfg: Vec::new(),
-            timeout: 600,
-            json: false,
-            target_dir: None,
-            mpirun_args: Vec::new(),
-            untuned: false,
-            skeleton_args: Vec::new(),
+    /// The library's options for this run.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            dir: self.dir.clone(),
+            np: self.np,
+            mpi: self.mpi.into(),
+            platform: self.platform.clone(),
+            hostfile: self.hostfile.clone(),
+            smpi_cfg: self.smpi_cfg.clone(),
+            timeout: self.timeout,
+            target_dir: self.target_dir.clone(),
+            mpirun_args: self.mpirun_args.clone(),
+            untuned: self.untuned,
+            skeleton_args: self.skeleton_args.clone(),
             prefix: Vec::new(),
         }
     }
@@ -108,253 +103,18 @@ pub enum Mpi {
     Smpi,
 }
 
-impl Mpi {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Mpi::Openmpi => "openmpi",
-            Mpi::Mpich => "mpich",
-            Mpi::Smpi => "smpi",
+impl From<Mpi> for mpiskel_validate::Mpi {
+    fn from(m: Mpi) -> Self {
+        match m {
+            Mpi::Openmpi => mpiskel_validate::Mpi::Openmpi,
+            Mpi::Mpich => mpiskel_validate::Mpi::Mpich,
+            Mpi::Smpi => mpiskel_validate::Mpi::Smpi,
         }
     }
-}
-
-/// The skeleton's report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunReport {
-    /// Skeleton name.
-    pub skeleton: String,
-    /// Ranks.
-    pub ranks: u32,
-    /// Measured skeleton time (slowest rank), seconds.
-    pub skeleton_s: f64,
-    /// Predicted application time by phase, seconds.
-    pub predicted_s: f64,
-    /// Predicted application time, skeleton time × factor.
-    pub predicted_ratio_s: f64,
-    /// The factor.
-    pub factor: f64,
-    /// The application time recorded in the trace.
-    pub recorded_app_s: f64,
-    /// Whether the run was under SimGrid.
-    pub smpi: bool,
-    /// Kernel iterations per second measured at start-up.
-    pub compute_rate: f64,
-    /// Phases of rank 0.
-    pub phases: Vec<PhaseReport>,
-}
-
-/// One phase of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PhaseReport {
-    /// Name.
-    pub name: String,
-    /// Application iterations.
-    pub full: u64,
-    /// Iterations run.
-    pub run: u64,
-    /// Warm-up iterations the skeleton skipped that this phase prices (included in
-    /// `predicted_s`, at the slowest rank's mean iteration).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub warmup: u64,
-    /// Measured seconds.
-    pub seconds: f64,
-    /// Seconds of computation the skeleton did not run, added back at the pace it
-    /// measured (included in `predicted_s`).
-    #[serde(default)]
-    pub restored_s: f64,
-    /// Predicted seconds.
-    pub predicted_s: f64,
-}
-
-const DEFAULT_PLATFORM: &str = r#"<?xml version='1.0'?>
-<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
-<platform version="4.1">
-  <!-- Written by mpiskel run: NRANKS single-core 1 Gflop/s hosts, private 10 Gb/s 1 us links
-       into a non-blocking crossbar. -->
-  <cluster id="skel" prefix="node-" suffix=".skel" radical="0-LAST"
-           speed="1Gf" core="1" bw="10Gbps" lat="1us" sharing_policy="SPLITDUPLEX"
-           loopback_bw="100Gbps" loopback_lat="0.1us"/>
-</platform>
-"#;
-
-/// Compiles the skeleton in `dir` for `mpi`; returns the binary.
-pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
-    let bin = format!("skeleton-{}", mpi.name());
-    let (cc, extra): (&str, &[&str]) = match mpi {
-        Mpi::Openmpi => ("mpicc.openmpi", &[]),
-        Mpi::Mpich => ("mpicc.mpich", &[]),
-        Mpi::Smpi => ("smpicc", &["-DMPISKEL_SMPI"]),
-    };
-    // Linked under a temporary name and renamed, so that an interrupted or failed compile
-    // leaves no partial binary behind.
-    let tmp = format!(".{bin}.tmp-{}", std::process::id());
-    let guard = crate::harness::TempPath::register(&dir.join(&tmp))?;
-    let mut cmd = Command::new(cc);
-    cmd.current_dir(dir)
-        .args(["-O2", "-Wall", "-Wextra", "-o", &tmp, "skeleton.c", "mpiskel_rt.c"])
-        .args(extra)
-        .arg("-lm");
-    let out = crate::harness::output_of_child(cmd, cc)
-        .with_context(|| format!("running {cc} (is {} installed?)", mpi.name()))?;
-    if !out.status.success() {
-        bail!(
-            "{cc} failed on {}:\n{}",
-            dir.join("skeleton.c").display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    std::fs::rename(dir.join(&tmp), dir.join(&bin))
-        .with_context(|| format!("renaming {} to {bin}", dir.join(&tmp).display()))?;
-    guard.keep();
-    Ok(dir.join(bin))
-}
-
-/// Builds the Rust skeleton in `dir` with cargo for `mpi`; returns the binary.
-///
-/// The `mpi` crate finds the library through `MPICC` when it is built, and does not rebuild when
-/// that changes: each library gets its own target folder.
-pub fn compile_rust(
-    dir: &Path,
-    mpi: Mpi,
-    name: &str,
-    target_dir: Option<&Path>,
-) -> Result<PathBuf> {
-    let cc = match mpi {
-        Mpi::Openmpi => "mpicc.openmpi",
-        Mpi::Mpich => "mpicc.mpich",
-        Mpi::Smpi => bail!(
-            "{}: Rust skeletons run under openmpi or mpich; build with --lang c to run under SimGrid",
-            dir.display()
-        ),
-    };
-    let target = match target_dir {
-        Some(t) => std::path::absolute(t)?,
-        None => std::path::absolute(dir.join("target").join(mpi.name()))?,
-    };
-    let mut cmd = Command::new("cargo");
-    cmd.current_dir(dir)
-        .args(["build", "--release", "--quiet"])
-        .env("MPICC", cc)
-        .env("CARGO_TARGET_DIR", &target);
-    let out = crate::harness::output_of_child(cmd, "cargo")
-        .context("running cargo (is Rust installed?)")?;
-    if !out.status.success() {
-        bail!(
-            "cargo build failed on {} (MPICC={cc}):\n{}",
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(target.join("release").join(mpiskel_emit::rust::package_name(name)))
-}
-
-/// Runs `cmd` in its own process group, killing the group after `timeout`; returns (stdout,
-/// stderr) of a successful run.
-fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<(String, String)> {
-    let out = crate::harness::run_group(cmd, timeout, what)?;
-    if !out.status.success() {
-        bail!("{what} failed ({}):\n{}{}", out.status, out.stderr, out.stdout);
-    }
-    Ok((out.stdout, out.stderr))
-}
-
-/// Compiles and runs a skeleton folder; returns its report and the launcher's output.
-pub fn run_skeleton(a: &RunArgs) -> Result<(RunReport, String)> {
-    // An interrupted run stops the compiler or the launcher's process group, and removes a
-    // partly linked binary.
-    crate::harness::install_signal_handler()?;
-    let doc = read_skeleton_document(&a.dir)?.with_context(|| {
-        format!("{}: not a skeleton folder (no skeleton.json)", a.dir.display())
-    })?;
-    let np = a.np.unwrap_or(doc.n_ranks);
-    if np != doc.n_ranks {
-        bail!("{}: the skeleton was made for {} ranks, not {np}", a.dir.display(), doc.n_ranks);
-    }
-    // Spinners only (where stderr is a terminal): the report is what this prints.
-    let stages = crate::progress::Stages::bars_only();
-    let bin = {
-        let _spinner = stages.spinner(&format!("compiling {}", a.dir.display()));
-        match doc.lang.as_str() {
-            "rust" => compile_rust(&a.dir, a.mpi, &doc.name, a.target_dir.as_deref())?,
-            _ => std::path::absolute(compile(&a.dir, a.mpi)?)?,
-        }
-    };
-    let launcher = match a.mpi {
-        Mpi::Openmpi => "mpirun.openmpi",
-        Mpi::Mpich => "mpirun.mpich",
-        Mpi::Smpi => "smpirun",
-    };
-    let mut cmd = match a.prefix.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(launcher);
-            c
-        }
-        None => Command::new(launcher),
-    };
-    match a.mpi {
-        Mpi::Openmpi => {
-            cmd.args(["--oversubscribe", "--allow-run-as-root"]);
-            cmd.args(["-np", &np.to_string()]);
-        }
-        Mpi::Mpich => {
-            cmd.args(["-np", &np.to_string()]);
-        }
-        Mpi::Smpi => {
-            let platform = match &a.platform {
-                Some(p) => p.canonicalize().with_context(|| format!("{}", p.display()))?,
-                None => {
-                    let p = a.dir.join("smpi-platform.xml");
-                    let text = DEFAULT_PLATFORM
-                        .replace("NRANKS", &np.to_string())
-                        .replace("LAST", &(np.max(1) - 1).to_string());
-                    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
-                    p.canonicalize()?
-                }
-            };
-            cmd.args(["-np", &np.to_string(), "-platform"]).arg(&platform);
-            if let Some(h) = &a.hostfile {
-                cmd.arg("-hostfile")
-                    .arg(h.canonicalize().with_context(|| format!("{}", h.display()))?);
-            } else if a.platform.is_none() {
-                let h = a.dir.join("smpi-hostfile.txt");
-                let hosts: String = (0..np).map(|i| format!("node-{i}.skel\n")).collect();
-                std::fs::write(&h, hosts)?;
-                cmd.arg("-hostfile").arg(h.canonicalize()?);
-            }
-            cmd.args([
-                "--cfg=smpi/host-speed:1Gf",
-                "--cfg=smpi/simulate-computation:no",
-                "--cfg=smpi/display-timing:yes",
-            ]);
-            for c in &a.smpi_cfg {
-                cmd.arg(format!("--cfg={c}"));
-            }
-        }
-    }
-    let report_path = a.dir.join(format!("report-{}.json", a.mpi.name()));
-    std::fs::remove_file(&report_path).ok();
-    cmd.args(&a.mpirun_args);
-    cmd.current_dir(&a.dir).arg(&bin);
-    cmd.arg("--report").arg(report_path.file_name().unwrap_or_default());
-    if !a.untuned {
-        cmd.args(doc.tuning.as_ref().map(|t| t.skeleton_args()).unwrap_or_default());
-    }
-    cmd.args(&a.skeleton_args);
-    let (out, err) = {
-        let _spinner = stages.spinner(&format!("running {np} ranks under {}", a.mpi.name()));
-        run_with_timeout(cmd, Duration::from_secs(a.timeout), "the skeleton")?
-    };
-    let line = out
-        .lines()
-        .find_map(|l| l.strip_prefix("MPISKEL_REPORT "))
-        .with_context(|| format!("the skeleton printed no report:\n{out}{err}"))?;
-    let report: RunReport = serde_json::from_str(line).context("reading the skeleton's report")?;
-    Ok((report, out + &err))
 }
 
 pub fn run(a: RunArgs) -> Result<ExitCode> {
-    let (r, _) = run_skeleton(&a)?;
+    let (r, _) = run_skeleton(&a.options(), &Stages::bars_only())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(ExitCode::SUCCESS);
@@ -362,7 +122,7 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
     println!(
         "{} on {} ({} ranks): skeleton ran {:.6} s",
         r.skeleton,
-        a.mpi.name(),
+        mpiskel_validate::Mpi::from(a.mpi).name(),
         r.ranks,
         r.skeleton_s
     );
@@ -388,8 +148,4 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn is_zero(x: &u64) -> bool {
-    *x == 0
 }

@@ -15,6 +15,7 @@
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
 //!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;
 //! - [`pipeline`]: all of the above in order;
+//! - [`document`]: `skeleton.json`, the provenance of a skeleton folder, and its reader;
 //! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`);
 //! - [`rust`]: the Rust back end (rsmpi; `quote!` → `syn` → `prettyplease`), from the same IR.
 //!
@@ -23,6 +24,7 @@
 
 pub mod c;
 pub mod deadlock;
+pub mod document;
 pub mod instantiate;
 pub mod matching;
 pub mod physical;

@@ -15,57 +15,15 @@
 //! run.sh pass to the skeleton.
 
 use std::path::Path;
-use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
-use clap::Args;
+use crate::error::{bail, ensure, Context, Result};
 
-use super::native::{Case, Options};
-use super::report::RetuneRow;
-use super::Progress;
-use crate::build::{read_skeleton_document, Tuning};
-use crate::compress::write_atomic;
-use crate::run::{run_skeleton, Mpi, RunArgs, RunReport};
-
-/// Adjust a skeleton's compute blocks for the machine it now runs on.
-///
-/// With --app-time T (the application's time measured on this machine, seconds): scales every
-/// compute block so that the skeleton's prediction by ratio gives T here, as Xu & Subhlok's method
-/// does (two runs of the skeleton: as built and without computation). Predictions for other
-/// settings of this machine (another network, a CPU share) then start from the right compute
-/// speed.
-///
-/// With --work: compute blocks become a fixed amount of kernel work, this machine's kernel rate
-/// (or --rate) × the recorded seconds, so that on a slower processor they take longer. Run it
-/// on the machine where the trace was recorded, then take the skeleton elsewhere.
-///
-/// --reset removes the tuning. The tuning is stored in DIR/skeleton.json and DIR/tuning.args;
-/// `mpiskel run` and run.sh apply it (`mpiskel run --untuned` does not).
-///
-/// Examples:
-///   mpiskel retune halo.skel --app-time 12.7
-///   mpiskel retune bt.skel --app-time 0.62 --mpi smpi --platform speedhalf.xml --hostfile hosts.txt
-///   mpiskel retune halo.skel --work            # on the recording machine
-///   mpiskel retune halo.skel --reset
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-pub struct RetuneArgs {
-    /// The application's time on this machine, seconds.
-    #[arg(long, value_name = "SECONDS", conflicts_with_all = ["work", "reset"])]
-    app_time: Option<f64>,
-    /// Make compute blocks a fixed amount of work (this machine's kernel rate, or --rate).
-    #[arg(long, conflicts_with = "reset")]
-    work: bool,
-    /// Kernel iterations per second of the recording machine (with --work).
-    #[arg(long, value_name = "PER_SECOND", requires = "work")]
-    rate: Option<f64>,
-    /// Remove the tuning.
-    #[arg(long)]
-    reset: bool,
-    /// How to run the skeleton (the options of `mpiskel run`).
-    #[command(flatten)]
-    run: RunArgs,
-}
+use crate::native::{Case, Options};
+use crate::observe::{Observer, Quiet};
+use crate::run::{run_skeleton, Mpi, RunOptions, RunReport};
+use crate::suite::write_atomic;
+use crate::tables::RetuneRow;
+use mpiskel_emit::document::{self, Tuning};
 
 /// Relative distance from the application time at which app-time retuning stops.
 const TOLERANCE: f64 = 0.02;
@@ -73,11 +31,11 @@ const TOLERANCE: f64 = 0.02;
 const MAX_STEPS: usize = 3;
 
 /// Runs the skeleton untuned with extra skeleton options.
-fn run_untuned(base: &RunArgs, extra: &[&str]) -> Result<RunReport> {
+fn run_untuned(base: &RunOptions, extra: &[&str]) -> Result<RunReport> {
     let mut a = base.clone();
     a.untuned = true;
     a.skeleton_args.extend(extra.iter().map(|s| s.to_string()));
-    Ok(run_skeleton(&a)?.0)
+    Ok(run_skeleton(&a, &Quiet)?.0)
 }
 
 /// The compute scale that makes the ratio prediction `target`, from runs at scale 1 and 0.
@@ -95,7 +53,7 @@ pub fn scale_for(target: f64, full: f64, no_compute: f64) -> Result<f64> {
 
 /// Stores `tuning` in the skeleton folder (None: removes it).
 pub fn store(dir: &Path, tuning: Option<Tuning>) -> Result<()> {
-    let mut doc = read_skeleton_document(dir)?
+    let mut doc = document::read(dir)?
         .with_context(|| format!("{}: not a skeleton folder (no skeleton.json)", dir.display()))?;
     let args = dir.join("tuning.args");
     match &tuning {
@@ -113,13 +71,13 @@ pub fn store(dir: &Path, tuning: Option<Tuning>) -> Result<()> {
 
 /// Finds the tuning of one mode; returns it with the untuned report.
 pub fn tune(
-    base: &RunArgs,
+    base: &RunOptions,
     app_time: Option<f64>,
     rate: Option<f64>,
 ) -> Result<(Tuning, RunReport)> {
     let before = run_untuned(base, &[])?;
     if let Some(t) = app_time {
-        anyhow::ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
+        ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
         let none = run_untuned(base, &["--compute-scale", "0"])?;
         let mut c = scale_for(t, before.predicted_ratio_s, none.predicted_ratio_s)?;
         // Where computation and communication overlap (or a CPU quota throttles), time is not
@@ -153,7 +111,7 @@ pub fn tune(
     }
     let (r, note) = match rate {
         Some(r) => {
-            anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
+            ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
             (r, "rate given".to_string())
         }
         None => (before.compute_rate, format!("kernel rate measured on {}", hostname())),
@@ -165,45 +123,24 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
 }
 
-pub fn retune(a: RetuneArgs) -> Result<ExitCode> {
-    let dir = a.run.dir.clone();
-    if a.reset {
-        store(&dir, None)?;
-        println!("{}: tuning removed", dir.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    if a.app_time.is_none() && !a.work {
-        bail!("say how to retune: --app-time SECONDS, --work, or --reset");
-    }
-    let (tuning, before) = tune(&a.run, a.app_time, a.rate)?;
-    store(&dir, Some(tuning.clone()))?;
-    let (after, _) = run_skeleton(&a.run)?;
-    println!("{}: {} ({})", dir.display(), tuning.skeleton_args().join(" "), tuning.note);
-    println!(
-        "  predicted application time: {:.6} s by ratio, {:.6} s by phase before; {:.6} s, {:.6} s after",
-        before.predicted_ratio_s, before.predicted_s, after.predicted_ratio_s, after.predicted_s
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
 /// SimGrid: app-time retuning on the CPU-speed-½ platform, given NPB's median time there.
 pub fn smpi(
     npb: &Path,
     traces: &[String],
     work: &Path,
-    progress: &Progress,
+    progress: &dyn Observer,
 ) -> Result<Vec<RetuneRow>> {
-    let s = super::smpi::select(&["speedhalf".to_string()])?[0];
+    let s = crate::smpi::select(&["speedhalf".to_string()])?[0];
     let platforms = npb.join("platforms");
     let mut rows = Vec::new();
     for t in traces {
-        let Some(truth) = super::smpi::truth_of(npb, t, s.name)? else {
-            progress.say(&format!("{t} {}: no ground truth in the fixtures; not retuned", s.name));
+        let Some(truth) = crate::smpi::truth_of(npb, t, s.name)? else {
+            progress.line(&format!("{t} {}: no ground truth in the fixtures; not retuned", s.name));
             continue;
         };
         let dir = work.join("retune").join(t);
-        super::build_skeleton(&npb.join(t).join("trace.txt"), &dir, &[])?;
-        let mut a = RunArgs::new(&dir, Mpi::Smpi);
+        crate::suite::build_skeleton(&npb.join(t).join("trace.txt"), &dir)?;
+        let mut a = RunOptions::new(&dir, Mpi::Smpi);
         a.platform = Some(platforms.join("speedhalf.xml"));
         a.hostfile = Some(platforms.join("hostfile_1perhost.txt"));
         // A skeleton whose communication alone, times its factor, passes the application
@@ -211,13 +148,13 @@ pub fn smpi(
         let (tuning, before) = match tune(&a, Some(truth.real.median), None) {
             Ok(x) => x,
             Err(e) => {
-                progress.say(&format!("{t} {}: not retuned: {e:#}", s.name));
+                progress.line(&format!("{t} {}: not retuned: {e:#}", s.name));
                 continue;
             }
         };
         store(&dir, Some(tuning.clone()))?;
-        let (after, _) = run_skeleton(&a)?;
-        progress.say(&format!(
+        let (after, _) = run_skeleton(&a, &Quiet)?;
+        progress.line(&format!(
             "{t} retuned on {}: scale {:.3}, {:.4} s → {:.4} s by ratio",
             s.name,
             tuning.compute_scale.unwrap_or(1.0),
@@ -247,10 +184,10 @@ pub fn smpi(
 /// Real MPI, under a 50 % CPU quota: app-time retuning given the application's first run
 /// there (checked against the median of the following runs), and work retuning with the kernel
 /// rate measured without the quota.
-pub fn native(cases: &[Case], o: &Options, progress: &Progress) -> Result<Vec<RetuneRow>> {
+pub fn native(cases: &[Case], o: &Options, progress: &dyn Observer) -> Result<Vec<RetuneRow>> {
     let mut rows = Vec::new();
     for case in cases {
-        rows.extend(super::native::retune_under_quota(case, 50, o, progress)?);
+        rows.extend(crate::native::retune_under_quota(case, 50, o, progress)?);
     }
     Ok(rows)
 }

@@ -1,105 +1,24 @@
-//! `mpiskel validate`: how well skeletons predict their applications when conditions change.
+//! The validation suites: how well skeletons predict their applications when conditions change.
 //!
 //! Two suites. `smpi`: skeletons of NPB traces run under SimGrid on the fixtures' foreign
-//! platforms ([`smpi`]). `native`: applications and their skeletons run here with real MPI,
-//! under a bandwidth limit, a CPU quota and the other MPI library ([`native`], set up and torn
-//! down by [`crate::harness`]). The results go to `results.json`, per-suite SVG charts, and a
-//! Markdown report ([`report`]); `mpiskel retune` is measured as part of the run.
-
-pub mod native;
-pub mod report;
-pub mod retune;
-pub mod smpi;
-
-use crate::compress::write_atomic;
+//! platforms ([`crate::smpi`]). `native`: applications and their skeletons run here with real
+//! MPI, under a bandwidth limit, a CPU quota and the other MPI library ([`crate::native`], set
+//! up and torn down by [`crate::harness`]). The results go to `results.json`, per-suite SVG
+//! charts, and a Markdown report ([`crate::tables`]); `mpiskel retune` is measured as part of
+//! the run.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use clap::{Args, ValueEnum};
-
-use report::Validation;
-
-/// Measure skeletons' predictions across platforms and write the validation report.
-///
-/// The smpi suite builds the skeleton of each NPB trace (--fixtures, default
-/// ../shared/fixtures) and runs it under SimGrid on each platform of the fixtures'
-/// `npb/platforms` (reference; bandwidth 50, 20, 5 MB/s; latency ×10; CPU speed ½; 16 ranks on
-/// 8 and on 4 hosts; MPICH's and OpenMPI's collective algorithms), against NPB itself there and
-/// against SimGrid's replay of the full trace (`npb/ground-truth.csv`), --reps times with
-/// different seeds of the skeleton's drawn compute durations.
-///
-/// The native suite traces each application once here (OpenMPI, shared memory), builds its
-/// skeleton, then runs application and skeleton interleaved, --reps times each, in each
-/// scenario: OpenMPI over TCP in a network namespace (unlimited, and limited by a tc token-bucket
-/// filter to 1 Gbit/s and 200 Mbit/s), a CPU cgroup quota (200, 100, 50, 25 % of a processor),
-/// and MPICH. The bandwidth and quota scenarios need root; everything the harness creates is
-/// removed when it ends, also on Ctrl-C (SIGINT), SIGTERM and SIGHUP.
-///
-/// Both suites also measure `mpiskel retune` (its two modes) where it applies.
-///
-/// Writes DIR/results.json, DIR/smpi.svg, DIR/native.svg, and the Markdown report (--markdown;
-/// between its `<!-- validate: begin -->` and `<!-- validate: end -->` lines when the file
-/// already has them, so that text around the tables stays). --from-json re-renders the report
-/// from DIR/results.json without running anything.
-///
-/// Examples:
-///   mpiskel validate --suite smpi -o validation --markdown VALIDATION.md
-///   mpiskel validate --suite native --case ring --scenario ref,quota50 --reps 3
-///   mpiskel validate --from-json -o validation --markdown VALIDATION.md
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-pub struct ValidateArgs {
-    /// Which suites to run.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Suite::Smpi, Suite::Native])]
-    suite: Vec<Suite>,
-    /// Folder for results, charts, skeletons and traces.
-    #[arg(short, long, value_name = "DIR", default_value = "validation")]
-    output: PathBuf,
-    /// The Markdown report [default: DIR/VALIDATION.md].
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
-    /// The shared fixtures folder (holding npb/) [default: $MPISKEL_SHARED/fixtures, else
-    /// ../shared/fixtures].
-    #[arg(long, value_name = "DIR")]
-    fixtures: Option<PathBuf>,
-    /// NPB traces of the smpi suite [default: every one of the fixtures' npb/ folder].
-    #[arg(long, value_delimiter = ',')]
-    trace: Vec<String>,
-    /// Applications of the native suite (halo2d, ring, lammps-melt) [default: all].
-    #[arg(long, value_delimiter = ',')]
-    case: Vec<String>,
-    /// Scenarios, by name, of either suite [default: all].
-    #[arg(long, value_delimiter = ',')]
-    scenario: Vec<String>,
-    /// Repetitions: of each native run; under SimGrid (deterministic), runs of each skeleton
-    /// with the seeds 0 to N−1 of its drawn compute durations (`--seed` of the skeleton).
-    #[arg(long, default_value_t = 5)]
-    reps: usize,
-    /// The fixture programs' folder (their Makefile).
-    #[arg(long, value_name = "DIR", default_value = "fixtures/programs")]
-    programs: PathBuf,
-    /// Seconds before one run is killed.
-    #[arg(long, default_value_t = 600)]
-    timeout: u64,
-    /// Only re-render the report from DIR/results.json.
-    #[arg(long)]
-    from_json: bool,
-    /// Report the SimGrid suite's missed targets without failing. By default `validate` exits
-    /// with status 1, after writing everything, when a scenario class's mean |error| against
-    /// the replay passes 3 %, a case's passes 8 %, or a skeleton runs more than a twelfth of
-    /// the replay (a twentieth where its main loop has at least 20 iterations).
-    #[arg(long)]
-    no_fail: bool,
-    /// Print no progress.
-    #[arg(short, long)]
-    quiet: bool,
-}
+use crate::build::{build, BuildOptions};
+use crate::error::{bail, ensure, Context, Result};
+use crate::observe::{Observer, Quiet};
+use crate::tables::{self as report, Validation};
+use crate::{native, retune, smpi};
 
 /// The suites.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Suite {
     /// NPB skeletons under SimGrid SMPI on the fixtures' platforms.
     Smpi,
@@ -107,40 +26,44 @@ pub enum Suite {
     Native,
 }
 
-/// Progress lines on stderr, with the time since the start.
-#[derive(Debug)]
-pub struct Progress {
-    start: Instant,
-    quiet: bool,
+/// What to validate (`mpiskel validate`'s options).
+#[derive(Debug, Clone)]
+pub struct ValidateOptions {
+    /// Which suites to run.
+    pub suites: Vec<Suite>,
+    /// Folder for results, charts, skeletons and traces.
+    pub output: PathBuf,
+    /// The Markdown report (`None`: DIR/VALIDATION.md).
+    pub markdown: Option<PathBuf>,
+    /// The shared fixtures folder (holding npb/) (`None`: $MPISKEL_SHARED/fixtures, else
+    /// ../shared/fixtures).
+    pub fixtures: Option<PathBuf>,
+    /// NPB traces of the smpi suite (empty: every one of the fixtures' npb/ folder).
+    pub traces: Vec<String>,
+    /// Applications of the native suite (empty: all).
+    pub cases: Vec<String>,
+    /// Scenarios, by name, of either suite (empty: all).
+    pub scenarios: Vec<String>,
+    /// Repetitions of each native run; under SimGrid, seeds of the drawn compute durations.
+    pub reps: usize,
+    /// The fixture programs' folder (their Makefile).
+    pub programs: PathBuf,
+    /// Seconds before one run is killed.
+    pub timeout: u64,
+    /// Only re-render the report from DIR/results.json.
+    pub from_json: bool,
+    /// The mpiskel executable, which records the native suite's applications (`mpiskel trace`,
+    /// inside the scenario's namespace or cgroup).
+    pub mpiskel: PathBuf,
 }
 
-impl Progress {
-    pub fn say(&self, what: &str) {
-        if !self.quiet {
-            eprintln!("[{:7.1} s] {what}", self.start.elapsed().as_secs_f64());
-        }
-    }
-}
-
-/// Builds the C skeleton of `trace` into `dir` (replacing it) with the mpiskel executable.
-pub fn build_skeleton(trace: &Path, dir: &Path, extra: &[&str]) -> Result<()> {
-    let exe = std::env::current_exe().context("finding the mpiskel executable")?;
-    let out = Command::new(exe)
-        .args(["build", "-q", "--force"])
-        .arg(trace)
-        .arg("-o")
-        .arg(dir)
-        .args(extra)
-        .output()
-        .context("running mpiskel build")?;
-    if !out.status.success() {
-        bail!(
-            "building the skeleton of {} failed:\n{}",
-            trace.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(())
+/// Builds the C skeleton of `trace` into `dir` (replacing it).
+pub fn build_skeleton(trace: &Path, dir: &Path) -> Result<()> {
+    let mut o = BuildOptions::new(trace, dir);
+    o.force = true;
+    build(&o, &Quiet)
+        .map(drop)
+        .with_context(|| format!("building the skeleton of {}", trace.display()))
 }
 
 /// The entries of `all` named in `names`, in that order (all of them when none are named).
@@ -162,13 +85,6 @@ pub fn pick<T: Clone>(
             })
         })
         .collect()
-}
-
-fn default_fixtures() -> PathBuf {
-    match std::env::var_os("MPISKEL_SHARED") {
-        Some(s) => PathBuf::from(s).join("fixtures"),
-        None => PathBuf::from("../shared/fixtures"),
-    }
 }
 
 const BEGIN: &str = "<!-- validate: begin -->";
@@ -250,8 +166,10 @@ fn machine() -> String {
     format!("{} ({cores} cores, {cpu}), {date}", host.trim())
 }
 
-pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
-    let progress = Progress { start: Instant::now(), quiet: a.quiet };
+/// Runs the suites (or, with `from_json`, reads their results back) and writes the results,
+/// the charts and the Markdown report; returns the results. Whether targets were missed is
+/// [`report::missed_targets`] of them.
+pub fn validate(a: &ValidateOptions, progress: &dyn Observer) -> Result<Validation> {
     std::fs::create_dir_all(&a.output)
         .with_context(|| format!("creating {}", a.output.display()))?;
     let json_path = a.output.join("results.json");
@@ -265,12 +183,12 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
         let fixtures = a.fixtures.clone().unwrap_or_else(default_fixtures);
         let mut v = Validation { machine: machine(), ..Default::default() };
         let names = |known: &[&str]| -> Vec<String> {
-            a.scenario.iter().filter(|s| known.contains(&s.as_str())).cloned().collect()
+            a.scenarios.iter().filter(|s| known.contains(&s.as_str())).cloned().collect()
         };
         let smpi_known: Vec<&str> = smpi::SCENARIOS.iter().map(|s| s.name).collect();
         let native_known: Vec<&str> = native::SCENARIOS.iter().map(|s| s.name).collect();
         if let Some(u) = a
-            .scenario
+            .scenarios
             .iter()
             .find(|s| !smpi_known.contains(&s.as_str()) && !native_known.contains(&s.as_str()))
         {
@@ -280,32 +198,34 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
                 native_known.join(", ")
             );
         }
-        let run_smpi = a.suite.contains(&Suite::Smpi)
-            && (a.scenario.is_empty() || !names(&smpi_known).is_empty());
-        let run_native = a.suite.contains(&Suite::Native)
-            && (a.scenario.is_empty() || !names(&native_known).is_empty());
-        anyhow::ensure!(a.reps >= 1, "--reps must be at least 1");
+        let run_smpi = a.suites.contains(&Suite::Smpi)
+            && (a.scenarios.is_empty() || !names(&smpi_known).is_empty());
+        let run_native = a.suites.contains(&Suite::Native)
+            && (a.scenarios.is_empty() || !names(&native_known).is_empty());
+        ensure!(a.reps >= 1, "--reps must be at least 1");
         if run_smpi {
             let npb = fixtures.join("npb");
             if !npb.join("ground-truth.csv").exists() {
                 bail!("{}: no NPB fixtures (ground-truth.csv); use --fixtures", npb.display());
             }
             let scenarios = smpi::select(&names(&smpi_known))?;
-            let traces = if a.trace.is_empty() { smpi::all_traces(&npb)? } else { a.trace.clone() };
-            v.rows.extend(smpi::run(&npb, &traces, &scenarios, &a.output, a.reps, &progress)?);
-            v.retune.extend(retune::smpi(&npb, &traces, &a.output, &progress)?);
+            let traces =
+                if a.traces.is_empty() { smpi::all_traces(&npb)? } else { a.traces.clone() };
+            v.rows.extend(smpi::run(&npb, &traces, &scenarios, &a.output, a.reps, progress)?);
+            v.retune.extend(retune::smpi(&npb, &traces, &a.output, progress)?);
         }
         if run_native {
-            let (cases, scenarios) = native::select(&a.case, &names(&native_known))?;
+            let (cases, scenarios) = native::select(&a.cases, &names(&native_known))?;
             let o = native::Options {
                 programs: &a.programs,
                 work: &a.output,
                 reps: a.reps,
                 timeout: Duration::from_secs(a.timeout),
+                mpiskel: &a.mpiskel,
             };
-            v.rows.extend(native::run(&cases, &scenarios, &o, &progress)?);
+            v.rows.extend(native::run(&cases, &scenarios, &o, progress)?);
             if scenarios.iter().any(|s| s.name == "quota50") {
-                v.retune.extend(retune::native(&cases, &o, &progress)?);
+                v.retune.extend(retune::native(&cases, &o, progress)?);
             }
         }
         write_atomic(&json_path, &serde_json::to_string_pretty(&v)?)?;
@@ -325,17 +245,22 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
     }
     let old = std::fs::read_to_string(&md_path).ok();
     write_atomic(&md_path, &splice(old.as_deref(), &generated(&v, &a.output, &md_path)))?;
-    progress.say(&format!("wrote {}, {}", json_path.display(), md_path.display()));
-    print!("{}", report::summary_markdown(&v));
-    let missed = report::missed_targets(&v);
-    if missed.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+    progress.line(&format!("wrote {}, {}", json_path.display(), md_path.display()));
+    Ok(v)
+}
+
+/// Writes `text` to `path` atomically (see [`mpiskel_trace::atomic`]).
+pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
+    mpiskel_trace::atomic::write(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// `$MPISKEL_SHARED/fixtures`, else `../shared/fixtures`.
+pub fn default_fixtures() -> PathBuf {
+    match std::env::var_os("MPISKEL_SHARED") {
+        Some(s) => PathBuf::from(s).join("fixtures"),
+        None => PathBuf::from("../shared/fixtures"),
     }
-    eprintln!("TARGETS MISSED ({}):", missed.len());
-    for m in &missed {
-        eprintln!("  {m}");
-    }
-    Ok(if a.no_fail { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 #[cfg(test)]

@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Error, Result};
 
-use super::report::{Row, Stat};
-use super::Progress;
-use crate::run::{run_skeleton, Mpi, RunArgs};
+use crate::observe::{Observer, Quiet};
+use crate::run::{run_skeleton, Mpi, RunOptions};
+use crate::tables::{Row, Stat};
+use mpiskel_emit::document;
 
 /// One simulated platform.
 #[derive(Debug, Clone, Copy)]
@@ -91,6 +92,26 @@ pub struct Truth {
     pub replay: Option<f64>,
 }
 
+/// The columns of `ground-truth.csv` that name a row.
+#[derive(Debug, serde::Deserialize)]
+struct TruthKey {
+    benchmark: String,
+    class: String,
+    np: String,
+    scenario: String,
+}
+
+/// The figures of a row of `ground-truth.csv` (read only for the row asked for).
+#[derive(Debug, serde::Deserialize)]
+struct TruthRow {
+    real_runs: f64,
+    real_median_s: f64,
+    real_min_s: f64,
+    real_max_s: f64,
+    /// Empty where SimGrid's replay did not run.
+    replay_s: Option<f64>,
+}
+
 /// The ground-truth row of a trace in a scenario; `None` where the file has none.
 fn read_truth(
     csv: &Path,
@@ -99,45 +120,43 @@ fn read_truth(
     np: &str,
     scenario: &str,
 ) -> Result<Option<Truth>> {
-    let text =
-        std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
-    let mut lines = text.lines().enumerate();
-    let header: Vec<&str> = lines.next().map(|(_, l)| l.split(',').collect()).unwrap_or_default();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| *h == name)
-            .with_context(|| format!("{}: no column {name:?} in the header", csv.display()))
-    };
-    let (cb, cc, cn, cs) = (col("benchmark")?, col("class")?, col("np")?, col("scenario")?);
-    let (cr, cmed, cmin, cmax, crep) = (
-        col("real_runs")?,
-        col("real_median_s")?,
-        col("real_min_s")?,
-        col("real_max_s")?,
-        col("replay_s")?,
-    );
-    for (i, line) in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        if f.len() < header.len() {
+    let mut reader =
+        csv::Reader::from_path(csv).with_context(|| format!("reading {}", csv.display()))?;
+    let headers = reader.headers().with_context(|| format!("reading {}", csv.display()))?.clone();
+    for (i, record) in reader.records().enumerate() {
+        // Line i + 2: the header is line 1.
+        let line = || format!("{} line {}", csv.display(), i + 2);
+        let record = record.with_context(line)?;
+        let k: TruthKey = record.deserialize(Some(&headers)).with_context(line)?;
+        if (k.benchmark.as_str(), k.class.as_str(), k.np.as_str(), k.scenario.as_str())
+            != (bench, class, np, scenario)
+        {
             continue;
         }
-        if (f[cb], f[cc], f[cn], f[cs]) != (bench, class, np, scenario) {
-            continue;
-        }
-        let num = |c: usize| -> Result<f64> {
-            f[c].parse::<f64>().with_context(|| {
-                format!("{} line {}: column {:?} is {:?}", csv.display(), i + 1, header[c], f[c])
-            })
-        };
+        let r: TruthRow = record.deserialize(Some(&headers)).map_err(|e| {
+            // Name the column and the text in it, not only the field's number.
+            let field = match e.kind() {
+                csv::ErrorKind::Deserialize { err, .. } => err.field().map(|f| f as usize),
+                _ => None,
+            };
+            match field {
+                Some(f) => Error::Failed(format!(
+                    "{}: column {:?} is {:?}, not a number",
+                    line(),
+                    headers.get(f).unwrap_or("?"),
+                    record.get(f).unwrap_or("")
+                )),
+                None => Error::Context { context: line(), error: Box::new(e.into()) },
+            }
+        })?;
         return Ok(Some(Truth {
             real: Stat {
-                median: num(cmed)?,
-                min: num(cmin)?,
-                max: num(cmax)?,
-                runs: num(cr)? as usize,
+                median: r.real_median_s,
+                min: r.real_min_s,
+                max: r.real_max_s,
+                runs: r.real_runs as usize,
             },
-            replay: if f[crep].is_empty() { None } else { Some(num(crep)?) },
+            replay: r.replay_s,
         }));
     }
     Ok(None)
@@ -173,36 +192,34 @@ pub fn run(
     scenarios: &[Scenario],
     work: &Path,
     reps: usize,
-    progress: &Progress,
+    progress: &dyn Observer,
 ) -> Result<Vec<Row>> {
     let platforms = npb.join("platforms");
     let mut rows = Vec::new();
     for t in traces {
         let trace = npb.join(t).join("trace.txt");
         let dir: PathBuf = work.join("skeletons").join(t);
-        progress.say(&format!("{t}: building the skeleton"));
-        super::build_skeleton(&trace, &dir, &[])?;
-        let main_iterations = crate::build::read_skeleton_document(&dir)?
-            .map(|d| d.scaling.main_full)
-            .filter(|&n| n > 1);
+        progress.line(&format!("{t}: building the skeleton"));
+        crate::suite::build_skeleton(&trace, &dir)?;
+        let main_iterations = document::read(&dir)?.map(|d| d.scaling.main_full).filter(|&n| n > 1);
         for s in scenarios {
             let Some(truth) = truth_of(npb, t, s.name)? else {
-                progress.say(&format!("{t} {}: no ground truth in the fixtures; skipped", s.name));
+                progress.line(&format!("{t} {}: no ground truth in the fixtures; skipped", s.name));
                 continue;
             };
             let (mut skeleton, mut by_phase, mut by_ratio) = (Vec::new(), Vec::new(), Vec::new());
             let mut ranks = 0;
             for seed in 0..reps.max(1) {
-                let mut a = RunArgs::new(&dir, Mpi::Smpi);
+                let mut a = RunOptions::new(&dir, Mpi::Smpi);
                 a.platform = Some(platforms.join(s.platform));
                 a.hostfile = Some(platforms.join(s.hostfile));
                 a.smpi_cfg = s.cfg.iter().map(|c| c.to_string()).collect();
                 if seed > 0 {
                     a.skeleton_args = vec!["--seed".into(), seed.to_string()];
                 }
-                let (r, _) =
-                    run_skeleton(&a).with_context(|| format!("{t} in scenario {}", s.name))?;
-                progress.say(&format!(
+                let (r, _) = run_skeleton(&a, &Quiet)
+                    .with_context(|| format!("{t} in scenario {}", s.name))?;
+                progress.line(&format!(
                     "{t} {}{}: {:.4} s predicted, {} real, replay {}",
                     s.name,
                     if reps > 1 { format!(" (seed {seed})") } else { String::new() },
@@ -236,7 +253,7 @@ pub fn run(
 
 /// The scenarios named (all when none are).
 pub fn select(names: &[String]) -> Result<Vec<Scenario>> {
-    super::pick(SCENARIOS, names, |s| s.name, "SimGrid scenario")
+    crate::suite::pick(SCENARIOS, names, |s| s.name, "SimGrid scenario")
 }
 
 #[cfg(test)]

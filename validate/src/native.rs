@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 
-use super::report::{RetuneRow, Row, Stat};
-use super::{retune, Progress};
 use crate::harness::{self, Cgroup, Netns};
-use crate::run::{run_skeleton, Mpi, RunArgs, RunReport};
+use crate::observe::{Observer, Quiet};
+use crate::retune;
+use crate::run::{run_skeleton, Mpi, RunOptions, RunReport};
+use crate::tables::{RetuneRow, Row, Stat};
+use mpiskel_emit::document::Tuning;
 
 /// An application of the suite.
 #[derive(Debug, Clone)]
@@ -151,10 +153,16 @@ impl Env {
 /// Options of the native suite.
 #[derive(Debug)]
 pub struct Options<'a> {
+    /// The fixture programs' folder (their Makefile).
     pub programs: &'a Path,
+    /// Folder for traces, skeletons and built programs.
     pub work: &'a Path,
+    /// Runs of each application and skeleton per scenario.
     pub reps: usize,
+    /// How long one run may take.
     pub timeout: Duration,
+    /// The mpiskel executable, which records the applications (`mpiskel trace`).
+    pub mpiskel: &'a Path,
 }
 
 /// Builds the fixture programs for one library into `work/programs/<mpi>`.
@@ -228,12 +236,11 @@ fn run_app(
     cmd: &[OsString],
     prefix: &[OsString],
     trace: &Path,
-    timeout: Duration,
+    o: &Options,
     how: AppRun,
 ) -> Result<f64> {
-    let exe = std::env::current_exe().context("finding the mpiskel executable")?;
     let mut words: Vec<OsString> = prefix.to_vec();
-    words.push(exe.into());
+    words.push(o.mpiskel.into());
     let record = match how {
         AppRun::Traced => "--cpu-time",
         AppRun::Timed => "--time-only",
@@ -244,7 +251,7 @@ fn run_app(
     words.extend(cmd.iter().cloned());
     let mut c = Command::new(&words[0]);
     c.args(&words[1..]);
-    let out = harness::run_group(c, timeout, &format!("{} (traced)", case.name))?;
+    let out = harness::run_group(c, o.timeout, &format!("{} (traced)", case.name))?;
     if !out.status.success() {
         bail!("{} failed ({}):\n{}{}", case.name, out.status, out.stderr, out.stdout);
     }
@@ -254,8 +261,8 @@ fn run_app(
 }
 
 /// How the skeleton in `skel` runs in a scenario.
-fn skel_args(skel: &Path, setting: Setting, prefix: &[OsString], o: &Options) -> RunArgs {
-    let mut a = RunArgs::new(skel, setting.mpi());
+fn skel_args(skel: &Path, setting: Setting, prefix: &[OsString], o: &Options) -> RunOptions {
+    let mut a = RunOptions::new(skel, setting.mpi());
     a.prefix = prefix.to_vec();
     a.timeout = o.timeout.as_secs();
     if matches!(setting, Setting::Tcp(_)) {
@@ -265,7 +272,7 @@ fn skel_args(skel: &Path, setting: Setting, prefix: &[OsString], o: &Options) ->
 }
 
 fn run_skel(skel: &Path, setting: Setting, prefix: &[OsString], o: &Options) -> Result<RunReport> {
-    Ok(run_skeleton(&skel_args(skel, setting, prefix, o))?.0)
+    Ok(run_skeleton(&skel_args(skel, setting, prefix, o), &Quiet)?.0)
 }
 
 /// `mpiskel retune` under a CPU quota of `percent` %, for an application whose reference trace
@@ -276,7 +283,7 @@ pub fn retune_under_quota(
     case: &Case,
     percent: u32,
     o: &Options,
-    progress: &Progress,
+    progress: &dyn Observer,
 ) -> Result<Vec<RetuneRow>> {
     let dir = o.work.join("native").join(case.name);
     let trace = dir.join("reference.trace");
@@ -290,17 +297,17 @@ pub fn retune_under_quota(
     let (plain, by_time, by_work) =
         (dir.join("skeleton"), dir.join("skeleton-app-time"), dir.join("skeleton-work"));
     for d in [&by_time, &by_work] {
-        super::build_skeleton(&trace, d, &[])?;
+        crate::suite::build_skeleton(&trace, d)?;
     }
     // Work: the kernel's rate here without the quota, as on the recording machine.
     let (work, _) = retune::tune(&skel_args(&by_work, Setting::Reference, &[], o), None, None)?;
     retune::store(&by_work, Some(work.clone()))?;
     let env = Env::enter(setting)?;
     let prefix = env.prefix();
-    let given = run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o.timeout, AppRun::Timed)?;
+    let given = run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o, AppRun::Timed)?;
     let (time, _) = retune::tune(&skel_args(&by_time, setting, &prefix, o), Some(given), None)?;
     retune::store(&by_time, Some(time.clone()))?;
-    progress.say(&format!(
+    progress.line(&format!(
         "{} under {scenario}: compute × {:.3} given {given:.4} s; work at {:.3e} iterations/s",
         case.name,
         time.compute_scale.unwrap_or(1.0),
@@ -310,7 +317,7 @@ pub fn retune_under_quota(
     let mut runs: [(Vec<f64>, Vec<f64>); 3] = Default::default();
     for _ in 0..o.reps {
         let timed = AppRun::Timed;
-        app.push(run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o.timeout, timed)?);
+        app.push(run_app(case, &cmd, &prefix, &dir.join("retune.trace"), o, timed)?);
         for (k, d) in [&plain, &by_time, &by_work].into_iter().enumerate() {
             let r = run_skel(d, setting, &prefix, o)?;
             runs[k].0.push(r.predicted_s);
@@ -319,7 +326,7 @@ pub fn retune_under_quota(
     }
     drop(env);
     let med = |v: &[f64]| Stat::of(v).median;
-    let row = |t: &crate::build::Tuning, k: usize, setting: String| RetuneRow {
+    let row = |t: &Tuning, k: usize, setting: String| RetuneRow {
         suite: "native".into(),
         case: case.name.into(),
         scenario: scenario.clone(),
@@ -354,7 +361,7 @@ pub fn run(
     cases: &[Case],
     scenarios: &[Scenario],
     o: &Options,
-    progress: &Progress,
+    progress: &dyn Observer,
 ) -> Result<Vec<Row>> {
     if scenarios.iter().any(|s| s.setting.needs_root()) && !harness::is_root() {
         bail!("the bandwidth and CPU-quota scenarios create network namespaces and cgroups: run as root, or choose --scenario ref,mpich");
@@ -368,16 +375,16 @@ pub fn run(
             bins.insert("openmpi", build_programs(o.programs, o.work, Mpi::Openmpi)?);
         }
         let bin = bins["openmpi"].clone();
-        progress.say(&format!("{}: tracing the reference run", case.name));
+        progress.line(&format!("{}: tracing the reference run", case.name));
         let trace = dir.join("reference.trace");
         let cmd = app_command(case, o.programs, &bin, Mpi::Openmpi, Setting::Reference)?;
-        run_app(case, &cmd, &[], &trace, o.timeout, AppRun::Traced)?;
+        run_app(case, &cmd, &[], &trace, o, AppRun::Traced)?;
         let skel = dir.join("skeleton");
-        super::build_skeleton(&trace, &skel, &[])?;
+        crate::suite::build_skeleton(&trace, &skel)?;
         for s in scenarios {
             let mpi = s.setting.mpi();
             if mpi == Mpi::Mpich && case.program == "lmp" {
-                progress.say(&format!(
+                progress.line(&format!(
                     "{}: skipped under MPICH (Debian's lmp links OpenMPI)",
                     case.name
                 ));
@@ -394,12 +401,12 @@ pub fn run(
                 (Vec::new(), Vec::new(), Vec::new(), Vec::new());
             for k in 0..o.reps {
                 let timed = dir.join(format!("{}.trace", s.name));
-                let t = run_app(case, &cmd, &prefix, &timed, o.timeout, AppRun::Timed)
+                let t = run_app(case, &cmd, &prefix, &timed, o, AppRun::Timed)
                     .with_context(|| format!("{} in scenario {}", case.name, s.name))?;
                 let r = run_skel(&skel, s.setting, &prefix, o).with_context(|| {
                     format!("the skeleton of {} in scenario {}", case.name, s.name)
                 })?;
-                progress.say(&format!(
+                progress.line(&format!(
                     "{} {} run {}: application {t:.4} s, skeleton {:.4} s → {:.4} s",
                     case.name,
                     s.name,
@@ -435,7 +442,7 @@ pub fn run(
 /// Picks cases and scenarios by name (all when none are named).
 pub fn select(cases: &[String], scenarios: &[String]) -> Result<(Vec<Case>, Vec<Scenario>)> {
     Ok((
-        super::pick(CASES, cases, |c| c.name, "case")?,
-        super::pick(SCENARIOS, scenarios, |s| s.name, "native scenario")?,
+        crate::suite::pick(CASES, cases, |c| c.name, "case")?,
+        crate::suite::pick(SCENARIOS, scenarios, |s| s.name, "native scenario")?,
     ))
 }

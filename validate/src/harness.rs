@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, ensure, Context, Result};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
@@ -331,7 +331,7 @@ pub fn rate_bits(rate: &str) -> Result<u64> {
         bail!("rate {rate:?}: expected a number with kbit, mbit or gbit");
     };
     let v: f64 = num.parse().with_context(|| format!("rate {rate:?}"))?;
-    anyhow::ensure!(v > 0.0 && v.is_finite(), "rate {rate:?} must be positive");
+    ensure!(v > 0.0 && v.is_finite(), "rate {rate:?} must be positive");
     Ok((v * mult as f64) as u64)
 }
 
@@ -358,7 +358,7 @@ fn cpu_controller() -> Result<(PathBuf, bool)> {
 impl Cgroup {
     /// A cgroup allowed `percent` % of one processor (200 = two processors).
     pub fn create(percent: u32) -> Result<Self> {
-        anyhow::ensure!(percent > 0, "a CPU quota must be positive");
+        ensure!(percent > 0, "a CPU quota must be positive");
         let (root, v2) = cpu_controller()?;
         let cg = Cgroup { path: root.join(fresh_name()) };
         created(Resource::Cgroup(cg.path.clone()), || {

@@ -1,0 +1,114 @@
+//! The Rust back end: renders a [`Skeleton`] as a Cargo project whose `src/main.rs` uses the
+//! `mpi` crate (rsmpi), from the same program IR as the C back end.
+//!
+//! The program is built as tokens with `quote!` (identifiers by `format_ident!`, numbers as
+//! unsuffixed literals), parsed into a `syn::File` and printed by `prettyplease`. Comments inside
+//! function bodies travel as `__note!("…");` statements and become `// …` lines after printing.
+//!
+//! Non-blocking calls need their buffers to outlive their requests, which rsmpi enforces with
+//! scopes. Each scope is the smallest part of a phase that completes every request it starts:
+//! one iteration of the phase's loop where possible ([`scope_level`], in `scope.rs`), otherwise the whole phase.
+//! Requests sit in numbered slots as in the C skeleton (`req[k]`). A receive uses its slot's own
+//! buffer, kept from scope to scope (a scope holds it once); a slot restarted within one scope,
+//! and non-blocking collectives, take a fresh buffer from a bump arena emptied after the scope. rsmpi has no process for `MPI_PROC_NULL`: a call toward a
+//! missing neighbour is skipped, which is what MPI does with it.
+//!
+//! The parts: `scope.rs` (where each phase's requests live), `tokens.rs` (statements and calls
+//! as tokens), `main_rs.rs` (the file: constants, one function per class, `main`),
+//! `topology.rs` (communicators and neighbours in the `Kit`), `tables.rs` (tables of ranks and
+//! blocks), `comments.rs` (comments placed in bodies and the file laid out).
+//!
+//! # Complexity
+//! O(size of the program).
+
+mod comments;
+mod main_rs;
+mod scope;
+mod tables;
+mod tokens;
+mod topology;
+
+use minijinja::{context, AutoEscape, Environment};
+
+use crate::c::{scaling_context, File, Meta, RenderError};
+use crate::program::Skeleton;
+use crate::scale::Scaling;
+
+pub use scope::{needs_program_scope, scope_level, self_contained, ScopeLevel};
+
+/// The runtime module copied into every Rust skeleton as `src/rt.rs`.
+pub const RUNTIME_RS: &str = include_str!("../../../skeletons/rust/rt.rs");
+const CARGO_TOML: &str = include_str!("../../../templates/rust/Cargo.toml.j2");
+const CARGO_LOCK: &str = include_str!("../../../templates/rust/Cargo.lock.j2");
+const README: &str = include_str!("../../../templates/rust/README.md.j2");
+const RUN_SH: &str = include_str!("../../../templates/rust/run.sh.j2");
+const JOB_SLURM: &str = include_str!("../../../templates/rust/job.slurm.j2");
+
+/// Versions of the crates the emitted project depends on (those it was tested with).
+pub const CRATES: [(&str, &str); 4] =
+    [("mpi", "0.8.2"), ("bumpalo", "3.20.3"), ("bytemuck", "1.25.2"), ("cpu-time", "1.0.0")];
+
+/// Renders the Cargo project of the skeleton.
+pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<File>, RenderError> {
+    let main = main_rs::main_rs(skel, scaling, meta)?;
+    let package = package_name(&meta.name);
+    let mut env = Environment::new();
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    let templates = [
+        ("Cargo.toml", CARGO_TOML),
+        ("Cargo.lock", CARGO_LOCK),
+        ("README.md", README),
+        ("run.sh", RUN_SH),
+        ("job.slurm", JOB_SLURM),
+    ];
+    for (name, src) in templates {
+        env.add_template(name, src).map_err(|source| RenderError::new(name, source))?;
+    }
+    let ctx = context! {
+        name => meta.name,
+        package => package,
+        trace => meta.trace,
+        version => meta.version,
+        n_ranks => skel.n_ranks,
+        crates => CRATES.iter().map(|(n, v)| context! { name => n, version => v }).collect::<Vec<_>>(),
+        ..scaling_context(scaling, &skel.matching),
+    };
+    let mut files = Vec::new();
+    for (name, _) in templates {
+        let t = env.get_template(name).map_err(|source| RenderError::new(name, source))?;
+        let mut text = t.render(&ctx).map_err(|source| RenderError::new(name, source))?;
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        files.push(File {
+            path: name.to_owned(),
+            contents: text,
+            executable: name.ends_with(".sh"),
+        });
+    }
+    files.push(File { path: "src/main.rs".into(), contents: main, executable: false });
+    files.push(File { path: "src/rt.rs".into(), contents: RUNTIME_RS.into(), executable: false });
+    Ok(files)
+}
+
+/// The Cargo package (and binary) name of a skeleton: `skeleton-bt-w-16`.
+pub fn package_name(name: &str) -> String {
+    let mut s = String::from("skeleton-");
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            s.push(c.to_ascii_lowercase());
+        } else if !s.ends_with('-') {
+            s.push('-');
+        }
+    }
+    s.trim_end_matches('-').to_owned()
+}
+
+/// The skeleton's `src/main.rs` alone (for snapshots and inspection).
+pub fn source(files: &[File]) -> &str {
+    files.iter().find(|f| f.path == "src/main.rs").map_or("", |f| f.contents.as_str())
+}

@@ -1,0 +1,294 @@
+//! A skeleton folder from a trace: the whole pipeline — read the trace, fold its polling loops,
+//! leave out local calls, find the topology and the classes, make the checked, scaled program
+//! ([`mpiskel_emit::pipeline`]), render it in C or Rust — and the folder written under a
+//! temporary name and renamed into place when complete.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use mpiskel_emit::c::{render, Meta};
+use mpiskel_emit::document::{self, SkeletonDocument};
+use mpiskel_emit::pipeline::{make, make_strict, PipelineError};
+use mpiskel_trace::local::LocalCalls;
+use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
+
+use crate::error::{bail, ensure, Context, Error, Result};
+use crate::harness;
+use crate::observe::Observer;
+
+/// Languages of the skeleton.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    /// C, built with mpicc (a folder with skeleton.c, the runtime and a Makefile).
+    C,
+    /// Rust with the `mpi` crate (rsmpi), built with cargo (a Cargo project).
+    Rust,
+}
+
+impl Lang {
+    /// The name `skeleton.json` records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lang::C => "c",
+            Lang::Rust => "rust",
+        }
+    }
+}
+
+/// What to build (`mpiskel build`'s options).
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// The trace (any format [`TraceSet::open`] reads).
+    pub trace: PathBuf,
+    /// The skeleton folder to write.
+    pub output: PathBuf,
+    /// Seconds the skeleton should run on the recording machine (`None`: the default of
+    /// [`mpiskel_emit::scale`]).
+    pub target_time: Option<f64>,
+    /// Run every compute block whole, even when the skeleton is then over its target.
+    pub whole_compute: bool,
+    /// Language of the skeleton.
+    pub lang: Lang,
+    /// Replace `output` if it exists.
+    pub force: bool,
+    /// The application's run time, seconds, if known better than the trace tells.
+    pub app_time: Option<f64>,
+    /// Skeleton name (`None`: [`default_name`] of the trace).
+    pub name: Option<String>,
+    /// For SimGrid traces: compute speed in flop/s.
+    pub flops: f64,
+    /// Refuse calls nothing matches and programs that rely on buffered sends.
+    pub strict: bool,
+}
+
+impl BuildOptions {
+    /// A build of `trace` into `output` with every other option at its default.
+    pub fn new(trace: &Path, output: &Path) -> BuildOptions {
+        BuildOptions {
+            trace: trace.to_path_buf(),
+            output: output.to_path_buf(),
+            target_time: None,
+            whole_compute: false,
+            lang: Lang::C,
+            force: false,
+            app_time: None,
+            name: None,
+            flops: 1e9,
+            strict: false,
+        }
+    }
+}
+
+/// A skeleton folder written.
+#[derive(Debug)]
+pub struct BuildOutcome {
+    /// What the folder's `skeleton.json` holds.
+    pub document: SkeletonDocument,
+    /// What the user should know of the choices made (calls left out, sends buffered, parts not
+    /// run), one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Builds the skeleton of `o.trace` into the folder `o.output`.
+///
+/// Fails, writing nothing, on a trace that holds no calls, on a program that can deadlock
+/// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
+pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
+    ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
+    if let Some(t) = o.target_time {
+        ensure!(t > 0.0 && t.is_finite(), "--target-time must be a positive number");
+    }
+    if let Some(t) = o.app_time {
+        ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
+    }
+    if o.output.exists() && !o.force {
+        bail!("{} exists; use --force to replace it", o.output.display());
+    }
+    let name = o.name.clone().unwrap_or_else(|| default_name(&o.trace));
+    ensure!(
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
+        "skeleton name {name:?}: use letters, digits, '.', '_' and '-' (--name)"
+    );
+    let mut notes = Vec::new();
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: o.flops } };
+    observer.line(&format!("reading {}", o.trace.display()));
+    let mut set = {
+        let _busy = observer.reading("reading");
+        TraceSet::open(&o.trace, &opts)?
+    };
+    if set.meta.as_ref().is_some_and(|m| m.time_only) {
+        bail!(
+            "{} holds only the application's time (recorded with `mpiskel trace --time-only`), \
+             not its calls; trace the run without --time-only to build a skeleton",
+            o.trace.display()
+        );
+    }
+    let polls = set.fold_polls();
+    if polls.polls > 0 {
+        observer.line(&document::describe_polls(&polls));
+    }
+    let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
+    if local_calls.calls() > 0 || local_calls.unmatched_sendrecv > 0 {
+        notes.push(document::describe_local(&local_calls, set.app_time_s(), set.n_ranks()));
+    }
+    observer.line(&format!("{} ranks read; finding the topology", set.n_ranks()));
+    let (app_time, source) = match o.app_time {
+        Some(t) => (t, "given with --app-time".to_owned()),
+        None => (
+            set.app_time_s(),
+            "span of the slowest rank from MPI_Init to MPI_Finalize in the trace".to_owned(),
+        ),
+    };
+    // The calls themselves go into the logical trace, each rank's freed once translated: their
+    // memory is not held while the skeleton is made.
+    let lt = {
+        let _busy = observer.busy("finding the topology and the process classes");
+        mpiskel_logicalize::logicalize_owned(set)
+    };
+    observer.line(&format!(
+        "topology: {}; {} process classes",
+        lt.topology_name(),
+        lt.classes.len()
+    ));
+    let make = if o.strict { make_strict } else { make };
+    let made = {
+        let _busy = observer.busy("finding loops, cutting them and checking the program");
+        make(&lt, app_time, &source, o.target_time, !o.whole_compute)
+    };
+    let built = match made {
+        Ok(b) => b,
+        Err(PipelineError::Deadlock(d)) => {
+            return Err(Error::Deadlock {
+                output: o.output.clone(),
+                report: d.to_string(),
+                strict: o.strict,
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    observer.line(&format!(
+        "program checked: {} operations over {} ranks run to completion",
+        built.check.operations, built.check.ranks
+    ));
+    let meta = Meta {
+        name,
+        trace: o.trace.display().to_string(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let files = match o.lang {
+        Lang::C => render(&built.skeleton, &built.scaling, &meta),
+        Lang::Rust => mpiskel_emit::rust::render(&built.skeleton, &built.scaling, &meta),
+    }
+    .map_err(|e| Error::Render(e.to_string()))?;
+    let doc = SkeletonDocument::new(&built, &lt, &meta, o.lang.name(), polls, local_calls);
+    write_folder(&o.output, &files, &serde_json::to_string_pretty(&doc)?, o.force)?;
+    observer.line(&format!("wrote {}", o.output.display()));
+    let s = &built.scaling;
+    if built.pinned_any_source > 0 {
+        notes.push(document::describe_pinned(built.pinned_any_source));
+    }
+    if built.buffered_sends > 0 {
+        notes.push(document::describe_buffered(built.buffered_sends));
+    }
+    if !s.note.is_empty() {
+        notes.push(s.note.clone());
+    }
+    if s.warmup_s > 0.0 {
+        notes.push(format!(
+            "the warm-up iteration before the main loop (one iteration of it, {:.1} % of the \
+             time) is not run; the skeleton prices it as one more iteration of the main loop",
+            100.0 * s.warmup_s / s.app_time_s
+        ));
+    }
+    if s.compute_removed_s > 0.0 {
+        notes.push(format!(
+            "{:.6} s of computation per rank are not run; the skeleton adds their time back to \
+             its prediction",
+            s.compute_removed_s
+        ));
+    }
+    if s.compute_shrink < 1.0 {
+        notes.push(format!(
+            "blocks without drawn deviations also run only {:.1} % of what they keep on each \
+             rank, the rest added back",
+            100.0 * s.compute_shrink
+        ));
+    }
+    Ok(BuildOutcome { document: doc, notes })
+}
+
+/// The skeleton name a trace gives by default: its folder's name (without `.trace`), in the
+/// letters a C string and a file stem allow.
+pub fn default_name(trace: &Path) -> String {
+    let p = if trace.is_file() { trace.parent().unwrap_or(trace) } else { trace };
+    let stem = p
+        .canonicalize()
+        .ok()
+        .and_then(|c| c.file_name().map(|f| f.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "skeleton".into());
+    let s: String = stem
+        .trim_end_matches(".trace")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' })
+        .collect();
+    if s.is_empty() {
+        "skeleton".into()
+    } else {
+        s
+    }
+}
+
+/// Writes the folder under a temporary name beside `dir`, then renames it into place.
+fn write_folder(dir: &Path, files: &[mpiskel_emit::c::File], doc: &str, force: bool) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| format!("creating {}", parent.display()))?;
+    let base =
+        dir.file_name().map_or_else(|| "skeleton".into(), |f| f.to_string_lossy().into_owned());
+    let tmp = parent.join(format!(".{base}.tmp-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).ok();
+    }
+    // Interrupted, or failing, the half-written folder goes.
+    harness::install_signal_handler()?;
+    let guard = harness::TempPath::register(&tmp)?;
+    std::fs::create_dir(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let write = || -> Result<()> {
+        for f in files {
+            let path = tmp.join(&f.path);
+            if let Some(p) = path.parent() {
+                std::fs::create_dir_all(p).with_context(|| format!("creating {}", p.display()))?;
+            }
+            let mut out = std::fs::File::create(&path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            out.write_all(f.contents.as_bytes())?;
+            if f.executable {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+            }
+        }
+        std::fs::write(tmp.join("skeleton.json"), doc)
+            .with_context(|| format!("writing {}", tmp.join("skeleton.json").display()))?;
+        Ok(())
+    };
+    if let Err(e) = write() {
+        std::fs::remove_dir_all(&tmp).ok();
+        return Err(e);
+    }
+    if dir.exists() {
+        if !force {
+            std::fs::remove_dir_all(&tmp).ok();
+            bail!("{} exists; use --force to replace it", dir.display());
+        }
+        let old = parent.join(format!(".{base}.old-{}", std::process::id()));
+        std::fs::rename(dir, &old).with_context(|| format!("moving {} aside", dir.display()))?;
+        std::fs::rename(&tmp, dir).with_context(|| format!("renaming to {}", dir.display()))?;
+        std::fs::remove_dir_all(&old).ok();
+    } else {
+        std::fs::rename(&tmp, dir).with_context(|| format!("renaming to {}", dir.display()))?;
+    }
+    guard.keep();
+    Ok(())
+}
