@@ -84,29 +84,8 @@ pub(super) fn main_rs(
     } else {
         quote! { program(&k, &mut sk, &mut b, &mut pool, #program_pool_pass); }
     };
-    let set_dists = if has_dists {
-        quote! { sk.set_distributions(&GAP_DIST); }
-    } else {
-        quote! {}
-    };
-    let set_weights = if has_weights {
-        quote! { sk.set_rank_weight(&RANK_WEIGHT, k.all.rank()); }
-    } else {
-        quote! {}
-    };
     let (universe_mut, attach, detach) = buffered_sends(skel);
-    let set_shrink = if scaling.compute_shrink < 1.0 {
-        let f: f64 = format!("{:.4}", scaling.compute_shrink).parse().unwrap_or(1.0);
-        let n = note(
-            "cut blocks run this share of what they keep; the rest is added to the prediction",
-        );
-        quote! {
-            #n
-            sk.set_compute_shrink(#f);
-        }
-    } else {
-        quote! {}
-    };
+    let settings = runtime_settings(scaling, has_dists, has_weights);
 
     let program_pool_let = if any_program_scope {
         quote! { let mut program_pool = Pool::new(&[]); }
@@ -167,9 +146,7 @@ pub(super) fn main_rs(
             let mut b = Buffers::new(RECV_BYTES);
             let mut pool = Pool::new(#slot_bytes_arg);
             #program_pool_let
-            #set_dists
-            #set_weights
-            #set_shrink
+            #settings
             #body_dispatch
             #detach
             sk.report(&k.all, NAME, FACTOR, APP_TIME);
@@ -186,6 +163,38 @@ pub(super) fn main_rs(
         #items
     };
     format_file("src/main.rs", file)
+}
+
+/// What `main` sets in the runtime before the class runs: the compute distributions, the
+/// ranks' weights, the share cut blocks run.
+fn runtime_settings(scaling: &Scaling, has_dists: bool, has_weights: bool) -> TokenStream {
+    let set_dists = if has_dists {
+        quote! { sk.set_distributions(&GAP_DIST); }
+    } else {
+        quote! {}
+    };
+    let set_weights = if has_weights {
+        quote! { sk.set_rank_weight(&RANK_WEIGHT, k.all.rank()); }
+    } else {
+        quote! {}
+    };
+    let set_shrink = if scaling.compute_shrink < 1.0 {
+        let f: f64 = format!("{:.4}", scaling.compute_shrink).parse().unwrap_or(1.0);
+        let n = note(
+            "cut blocks run this share of what they keep; the rest is added to the prediction",
+        );
+        quote! {
+            #n
+            sk.set_compute_shrink(#f);
+        }
+    } else {
+        quote! {}
+    };
+    quote! {
+        #set_dists
+        #set_weights
+        #set_shrink
+    }
 }
 
 /// One class's program function and its arm of `main`'s dispatch.

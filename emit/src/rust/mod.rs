@@ -28,9 +28,9 @@ mod tables;
 mod tokens;
 mod topology;
 
-use minijinja::{context, AutoEscape, Environment};
+use minijinja::context;
 
-use crate::c::{scaling_context, File, Meta, RenderError};
+use crate::c::{render_templates, scaling_context, File, Meta, RenderError};
 use crate::program::Skeleton;
 use crate::scale::Scaling;
 
@@ -52,12 +52,6 @@ pub const CRATES: [(&str, &str); 4] =
 pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<File>, RenderError> {
     let main = main_rs::main_rs(skel, scaling, meta)?;
     let package = package_name(&meta.name);
-    let mut env = Environment::new();
-    env.set_trim_blocks(true);
-    env.set_lstrip_blocks(true);
-    env.set_keep_trailing_newline(true);
-    env.set_auto_escape_callback(|_| AutoEscape::None);
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let templates = [
         ("Cargo.toml", CARGO_TOML),
         ("Cargo.lock", CARGO_LOCK),
@@ -65,9 +59,6 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         ("run.sh", RUN_SH),
         ("job.slurm", JOB_SLURM),
     ];
-    for (name, src) in templates {
-        env.add_template(name, src).map_err(|source| RenderError::new(name, source))?;
-    }
     let ctx = context! {
         name => meta.name,
         package => package,
@@ -77,19 +68,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         crates => CRATES.iter().map(|(n, v)| context! { name => n, version => v }).collect::<Vec<_>>(),
         ..scaling_context(scaling, &skel.matching),
     };
-    let mut files = Vec::new();
-    for (name, _) in templates {
-        let t = env.get_template(name).map_err(|source| RenderError::new(name, source))?;
-        let mut text = t.render(&ctx).map_err(|source| RenderError::new(name, source))?;
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        files.push(File {
-            path: name.to_owned(),
-            contents: text,
-            executable: name.ends_with(".sh"),
-        });
-    }
+    let mut files = render_templates(&templates, &ctx)?;
     files.push(File { path: "src/main.rs".into(), contents: main, executable: false });
     files.push(File { path: "src/rt.rs".into(), contents: RUNTIME_RS.into(), executable: false });
     Ok(files)

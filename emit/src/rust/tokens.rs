@@ -236,103 +236,110 @@ impl Gen<'_> {
                 out
             }
             Call::Collective { op, traced, comm, root, bytes, slot } => {
-                let cm = &self.comms[*comm];
-                let root = Literal::u32_unsuffixed(root.unwrap_or(0));
-                let n = int(*bytes);
-                let (reals, r) = if bytes % 8 == 0 {
-                    let r = int(bytes / 8);
-                    (true, quote! { #r })
-                } else {
-                    (false, quote! { #n })
-                };
-                let (sb, rb, fresh) = if reals {
-                    (quote! { k.sreal() }, quote! { b.reals() }, quote! { req.reals(#r) })
-                } else {
-                    (quote! { k.sbuf() }, quote! { b.recv() }, quote! { req.bytes(#r) })
-                };
-                let sum = quote! { SystemOperation::sum() };
-                let blocking = match op {
-                    Op::Barrier => Some(quote! { #cm.barrier(); }),
-                    Op::Bcast => Some(
-                        quote! { #cm.process_at_rank(#root).broadcast_into(&mut b.recv()[..#n]); },
-                    ),
-                    Op::Reduce => {
-                        Some(quote! { rt::reduce(&#cm, #root, &#sb[..#r], &mut #rb[..#r]); })
+                self.collective(*op, *traced, *comm, *root, *bytes, slot.as_ref())
+            }
+        }
+    }
+
+    /// A collective call (blocking, or non-blocking into `slot`), on communicator `comm`.
+    fn collective(
+        &self,
+        op: Op,
+        traced: Op,
+        comm: usize,
+        root: Option<u32>,
+        bytes: u64,
+        slot: Option<&SlotRef>,
+    ) -> TokenStream {
+        let cm = &self.comms[comm];
+        let root = Literal::u32_unsuffixed(root.unwrap_or(0));
+        let n = int(bytes);
+        let (reals, r) = if bytes % 8 == 0 {
+            let r = int(bytes / 8);
+            (true, quote! { #r })
+        } else {
+            (false, quote! { #n })
+        };
+        let (sb, rb, fresh) = if reals {
+            (quote! { k.sreal() }, quote! { b.reals() }, quote! { req.reals(#r) })
+        } else {
+            (quote! { k.sbuf() }, quote! { b.recv() }, quote! { req.bytes(#r) })
+        };
+        let sum = quote! { SystemOperation::sum() };
+        let blocking = match op {
+            Op::Barrier => Some(quote! { #cm.barrier(); }),
+            Op::Bcast => {
+                Some(quote! { #cm.process_at_rank(#root).broadcast_into(&mut b.recv()[..#n]); })
+            }
+            Op::Reduce => Some(quote! { rt::reduce(&#cm, #root, &#sb[..#r], &mut #rb[..#r]); }),
+            Op::Allreduce => {
+                Some(quote! { #cm.all_reduce_into(&#sb[..#r], &mut #rb[..#r], #sum); })
+            }
+            Op::Scan => Some(quote! { #cm.scan_into(&#sb[..#r], &mut #rb[..#r], #sum); }),
+            Op::Exscan => {
+                Some(quote! { #cm.exclusive_scan_into(&#sb[..#r], &mut #rb[..#r], #sum); })
+            }
+            Op::Gather => Some(quote! { rt::gather(&#cm, #root, &k.sbuf()[..#n], b.recv()); }),
+            Op::Scatter => {
+                Some(quote! { rt::scatter(&#cm, #root, k.sbuf(), &mut b.recv()[..#n]); })
+            }
+            Op::Allgather => Some(quote! { rt::all_gather(&#cm, &k.sbuf()[..#n], b.recv()); }),
+            Op::Alltoall => Some(quote! { rt::all_to_all(&#cm, #n, k.sbuf(), b.recv()); }),
+            Op::ReduceScatterBlock => {
+                Some(quote! { rt::reduce_scatter_block(&#cm, #r, #sb, &mut #rb[..#r]); })
+            }
+            _ => None,
+        };
+        let Some(blocking) = blocking else {
+            return note(&format!("MPI_{op}: not reproduced"));
+        };
+        let out = match slot {
+            None => blocking,
+            Some(s) => {
+                let s = Self::slot(s);
+                let start = match op {
+                    Op::Barrier => quote! { #cm.immediate_barrier() },
+                    Op::Bcast => {
+                        quote! { #cm.process_at_rank(#root).immediate_broadcast_into(req.scope(), buf) }
                     }
+                    Op::Reduce => quote! { rt::ireduce(req, &#cm, #root, &#sb[..#r]) },
                     Op::Allreduce => {
-                        Some(quote! { #cm.all_reduce_into(&#sb[..#r], &mut #rb[..#r], #sum); })
+                        quote! { #cm.immediate_all_reduce_into(req.scope(), &#sb[..#r], #fresh, #sum) }
                     }
-                    Op::Scan => Some(quote! { #cm.scan_into(&#sb[..#r], &mut #rb[..#r], #sum); }),
+                    Op::Scan => {
+                        quote! { #cm.immediate_scan_into(req.scope(), &#sb[..#r], #fresh, #sum) }
+                    }
                     Op::Exscan => {
-                        Some(quote! { #cm.exclusive_scan_into(&#sb[..#r], &mut #rb[..#r], #sum); })
+                        quote! { #cm.immediate_exclusive_scan_into(req.scope(), &#sb[..#r], #fresh, #sum) }
                     }
-                    Op::Gather => {
-                        Some(quote! { rt::gather(&#cm, #root, &k.sbuf()[..#n], b.recv()); })
-                    }
-                    Op::Scatter => {
-                        Some(quote! { rt::scatter(&#cm, #root, k.sbuf(), &mut b.recv()[..#n]); })
-                    }
-                    Op::Allgather => {
-                        Some(quote! { rt::all_gather(&#cm, &k.sbuf()[..#n], b.recv()); })
-                    }
-                    Op::Alltoall => Some(quote! { rt::all_to_all(&#cm, #n, k.sbuf(), b.recv()); }),
-                    Op::ReduceScatterBlock => {
-                        Some(quote! { rt::reduce_scatter_block(&#cm, #r, #sb, &mut #rb[..#r]); })
-                    }
-                    _ => None,
+                    Op::Gather => quote! { rt::igather(req, &#cm, #root, &k.sbuf()[..#n]) },
+                    Op::Scatter => quote! { rt::iscatter(req, &#cm, #root, k.sbuf(), #n) },
+                    Op::Allgather => quote! { rt::iall_gather(req, &#cm, &k.sbuf()[..#n]) },
+                    Op::Alltoall => quote! { rt::iall_to_all(req, &#cm, k.sbuf(), #n) },
+                    _ => quote! { rt::ireduce_scatter_block(req, &#cm, #sb, #r) },
                 };
-                let Some(blocking) = blocking else {
-                    return note(&format!("MPI_{op}: not reproduced"));
-                };
-                let out = match slot {
-                    None => blocking,
-                    Some(s) => {
-                        let s = Self::slot(s);
-                        let start = match op {
-                            Op::Barrier => quote! { #cm.immediate_barrier() },
-                            Op::Bcast => {
-                                quote! { #cm.process_at_rank(#root).immediate_broadcast_into(req.scope(), buf) }
-                            }
-                            Op::Reduce => quote! { rt::ireduce(req, &#cm, #root, &#sb[..#r]) },
-                            Op::Allreduce => {
-                                quote! { #cm.immediate_all_reduce_into(req.scope(), &#sb[..#r], #fresh, #sum) }
-                            }
-                            Op::Scan => {
-                                quote! { #cm.immediate_scan_into(req.scope(), &#sb[..#r], #fresh, #sum) }
-                            }
-                            Op::Exscan => {
-                                quote! { #cm.immediate_exclusive_scan_into(req.scope(), &#sb[..#r], #fresh, #sum) }
-                            }
-                            Op::Gather => quote! { rt::igather(req, &#cm, #root, &k.sbuf()[..#n]) },
-                            Op::Scatter => quote! { rt::iscatter(req, &#cm, #root, k.sbuf(), #n) },
-                            Op::Allgather => quote! { rt::iall_gather(req, &#cm, &k.sbuf()[..#n]) },
-                            Op::Alltoall => quote! { rt::iall_to_all(req, &#cm, k.sbuf(), #n) },
-                            _ => quote! { rt::ireduce_scatter_block(req, &#cm, #sb, #r) },
-                        };
-                        if *op == Op::Bcast {
-                            // The slot's own buffer, as for a receive.
-                            quote! {
-                                let buf = req.recv_buf(#s, #n);
-                                req.put(#s, #start);
-                            }
-                        } else {
-                            quote! { req.put(#s, #start); }
-                        }
+                if op == Op::Bcast {
+                    // The slot's own buffer, as for a receive.
+                    quote! {
+                        let buf = req.recv_buf(#s, #n);
+                        req.put(#s, #start);
                     }
-                };
-                let blocking_name = traced.name().strip_prefix('I').unwrap_or(traced.name());
-                let differs = if slot.is_some() {
-                    !blocking_name.eq_ignore_ascii_case(op.name())
                 } else {
-                    traced != op
-                };
-                if differs {
-                    let n = note(&format!("MPI_{traced} in the trace"));
-                    quote! { #n #out }
-                } else {
-                    out
+                    quote! { req.put(#s, #start); }
                 }
             }
+        };
+        let blocking_name = traced.name().strip_prefix('I').unwrap_or(traced.name());
+        let differs = if slot.is_some() {
+            !blocking_name.eq_ignore_ascii_case(op.name())
+        } else {
+            traced != op
+        };
+        if differs {
+            let n = note(&format!("MPI_{traced} in the trace"));
+            quote! { #n #out }
+        } else {
+            out
         }
     }
 

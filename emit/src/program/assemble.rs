@@ -1,0 +1,512 @@
+//! The whole program from a logical trace and one loop nest per class: tags per channel,
+//! directions, communicators, each class's calls and compute blocks, receive counts, phases.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use mpiskel_compress::{LoopNest, Node};
+use mpiskel_logicalize::{Kind, LogicalComm, LogicalPeer, LogicalTrace, ProcessClass, Structure};
+use mpiskel_trace::OpClass;
+
+use super::calls::*;
+use super::layout::*;
+use super::lower::*;
+use super::*;
+
+/// An error building the program.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The number of nests does not match the number of classes.
+    #[error("{nests} loop nests given for {classes} process classes")]
+    NestCount {
+        /// Nests.
+        nests: usize,
+        /// Classes.
+        classes: usize,
+    },
+    /// A nest does not expand to its class program.
+    #[error("the loop nest of class {class} expands to {got} calls, its program has {want}")]
+    NestLength {
+        /// Class.
+        class: usize,
+        /// Expanded length.
+        got: usize,
+        /// Program length.
+        want: usize,
+    },
+}
+
+/// Builds the skeleton program from a logical trace and one loop nest per class (compressed
+/// from [`crate::symbols::symbolize_class`], with its gap weights attached).
+pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildError> {
+    if nests.len() != lt.classes.len() {
+        return Err(BuildError::NestCount { nests: nests.len(), classes: lt.classes.len() });
+    }
+    let n = lt.n_ranks as u32;
+    let topo = lt.topology();
+    let layout = layout_of(lt);
+    let (directions, any_tags) = directions_and_tags(lt);
+    let dir_index: HashMap<&str, usize> =
+        lt.directions.iter().enumerate().map(|(i, d)| (d.name.as_str(), i)).collect();
+    let peer = |p: &Option<LogicalPeer>| match p {
+        Some(LogicalPeer::Dir(d)) => {
+            dir_index.get(d.name.as_str()).map_or(Peer::Null, |&i| Peer::Dir(i))
+        }
+        Some(LogicalPeer::Null) | None => Peer::Null,
+        Some(LogicalPeer::Any) => Peer::Any,
+        Some(LogicalPeer::Exception(r)) => Peer::Rank(*r),
+    };
+
+    let mut comms = vec![Comm::World];
+    let mut comm_index = |c: &LogicalComm| -> usize {
+        let want = Comm::of(c);
+        comms.iter().position(|x| *x == want).unwrap_or_else(|| {
+            comms.push(want);
+            comms.len() - 1
+        })
+    };
+
+    let mut class_of_rank = vec![0u32; n as usize];
+    let mut programs = Vec::with_capacity(lt.classes.len());
+    // First pass: per class, per leaf, the call it makes (slots assigned per class, shared
+    // numbering across classes since every rank runs only one class).
+    let mut matching = MatchingReport {
+        local_policy: "kept: the whole program is checked for deadlock before it is emitted".into(),
+        ..MatchingReport::default()
+    };
+    let mut max_slots = 0u32;
+    let mut tables = ComputeTables::default();
+    let mut rank_weight = vec![1.0f64; n as usize];
+    let mut size_tables: Vec<Vec<u64>> = Vec::new();
+    let collective_sizes = agreed_collective_sizes(lt, nests);
+    for (ci, (class, nest)) in lt.classes.iter().zip(nests).enumerate() {
+        for &r in class.ranks.iter().chain(&class.folded) {
+            if let Some(x) = class_of_rank.get_mut(r as usize) {
+                *x = ci as u32;
+            }
+        }
+        let m = crate::matching::match_calls(&crate::matching::calls_of_class(class, topo));
+        matching.global_pairs += m.global_pairs;
+        matching.balanced += m.balanced;
+        matching.local_sends += m.local_sends;
+        matching.local_recvs += m.local_recvs;
+
+        let mut leaf_nodes = Vec::new();
+        leaves(&nest.items, &mut leaf_nodes);
+        let lm = leaf_map(nest, leaf_nodes.len());
+        if lm.leaf_of.len() != class.ops.len() {
+            return Err(BuildError::NestLength {
+                class: ci,
+                got: lm.leaf_of.len(),
+                want: class.ops.len(),
+            });
+        }
+        let (slot_of_leaf, completes_leaves, next_slot) = request_slots(class, nest, &lm);
+        max_slots = max_slots.max(next_slot);
+        let calls: Vec<Option<Call>> = (0..lm.positions.len())
+            .map(|leaf| {
+                let p = lm.positions[leaf][0];
+                let op = &class.ops[p];
+                // Sizes after balancing: the first occurrence's (balancing is per position
+                // and positions of one leaf share a key) — or, for a leaf of a time step
+                // whose sizes vary from step to step, their mean, which carries the bytes
+                // of the channel over the run.
+                let size = |p: usize| match m.bytes.get(p) {
+                    Some(&b) if b > 0 => b,
+                    _ => class.ops[p].key.bytes,
+                };
+                let ps = &lm.positions[leaf];
+                let bytes = if ps.iter().all(|&q| class.ops[q].key.bytes == op.key.bytes) {
+                    size(p)
+                } else {
+                    let total: u128 = ps.iter().map(|&q| u128::from(size(q))).sum();
+                    (total as f64 / ps.len() as f64).round() as u64
+                };
+                let completes: Vec<u32> = completes_leaves
+                    .get(&leaf)
+                    .map(|s| {
+                        s.iter()
+                            .filter_map(|l| slot_of_leaf.get(l))
+                            .flat_map(|r| r.base..r.base + r.ring)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                // A receive right after a probe of any source takes whatever the probe found:
+                // it is a receive from any source too.
+                let probed_any = p > 0 && {
+                    let prev = &class.ops[p - 1].key;
+                    prev.op.class() == OpClass::Probe && prev.any_source && prev.peer == op.key.peer
+                };
+                let mut call = call_of(
+                    op,
+                    probed_any,
+                    bytes,
+                    slot_of_leaf.get(&leaf).copied(),
+                    completes,
+                    &peer,
+                    &directions,
+                    &any_tags,
+                    &mut comm_index,
+                    lt,
+                );
+                if let (Some(Call::Collective { bytes, .. }), Some(&agreed)) =
+                    (&mut call, collective_sizes.get(&collective_key(op)))
+                {
+                    *bytes = agreed;
+                }
+                if let Some(Call::Send { sizes, .. } | Call::SendRecv { sizes, .. }) = &mut call {
+                    *sizes = rank_sizes(class, ps, n).map(|t| {
+                        size_tables.iter().position(|x| *x == t).unwrap_or_else(|| {
+                            size_tables.push(t);
+                            size_tables.len() - 1
+                        })
+                    });
+                }
+                call
+            })
+            .collect();
+        rank_weights(class, &mut rank_weight);
+        let gaps = gaps_of(lt, class, &leaf_nodes, &lm, &rank_weight, &mut tables);
+        programs.push((class, nest, calls, gaps, lm));
+    }
+
+    let (classes, send_bytes, recv_bytes) =
+        classes_with_buffers(lt, programs, &comms, &size_tables);
+    Ok(Skeleton {
+        n_ranks: n,
+        topology: lt.topology_name(),
+        layout,
+        directions,
+        message_tags: any_tags.iter().map(|(&t, &v)| (t, v)).collect(),
+        comms,
+        classes,
+        class_of_rank,
+        grid_coords: match topo {
+            Some(t) if matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6) => {
+                lt.identification.coords.clone()
+            }
+            _ => Vec::new(),
+        },
+        n_slots: max_slots,
+        reused_slots: Vec::new(),
+        send_bytes: send_bytes.max(8),
+        recv_bytes: recv_bytes.max(8),
+        matching,
+        distributions: tables.distributions,
+        rank_weight,
+        size_tables,
+        compute_factors: tables.compute_factors,
+        send_buffer: None,
+        replays: Vec::new(),
+    })
+}
+
+/// How ranks find their neighbours: a Cartesian communicator where the ranks lie row-major in
+/// the topology, a table otherwise, none without point-to-point calls.
+fn layout_of(lt: &LogicalTrace) -> Layout {
+    let n = lt.n_ranks as u32;
+    match &lt.identification.structure {
+        Structure::NoPointToPoint => Layout::None,
+        _ => cartesian_layout(lt).unwrap_or_else(|| Layout::Table {
+            neighbours: (0..n)
+                .map(|r| {
+                    lt.directions
+                        .iter()
+                        .map(|d| neighbour(lt, r, d).map_or(-1, i64::from))
+                        .collect()
+                })
+                .collect(),
+        }),
+    }
+}
+
+/// The directions with their tags (one per channel, in order of direction), and the tags of
+/// messages that receives from any source take.
+fn directions_and_tags(lt: &LogicalTrace) -> (Vec<Dir>, BTreeMap<i32, i32>) {
+    let topo = lt.topology();
+    // Tags: one per channel, in order of direction.
+    let mut channels: BTreeMap<String, i32> = BTreeMap::new();
+    for d in &lt.directions {
+        let next = channels.len() as i32 + 1;
+        channels.entry(channel(&d.name)).or_insert(next);
+    }
+    // Messages that receives from any source take are told apart by their traced tag, as in the
+    // application: each such tag gets a tag of its own above the channels', on both sides, so
+    // that an any-source receive never takes a message of another channel (a neighbour's halo
+    // instead of a worker's report).
+    let any_tags: BTreeMap<i32, i32> = {
+        let mut tags = BTreeSet::new();
+        for class in &lt.classes {
+            for (i, op) in class.ops.iter().enumerate() {
+                let receives = matches!(op.key.op.class(), OpClass::Recv | OpClass::Probe);
+                if receives
+                    && crate::symbols::takes_from_any_source(&class.ops, i)
+                    && op.traced_tag >= 0
+                {
+                    tags.insert(op.traced_tag);
+                }
+            }
+        }
+        let base = channels.len() as i32 + 1;
+        tags.into_iter().enumerate().map(|(i, t)| (t, base + i as i32)).collect()
+    };
+    let directions: Vec<Dir> = lt
+        .directions
+        .iter()
+        .map(|d| {
+            // The channel the neighbour in this direction sends on to reach this rank: a
+            // tree's children send to PARENT and a parent to its CHILDren.
+            let back = if d.name.starts_with("CHILD") {
+                "PARENT".to_owned()
+            } else if d.name == "SELF" {
+                // A message to self comes back on its own channel.
+                "SELF".to_owned()
+            } else if d.name == "PARENT" {
+                "CHILD".to_owned()
+            } else {
+                match topo {
+                    Some(t) => d.opposite(t).map_or_else(String::new, |o| o.name),
+                    None => format!("{:+}", -d.offset.first().copied().unwrap_or(0)),
+                }
+            };
+            let recv_tag = channels.get(&channel(&back)).copied().unwrap_or(0);
+            Dir {
+                name: d.name.clone(),
+                ident: ident_of(&d.name),
+                offset: d.offset.clone(),
+                tag: channels[&channel(&d.name)],
+                recv_tag,
+            }
+        })
+        .collect();
+    (directions, any_tags)
+}
+
+/// Request slots of one class: each non-blocking start leaf gets one (or a ring of them, when
+/// an inner loop starts it several times before anything completes it); the leaves one
+/// completion finishes get consecutive slots, in order of the completions. Returns the slot of
+/// each start leaf, the leaves each completion leaf finishes, and the slots used.
+fn request_slots(
+    class: &ProcessClass,
+    nest: &LoopNest,
+    lm: &LeafMap,
+) -> (HashMap<usize, SlotRef>, HashMap<usize, BTreeSet<usize>>, u32) {
+    let mut next_slot = 0;
+    let loops = leaf_loops(&nest.items);
+    let mut slot_of_leaf: HashMap<usize, SlotRef> = HashMap::new();
+    let mut completes_leaves: HashMap<usize, BTreeSet<usize>> = HashMap::new();
+    let mut completed_by: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (leaf, ps) in lm.positions.iter().enumerate() {
+        let op = ps.first().map(|&p| &class.ops[p]);
+        if op.is_some_and(|o| o.key.op.class() == OpClass::Completion) {
+            let set: BTreeSet<usize> = ps
+                .iter()
+                .flat_map(|&p| class.ops[p].completes.iter().map(|&q| lm.leaf_of[q]))
+                .collect();
+            for &l in &set {
+                completed_by.entry(l).or_default().push(leaf);
+            }
+            completes_leaves.insert(leaf, set);
+        }
+    }
+    let mut assign = |l: usize, next_slot: &mut u32| {
+        if slot_of_leaf.contains_key(&l) || !starts_request(class, lm, l) {
+            return;
+        }
+        let waits = completed_by.get(&l).map(Vec::as_slice).unwrap_or(&[]);
+        // The innermost inner loop around the start that holds none of its completions.
+        let ring = loops[l]
+            .iter()
+            .rev()
+            .find(|lp| lp.depth >= 1 && !waits.iter().any(|w| (lp.lo..lp.hi).contains(w)))
+            .filter(|_| !waits.is_empty());
+        let r = match ring {
+            Some(lp) => SlotRef { base: *next_slot, ring: lp.count as u32, depth: lp.depth },
+            None => SlotRef { base: *next_slot, ring: 1, depth: 0 },
+        };
+        *next_slot += r.ring;
+        slot_of_leaf.insert(l, r);
+    };
+    let mut order: Vec<usize> = completes_leaves.keys().copied().collect();
+    order.sort_unstable();
+    for c in &order {
+        for &l in &completes_leaves[c] {
+            assign(l, &mut next_slot);
+        }
+    }
+    for leaf in 0..lm.positions.len() {
+        assign(leaf, &mut next_slot);
+    }
+    (slot_of_leaf, completes_leaves, next_slot)
+}
+
+/// Each rank's systematic weight: its gaps over the class mean at the positions it has.
+fn rank_weights(class: &ProcessClass, rank_weight: &mut [f64]) {
+    let (mut own, mut avg) = (HashMap::<u32, f64>::new(), HashMap::<u32, f64>::new());
+    for op in &class.ops {
+        for &(r, x) in &op.gap_samples {
+            *own.entry(r).or_default() += f64::from(x);
+            *avg.entry(r).or_default() += op.gap.mean_s;
+        }
+    }
+    for (r, o) in &own {
+        let a = avg[r];
+        if a > 0.0 {
+            if let Some(w) = rank_weight.get_mut(*r as usize) {
+                *w = o / a;
+            }
+        }
+    }
+}
+
+/// The distributions and per-rank factors of the compute blocks of every class.
+#[derive(Default)]
+struct ComputeTables {
+    distributions: Vec<Dist>,
+    compute_factors: Vec<Vec<f64>>,
+}
+
+/// The compute block before each leaf of a class: its mean, the distribution its durations are
+/// drawn from and its per-rank factors (added to `tables`).
+fn gaps_of(
+    lt: &LogicalTrace,
+    class: &ProcessClass,
+    leaf_nodes: &[Node],
+    lm: &LeafMap,
+    rank_weight: &[f64],
+    tables: &mut ComputeTables,
+) -> Vec<Gap> {
+    leaf_nodes
+        .iter()
+        .enumerate()
+        .map(|(leaf, l)| {
+            let mean = match l {
+                Node::Sym { stats: Some(s), .. } => s.mean,
+                _ => 0.0,
+            };
+            let groups: Vec<&[(u32, f32)]> =
+                lm.positions[leaf].iter().map(|&p| class.ops[p].gap_samples.as_slice()).collect();
+            let weight = |r: u32| rank_weight[r as usize];
+            let (dist, factors) = match rank_factors(&groups, &weight) {
+                Some(f) => {
+                    // Each rank's own spread between executions, relative to its mean
+                    // (rounded as recorded samples are).
+                    let own: Vec<f64> = groups
+                        .iter()
+                        .flat_map(|g| g.iter())
+                        .filter_map(|&(r, x)| {
+                            let m = f.get(&r)? * weight(r) * mean;
+                            (m > 0.0).then(|| f64::from((f64::from(x) / m) as f32))
+                        })
+                        .collect();
+                    let own_mean = own.iter().sum::<f64>() / own.len().max(1) as f64;
+                    let mut table = vec![1.0; lt.n_ranks];
+                    for (&r, &x) in &f {
+                        if let Some(t) = table.get_mut(r as usize) {
+                            *t = x;
+                        }
+                    }
+                    tables.compute_factors.push(table);
+                    let d = crate::spread::quantiles_of(own, own_mean)
+                        .map(|d| Dist { q: d.q.iter().map(|x| x * mean).collect() });
+                    (d, Some(tables.compute_factors.len() - 1))
+                }
+                None => (distribution(&groups, &weight, lt.shared_variation), None),
+            };
+            let dist = dist.map(|d| {
+                tables.distributions.push(d);
+                tables.distributions.len() - 1
+            });
+            Gap { seconds: mean, dist, factors }
+        })
+        .collect()
+}
+
+/// One class's calls and compute blocks, by leaf of its nest, before receive counts are set.
+type ClassCalls<'a> = (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, LeafMap);
+
+/// Sets receive counts (the largest size each channel carries) and the receive buffer's regions
+/// (one per non-blocking receive slot, one shared by the rest), and splits each class into
+/// phases. Returns the classes, and the bytes of the send and receive buffers.
+fn classes_with_buffers(
+    lt: &LogicalTrace,
+    programs: Vec<ClassCalls<'_>>,
+    comms: &[Comm],
+    size_tables: &[Vec<u64>],
+) -> (Vec<ClassProgram>, u64, u64) {
+    // Receive counts: the largest size each channel carries.
+    let largest = |c: &Call| largest_send(c, size_tables);
+    let mut channel_max: HashMap<i32, u64> = HashMap::new();
+    let mut any_max = 0u64;
+    for (_, _, calls, _, _) in &programs {
+        for c in calls.iter().flatten() {
+            if let Call::Send { tag, .. } | Call::SendRecv { tag, .. } = c {
+                let e = channel_max.entry(*tag).or_insert(0);
+                *e = (*e).max(largest(c));
+                any_max = any_max.max(largest(c));
+            }
+        }
+    }
+    let mut classes = Vec::with_capacity(programs.len());
+    let (mut send_bytes, mut recv_bytes) = (0u64, 0u64);
+    for (class, nest, mut calls, gaps, _) in programs {
+        // Receive buffer: a region per non-blocking receive slot, one shared region for the
+        // rest (blocking receives and collectives).
+        let mut region: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
+        let mut shared = 0u64;
+        for c in calls.iter_mut().flatten() {
+            match c {
+                Call::Recv { tag, bytes, count, slot, .. } => {
+                    let ch =
+                        if *tag < 0 { any_max } else { channel_max.get(tag).copied().unwrap_or(0) };
+                    *count = (*bytes).max(ch);
+                    match slot {
+                        Some(s) => {
+                            let e = region.entry(s.base).or_insert((0, s.ring));
+                            e.0 = e.0.max(*count);
+                        }
+                        None => shared = shared.max(*count),
+                    }
+                }
+                Call::SendRecv { recv_tag, count, .. } => {
+                    let ch = if *recv_tag < 0 {
+                        any_max
+                    } else {
+                        channel_max.get(recv_tag).copied().unwrap_or(0)
+                    };
+                    *count = (*count).max(ch);
+                    shared = shared.max(*count);
+                }
+                Call::Collective { op, bytes, comm, .. } => {
+                    let members = comm_size(&comms[*comm], lt);
+                    shared = shared.max(collective_recv_bytes(*op, *bytes, members));
+                    send_bytes = send_bytes.max(collective_send_bytes(*op, *bytes, members));
+                }
+                _ => {}
+            }
+            send_bytes = send_bytes.max(largest(c));
+        }
+        let mut offsets: HashMap<u32, u64> = HashMap::new();
+        let mut at = round8(shared);
+        for (s, (b, ring)) in &region {
+            offsets.insert(*s, at);
+            at += round8(*b) * u64::from(*ring);
+        }
+        recv_bytes = recv_bytes.max(at);
+        for c in calls.iter_mut().flatten() {
+            if let Call::Recv { slot: Some(s), offset, .. } = c {
+                *offset = offsets[&s.base];
+            }
+        }
+        let phases = phases_of(&nest.items, &calls, &gaps, class);
+        classes.push(ClassProgram {
+            ranks: {
+                let mut r: Vec<u32> = class.ranks.iter().chain(&class.folded).copied().collect();
+                r.sort_unstable();
+                r
+            },
+            phases,
+            notation: nest.notation(),
+        });
+    }
+    (classes, send_bytes, recv_bytes)
+}

@@ -1,0 +1,298 @@
+//! Logical operations of the trace as calls of the program: sizes per rank, the sizes all
+//! members of a collective agree on, the blocking form of vector and non-blocking collectives,
+//! request slots, and roots.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use mpiskel_compress::LoopNest;
+use mpiskel_logicalize::{Kind, LogicalComm, LogicalPeer, LogicalTrace, ProcessClass};
+use mpiskel_trace::{Op, OpClass};
+
+use super::layout::rank_of_node;
+use super::lower::LeafMap;
+use super::*;
+
+/// Each rank's bytes at the send that positions `ps` of `class` make (the mean over them), one
+/// entry per rank of the `n` (0 outside the class), if the class's ranks send different sizes
+/// there; `None` if they all send the same.
+pub(super) fn rank_sizes(class: &ProcessClass, ps: &[usize], n: u32) -> Option<Vec<u64>> {
+    if ps.iter().all(|&q| class.ops[q].rank_bytes.is_empty()) {
+        return None;
+    }
+    let mut table = vec![0u64; n as usize];
+    let mut seen = BTreeSet::new();
+    for &r in class.ranks.iter().chain(&class.folded) {
+        let total: u128 = ps.iter().map(|&q| u128::from(class.ops[q].bytes_of(r))).sum();
+        let b = (total as f64 / ps.len().max(1) as f64).round() as u64;
+        if let Some(x) = table.get_mut(r as usize) {
+            *x = b;
+            seen.insert(b);
+        }
+    }
+    (seen.len() > 1).then_some(table)
+}
+
+/// What makes calls of a collective the same collective to every rank: operation,
+/// communicator, root (`None` for other calls).
+pub(super) fn collective_key(op: &mpiskel_logicalize::LogicalOp) -> Option<String> {
+    (op.key.op.class() == OpClass::Collective)
+        .then(|| format!("{:?} {:?} {:?}", op.key.op, op.key.comm, op.key.root))
+}
+
+/// Whether a collective gives each rank its own sizes.
+pub(super) fn is_vector(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Gatherv
+            | Op::Igatherv
+            | Op::Allgatherv
+            | Op::Iallgatherv
+            | Op::Scatterv
+            | Op::Iscatterv
+            | Op::Alltoallv
+            | Op::Ialltoallv
+            | Op::Alltoallw
+            | Op::Ialltoallw
+            | Op::ReduceScatter
+            | Op::IreduceScatter
+    )
+}
+
+/// Collectives every rank must run with one size that its calls do not give: vector
+/// collectives (each rank its own sizes; they run as their regular form) and collectives whose
+/// size varies at one position of some class's nest (a leaf of a time step whose sizes drift,
+/// where each class would take its own mean). Every call of such a collective, in every class,
+/// runs with the mean size per member of all its calls over all ranks, so that the ranks agree
+/// and the bytes over the run stay those of the application.
+pub(super) fn agreed_collective_sizes(
+    lt: &LogicalTrace,
+    nests: &[LoopNest],
+) -> HashMap<Option<String>, u64> {
+    let mut sum: HashMap<Option<String>, (f64, f64)> = HashMap::new();
+    let mut varies = BTreeSet::new();
+    for (class, nest) in lt.classes.iter().zip(nests) {
+        let lm = leaf_map(nest, mpiskel_compress::leaf_count(&nest.items));
+        if lm.leaf_of.len() != class.ops.len() {
+            continue; // reported by the caller
+        }
+        let ranks = (class.ranks.len() + class.folded.len()).max(1) as f64;
+        for ps in &lm.positions {
+            let Some(&first) = ps.first() else { continue };
+            let key = collective_key(&class.ops[first]);
+            if key.is_none() {
+                continue;
+            }
+            let members = comm_size(&Comm::of(&class.ops[first].key.comm), lt);
+            let form = |q: usize| {
+                let k = &class.ops[q].key;
+                collective_form(k.op, k.bytes, k.recv_bytes, members).1
+            };
+            let sizes: Vec<u64> = ps.iter().map(|&q| form(q)).collect();
+            if is_vector(class.ops[first].key.op) || sizes.iter().any(|&b| b != sizes[0]) {
+                varies.insert(key.clone());
+            }
+            let e = sum.entry(key).or_insert((0.0, 0.0));
+            e.0 += sizes.iter().sum::<u64>() as f64 * ranks;
+            e.1 += sizes.len() as f64 * ranks;
+        }
+    }
+    sum.into_iter()
+        .filter(|(k, _)| varies.contains(k))
+        .map(|(k, (total, n))| (k, if n > 0.0 { (total / n).ceil() as u64 } else { 0 }))
+        .collect()
+}
+
+pub(super) fn round8(b: u64) -> u64 {
+    b.div_ceil(8) * 8
+}
+
+pub(super) fn starts_request(class: &ProcessClass, lm: &LeafMap, leaf: usize) -> bool {
+    lm.positions[leaf].first().is_some_and(|&p| {
+        let op = class.ops[p].key.op;
+        matches!(op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv) || nonblocking_collective(op)
+    })
+}
+
+/// `MPI_Ibarrier`, `MPI_Ibcast`, … .
+pub fn nonblocking_collective(op: Op) -> bool {
+    op.class() == OpClass::Collective && op.name().starts_with('I')
+}
+
+/// Members of a communicator of the skeleton, as seen by any of them.
+pub fn comm_size(c: &Comm, lt: &LogicalTrace) -> u64 {
+    match c {
+        Comm::World => lt.n_ranks as u64,
+        Comm::SelfComm => 1,
+        Comm::Slice { free } => lt
+            .topology()
+            .map_or(1, |t| free.iter().filter_map(|&k| t.dims.get(k)).product::<usize>() as u64),
+        Comm::Strided { size, .. } => *size as u64,
+    }
+}
+
+/// Bytes a collective writes into the receive buffer.
+pub fn collective_recv_bytes(op: Op, bytes: u64, members: u64) -> u64 {
+    match op {
+        Op::Gather | Op::Allgather | Op::Alltoall => bytes.saturating_mul(members),
+        Op::ReduceScatterBlock => bytes,
+        Op::Barrier => 0,
+        _ => bytes,
+    }
+}
+
+/// Bytes a collective reads from the send buffer.
+pub fn collective_send_bytes(op: Op, bytes: u64, members: u64) -> u64 {
+    match op {
+        Op::Scatter | Op::Alltoall | Op::ReduceScatterBlock => bytes.saturating_mul(members),
+        Op::Barrier => 0,
+        _ => bytes,
+    }
+}
+
+/// The blocking, regular collective a traced collective runs as, and its size per member.
+pub(super) fn collective_form(op: Op, bytes: u64, recv: u64, members: u64) -> (Op, u64) {
+    let m = members.max(1);
+    let per = |total: u64| total.div_ceil(m);
+    match op {
+        Op::Barrier | Op::Ibarrier => (Op::Barrier, 0),
+        Op::Bcast | Op::Ibcast => (Op::Bcast, bytes.max(recv)),
+        Op::Reduce | Op::Ireduce => (Op::Reduce, bytes),
+        Op::Allreduce | Op::Iallreduce => (Op::Allreduce, bytes),
+        Op::Scan | Op::Iscan => (Op::Scan, bytes),
+        Op::Exscan | Op::Iexscan => (Op::Exscan, bytes),
+        Op::Gather | Op::Igather | Op::Gatherv | Op::Igatherv => (Op::Gather, bytes),
+        Op::Allgather | Op::Iallgather | Op::Allgatherv | Op::Iallgatherv => (Op::Allgather, bytes),
+        Op::Scatter | Op::Iscatter | Op::Scatterv | Op::Iscatterv => (Op::Scatter, recv),
+        Op::Alltoall
+        | Op::Ialltoall
+        | Op::Alltoallv
+        | Op::Ialltoallv
+        | Op::Alltoallw
+        | Op::Ialltoallw => (Op::Alltoall, per(bytes.max(recv))),
+        // Reduce_scatter sends the sum of every member's block: its mean block runs.
+        Op::ReduceScatter | Op::IreduceScatter => (Op::ReduceScatterBlock, per(bytes)),
+        Op::ReduceScatterBlock | Op::IreduceScatterBlock => {
+            (Op::ReduceScatterBlock, if recv > 0 { recv } else { per(bytes) })
+        }
+        other => (other, bytes),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn call_of(
+    op: &mpiskel_logicalize::LogicalOp,
+    probed_any: bool,
+    bytes: u64,
+    slot: Option<SlotRef>,
+    completes: Vec<u32>,
+    peer: &dyn Fn(&Option<LogicalPeer>) -> Peer,
+    dirs: &[Dir],
+    any_tags: &BTreeMap<i32, i32>,
+    comm_index: &mut dyn FnMut(&LogicalComm) -> usize,
+    lt: &LogicalTrace,
+) -> Option<Call> {
+    let k = &op.key;
+    let own = any_tags.get(&op.traced_tag).copied();
+    let send_tag = |p: &Peer| match p {
+        _ if own.is_some() => own.unwrap_or(0),
+        Peer::Dir(i) => dirs[*i].tag,
+        _ => 0,
+    };
+    let recv_tag = |p: &Peer, any_tag: bool| match p {
+        _ if any_tag => -1,
+        _ if own.is_some() => own.unwrap_or(0),
+        Peer::Dir(i) => dirs[*i].recv_tag,
+        Peer::Any => -1,
+        _ => 0,
+    };
+    Some(match k.op.class() {
+        OpClass::Lifecycle | OpClass::Comm => return None,
+        OpClass::Send => {
+            let to = peer(&k.peer);
+            let run = match k.op {
+                Op::Send | Op::Rsend | Op::Bsend => Op::Send,
+                Op::Ssend => Op::Ssend,
+                Op::Issend => Op::Issend,
+                _ => Op::Isend,
+            };
+            Call::Send { op: run, tag: send_tag(&to), to, bytes, slot, sizes: None }
+        }
+        OpClass::Recv => {
+            let from = if k.any_source || probed_any { Peer::Any } else { peer(&k.peer) };
+            let tag = recv_tag(&from, op.tag_class < 0);
+            Call::Recv { op: k.op, from, tag, bytes, count: bytes, offset: 0, slot }
+        }
+        OpClass::SendRecv => {
+            let to = peer(&k.peer);
+            let from = peer(&k.source);
+            Call::SendRecv {
+                tag: send_tag(&to),
+                recv_tag: recv_tag(&from, false),
+                to,
+                bytes,
+                from,
+                count: k.recv_bytes,
+                sizes: None,
+            }
+        }
+        OpClass::Probe => {
+            let from = if k.any_source { Peer::Any } else { peer(&k.peer) };
+            Call::Probe { tag: recv_tag(&from, op.tag_class < 0), from }
+        }
+        OpClass::Completion => {
+            let how = if k.done == 0 || completes.is_empty() {
+                Completion::Poll
+            } else {
+                match k.op {
+                    Op::Waitany | Op::Testany => Completion::Any,
+                    Op::Waitsome | Op::Testsome => Completion::Some,
+                    _ => Completion::All,
+                }
+            };
+            Call::Complete { how, slots: completes, traced: k.op }
+        }
+        OpClass::Collective => {
+            let comm = comm_index(&k.comm);
+            let c = Comm::of(&k.comm);
+            let members = comm_size(&c, lt);
+            let (run, per) = collective_form(k.op, bytes, k.recv_bytes, members);
+            let rooted = matches!(run, Op::Bcast | Op::Reduce | Op::Gather | Op::Scatter);
+            let root = if rooted { Some(root_rank(k.root.as_deref(), &c, lt)) } else { None };
+            let slot = if nonblocking_collective(k.op) { slot } else { None };
+            Call::Collective { op: run, traced: k.op, comm, root, bytes: per, slot }
+        }
+    })
+}
+
+/// The rank, within its communicator, of a root given as coordinates.
+pub(super) fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> u32 {
+    let Some(coords) = root else { return 0 };
+    // The root's world rank, where the coordinates are the topology's.
+    let world = || match lt.topology() {
+        Some(t) if coords.len() == t.dims.len() || t.dims.is_empty() => {
+            let node = if matches!(t.kind, Kind::Tree | Kind::AllToAll | Kind::Pairs) {
+                coords.first().copied().unwrap_or(0)
+            } else {
+                t.node(coords)
+            };
+            rank_of_node(lt).get(node).copied().unwrap_or(0)
+        }
+        _ => coords.first().copied().unwrap_or(0) as u32,
+    };
+    match (c, lt.topology()) {
+        // The rank alone: its own root.
+        (Comm::SelfComm, _) => 0,
+        (Comm::Slice { free }, Some(t)) => {
+            // Row-major among the free dimensions (the numbering of MPI_Cart_sub).
+            let dims: Vec<usize> = free.iter().filter_map(|&k| t.dims.get(k).copied()).collect();
+            coords.iter().zip(&dims).fold(0usize, |acc, (x, n)| acc * n + x) as u32
+        }
+        // Members of a group ascend by world rank, `stride` apart.
+        (Comm::Strided { size, stride }, _) => {
+            let (size, stride) = ((*size).max(1) as u32, (*stride).max(1) as u32);
+            (world() % (size * stride)) / stride
+        }
+        (Comm::World, _) => world(),
+        _ => coords.first().copied().unwrap_or(0) as u32,
+    }
+}

@@ -1,0 +1,580 @@
+//! The program IR: layout, directions, communicators, calls, statements, phases, classes and
+//! the skeleton, with the queries the back ends, the check and the scaling make of it.
+
+use mpiskel_compress::When;
+use mpiskel_logicalize::LogicalComm;
+use mpiskel_trace::Op;
+use serde::{Deserialize, Serialize};
+
+use super::Dist;
+
+/// How ranks find their neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Layout {
+    /// `MPI_Cart_create` with these dimensions and periods (ranks row-major).
+    Cartesian {
+        /// Dimensions.
+        dims: Vec<usize>,
+        /// Periodicity (dimensions of two are periodic: "the other one" both ways).
+        periods: Vec<bool>,
+    },
+    /// Explicit tables: `neighbours[rank][direction]`, `-1` for none.
+    Table {
+        /// Per rank, per direction.
+        neighbours: Vec<Vec<i64>>,
+    },
+    /// No point-to-point communication between distinct ranks.
+    None,
+}
+
+/// A direction of the skeleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dir {
+    /// Name in the logical trace, e.g. `NORTHEAST`, `+x-y`, `XOR2`.
+    pub name: String,
+    /// C identifier, e.g. `NORTHEAST`, `PLUS_X_MINUS_Y`.
+    pub ident: String,
+    /// Coordinate offset (Cartesian-like) or rank offset.
+    pub offset: Vec<i64>,
+    /// Tag of messages travelling this way.
+    pub tag: i32,
+    /// Tag a receive from this direction expects (that of the opposite direction).
+    pub recv_tag: i32,
+}
+
+/// A communicator of the skeleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum Comm {
+    /// `MPI_COMM_WORLD`.
+    World,
+    /// `MPI_COMM_SELF`.
+    SelfComm,
+    /// A row, column or plane of the topology: the ranks that differ only along `free`.
+    Slice {
+        /// Dimensions that vary within it.
+        free: Vec<usize>,
+    },
+    /// Groups of `size` ranks spaced `stride` apart: rank r is in the group of colour
+    /// `(r / (size·stride))·stride + r mod stride` (stride 1: consecutive blocks). Groups the
+    /// trace saw unevenly spaced are approximated by consecutive blocks.
+    Strided {
+        /// Members per group.
+        size: usize,
+        /// Spacing of their ranks.
+        stride: usize,
+    },
+}
+
+impl Comm {
+    /// The skeleton's communicator for a logical one.
+    pub fn of(c: &LogicalComm) -> Comm {
+        match c {
+            LogicalComm::World => Comm::World,
+            LogicalComm::SelfComm => Comm::SelfComm,
+            LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
+            LogicalComm::Other { size, stride } => {
+                Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
+            }
+        }
+    }
+}
+
+/// The other side of a point-to-point call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Peer {
+    /// A direction (index into [`Skeleton::directions`]).
+    Dir(usize),
+    /// `MPI_PROC_NULL`.
+    Null,
+    /// `MPI_ANY_SOURCE`.
+    Any,
+    /// A fixed world rank (an exception of the logical trace).
+    Rank(u32),
+}
+
+/// Where a non-blocking call keeps its request: slot `base`, or for a call started `ring` times
+/// by an inner loop before anything completes it, slot `base + i` in that loop's iteration `i`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotRef {
+    /// First slot.
+    pub base: u32,
+    /// Slots in the ring (1: a single slot).
+    pub ring: u32,
+    /// Depth of the loop whose variable indexes the ring.
+    pub depth: usize,
+}
+
+/// How a completion call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// Every request (`MPI_Wait` / `MPI_Waitall`).
+    All,
+    /// One of them (`MPI_Waitany`).
+    Any,
+    /// Those ready, at least one (`MPI_Waitsome`).
+    Some,
+    /// Nothing completed in the trace: a progress poll.
+    Poll,
+}
+
+/// One MPI call of the skeleton.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "call")]
+pub enum Call {
+    /// Blocking or non-blocking send.
+    Send {
+        /// `MPI_Send`, `MPI_Ssend`, `MPI_Isend` or `MPI_Issend`.
+        op: Op,
+        /// Destination.
+        to: Peer,
+        /// Tag.
+        tag: i32,
+        /// Bytes.
+        bytes: u64,
+        /// Request slot of a non-blocking send.
+        slot: Option<SlotRef>,
+        /// Where the ranks of the class send different sizes here: the table of each rank's
+        /// bytes (index into [`Skeleton::size_tables`]), which replaces `bytes`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sizes: Option<usize>,
+    },
+    /// Blocking or non-blocking receive.
+    Recv {
+        /// `MPI_Recv` or `MPI_Irecv`.
+        op: Op,
+        /// Source.
+        from: Peer,
+        /// Tag (`-1`: `MPI_ANY_TAG`).
+        tag: i32,
+        /// Bytes recorded.
+        bytes: u64,
+        /// Count posted (the largest size the channel carries).
+        count: u64,
+        /// Offset in the receive buffer.
+        offset: u64,
+        /// Request slot of a non-blocking receive.
+        slot: Option<SlotRef>,
+    },
+    /// `MPI_Sendrecv`.
+    SendRecv {
+        /// Destination.
+        to: Peer,
+        /// Send tag.
+        tag: i32,
+        /// Bytes sent.
+        bytes: u64,
+        /// Source.
+        from: Peer,
+        /// Receive tag.
+        recv_tag: i32,
+        /// Count posted for the receive.
+        count: u64,
+        /// Per-rank sizes sent, as for [`Call::Send`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sizes: Option<usize>,
+    },
+    /// `MPI_Iprobe`.
+    Probe {
+        /// Source.
+        from: Peer,
+        /// Tag.
+        tag: i32,
+    },
+    /// A wait (or a test that completed requests).
+    Complete {
+        /// How.
+        how: Completion,
+        /// Request slots.
+        slots: Vec<u32>,
+        /// The call of the trace, e.g. `Testall`.
+        traced: Op,
+    },
+    /// A collective.
+    Collective {
+        /// The blocking operation run.
+        op: Op,
+        /// The traced operation (`Gatherv`, `Iallreduce`, …).
+        traced: Op,
+        /// Communicator (index into [`Skeleton::comms`]).
+        comm: usize,
+        /// Root, as a rank of `comm`.
+        root: Option<u32>,
+        /// Bytes per member (or of the whole buffer for broadcasts and reductions).
+        bytes: u64,
+        /// Request slot of a non-blocking collective (run as its `MPI_I…` form).
+        #[serde(default)]
+        slot: Option<SlotRef>,
+    },
+}
+
+/// A statement of a class program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "stmt")]
+pub enum Stmt {
+    /// Busy computation for this many seconds (of the machine the trace was recorded on).
+    Compute {
+        /// Seconds (the mean).
+        seconds: f64,
+        /// Where the recorded gaps spread: the distribution (index into
+        /// [`Skeleton::distributions`]) each execution draws its duration from.
+        dist: Option<usize>,
+        /// Seconds taken out of every rank's duration to shorten the skeleton (a long set-up
+        /// block; see [`crate::scale`]): the same amount on every rank, so that the ranks'
+        /// differences, and the waiting they cause, stay. The runtime adds the time it would
+        /// have taken back into its phase's prediction.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        removed: f64,
+        /// Per-rank factors (index into [`Skeleton::compute_factors`]) where the ranks of the
+        /// class differ at this block beyond their weights (a rank with more of the grid's
+        /// boundary, or the root of a coarse level, computes more here and not elsewhere);
+        /// each rank's duration is multiplied by its factor.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        factors: Option<usize>,
+        /// The recorded durations this block replays instead of drawing (index into
+        /// [`Skeleton::replays`]; see [`crate::replay`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        replay: Option<usize>,
+        /// The leaf of the class's loop nest the block stands for (not serialized; `None` for
+        /// blocks merged from several leaves).
+        #[serde(skip)]
+        leaf: Option<usize>,
+    },
+    /// An MPI call.
+    Call {
+        /// The call.
+        call: Call,
+    },
+    /// A loop.
+    Loop {
+        /// Nesting depth (1 for loops directly inside a phase's loop); names the loop variable.
+        depth: usize,
+        /// Iterations.
+        count: u64,
+        /// Body.
+        body: Vec<Stmt>,
+        /// The loop in Xu & Subhlok's (2008) notation.
+        note: String,
+    },
+    /// The body of a time-step loop (the phase's loop; see [`StepSchedule`]): each iteration
+    /// runs the case of its step's kind.
+    Steps {
+        /// One case per kind.
+        cases: Vec<StepCase>,
+    },
+    /// Runs only in the first or last iteration of the enclosing loop.
+    Guard {
+        /// Which iteration.
+        when: When,
+        /// Depth of the enclosing loop (0: the phase's loop).
+        depth: usize,
+        /// Iterations of the enclosing loop (0 for the phase's loop, whose count is cut).
+        count: u64,
+        /// Body.
+        body: Vec<Stmt>,
+    },
+}
+
+/// One kind of time step of a [`Stmt::Steps`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepCase {
+    /// Steps of this kind in the application.
+    pub full: u64,
+    /// Steps of this kind the skeleton runs.
+    pub run: u64,
+    /// One step's statements.
+    pub body: Vec<Stmt>,
+    /// The kind's body in the notation of Xu & Subhlok (2008, §3).
+    pub note: String,
+}
+
+/// Which steps a time-step loop runs: the kind of every step of the application, and the steps
+/// the skeleton runs (all of them until the loop is cut).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepSchedule {
+    /// The kind (case of the phase's [`Stmt::Steps`]) of every step of the application.
+    pub kinds: Vec<u32>,
+    /// The steps the skeleton runs, ascending (indices into `kinds`).
+    pub run: Vec<u32>,
+}
+
+impl StepSchedule {
+    /// The kind of each step the skeleton runs, in order.
+    pub fn run_kinds(&self) -> Vec<u32> {
+        self.run.iter().map(|&i| self.kinds[i as usize]).collect()
+    }
+}
+
+/// A top-level part of a class program: a loop of the trace, or the straight-line calls between
+/// loops. Each is timed separately; its prediction is its time × `full / run`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Name, e.g. `main_loop`, `loop_2`, `setup`.
+    pub name: String,
+    /// Iterations of the application (1 for straight-line code).
+    pub full: u64,
+    /// Iterations the skeleton runs.
+    pub run: u64,
+    /// Whether this phase is a loop (so `run` may be cut).
+    pub is_loop: bool,
+    /// One iteration's statements (straight-line code: all of it).
+    pub body: Vec<Stmt>,
+    /// Where it came from: the positions of the class's calls it covers.
+    pub origin: String,
+    /// Recorded computation per iteration, seconds.
+    pub compute_s: f64,
+    /// Calls per iteration.
+    pub calls: u64,
+    /// An inner loop of the body cut as well (when one iteration of the phase is already more
+    /// than the skeleton's budget); timed on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inner: Option<InnerCut>,
+    /// For a time-step loop (its body one [`Stmt::Steps`]): the kind of each step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepSchedule>,
+    /// For the main loop: copies of one of its iterations elsewhere in the program that the
+    /// skeleton does not run (an untimed warm-up iteration, [`crate::warmup`]), each priced as
+    /// one more iteration of this loop.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub warmup: u64,
+    /// For a [`WARMUP`] phase the skeleton skips: the statements it had (the body left runs only
+    /// the computation it had beyond one iteration of the main loop).
+    #[serde(skip)]
+    pub skipped: Option<Vec<Stmt>>,
+}
+
+/// The name of the phase that holds a warm-up iteration of the main loop ([`crate::warmup`]).
+pub const WARMUP: &str = "warmup";
+
+pub(super) fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
+/// An inner loop of a phase's body run fewer times than recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InnerCut {
+    /// Index of the loop among the body's statements.
+    pub index: usize,
+    /// Its iterations in the application, per iteration of the phase.
+    pub full: u64,
+    /// Iterations the skeleton runs.
+    pub run: u64,
+}
+
+/// One process class: ranks running the same program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassProgram {
+    /// Ranks (folded ones included).
+    pub ranks: Vec<u32>,
+    /// Phases in order.
+    pub phases: Vec<Phase>,
+    /// The loop nest in Xu & Subhlok's (2008) notation.
+    pub notation: String,
+}
+
+impl Phase {
+    /// A phase of `full` iterations (all run), one of which is `body`, from `origin`.
+    pub(super) fn new(
+        name: String,
+        full: u64,
+        is_loop: bool,
+        body: Vec<Stmt>,
+        origin: String,
+    ) -> Phase {
+        Phase {
+            name,
+            full,
+            run: full,
+            is_loop,
+            compute_s: compute_of(&body),
+            calls: calls_in(&body),
+            inner: None,
+            steps: None,
+            warmup: 0,
+            skipped: None,
+            body,
+            origin,
+        }
+    }
+
+    /// Iterations of the application its time stands for: its own and the warm-up iterations
+    /// it prices.
+    pub fn priced(&self) -> u64 {
+        self.full + self.warmup
+    }
+}
+
+impl ClassProgram {
+    /// Index of the main loop among the phases, if the class has one.
+    pub fn main_loop_index(&self) -> Option<usize> {
+        self.phases.iter().position(|p| p.name == "main_loop")
+    }
+
+    /// The main loop's phase, if the class has one.
+    pub fn main_loop(&self) -> Option<&Phase> {
+        self.main_loop_index().map(|i| &self.phases[i])
+    }
+}
+
+/// How the sends and receives of the program were treated (Xu & Subhlok 2008, Fig. 3).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MatchingReport {
+    /// Global pairs over all classes.
+    pub global_pairs: usize,
+    /// Global pairs whose sizes were balanced to their median.
+    pub balanced: usize,
+    /// Local sends and receives: no partner in their class's pattern.
+    pub local_sends: usize,
+    /// Local receives.
+    pub local_recvs: usize,
+    /// What was done with local calls.
+    pub local_policy: String,
+}
+
+/// The skeleton program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skeleton {
+    /// Number of ranks.
+    pub n_ranks: u32,
+    /// Name of the topology found.
+    pub topology: String,
+    /// How neighbours are found.
+    pub layout: Layout,
+    /// Directions used.
+    pub directions: Vec<Dir>,
+    /// Tags of the messages that receives from any source take: (tag as traced, tag run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub message_tags: Vec<(i32, i32)>,
+    /// Communicators used (index 0 is `MPI_COMM_WORLD`).
+    pub comms: Vec<Comm>,
+    /// Class programs.
+    pub classes: Vec<ClassProgram>,
+    /// Class of each rank.
+    pub class_of_rank: Vec<u32>,
+    /// Coordinates of each rank in the topology's grid (empty without one).
+    pub grid_coords: Vec<Vec<usize>>,
+    /// Request slots.
+    pub n_slots: u32,
+    #[serde(default)]
+    /// Slots that a request is started in while an earlier one there may still be pending (a
+    /// Waitany completed its neighbour instead): the code waits for it before starting anew.
+    pub reused_slots: Vec<u32>,
+    /// Send buffer bytes.
+    pub send_bytes: u64,
+    /// Receive buffer bytes.
+    pub recv_bytes: u64,
+    /// Matching.
+    pub matching: MatchingReport,
+    /// Distributions of compute blocks whose recorded durations spread.
+    #[serde(default)]
+    pub distributions: Vec<Dist>,
+    /// Each rank's systematic compute weight: its recorded gaps over its class's mean (every
+    /// compute block of the rank is multiplied by it).
+    #[serde(default)]
+    pub rank_weight: Vec<f64>,
+    /// Bytes each rank sends at a send whose class's ranks send different sizes there (an
+    /// uneven decomposition): one table per distinct set of sizes, one entry per rank (0 for
+    /// ranks of other classes). Sends name theirs in `sizes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_tables: Vec<Vec<u64>>,
+    /// Per-rank factors of compute blocks whose class's ranks differ there beyond their
+    /// weights: one table per such block, one entry per rank (1 for ranks of other classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compute_factors: Vec<Vec<f64>>,
+    /// The buffer the skeleton attaches for its buffered sends (`MPI_Bsend`): blocking sends
+    /// that the run completed before their receive was posted, and without which the program
+    /// could block (see [`crate::pipeline::make`]). `None` where it makes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_buffer: Option<SendBuffer>,
+    /// Recorded durations of the compute blocks that replay them (see [`crate::replay`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replays: Vec<crate::replay::Replay>,
+}
+
+/// What the buffered sends of a skeleton need: the most any rank sends buffered in one run of
+/// the skeleton as built, for `main_run` iterations of its main loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SendBuffer {
+    /// Bytes.
+    pub bytes: u64,
+    /// Messages (each takes `MPI_BSEND_OVERHEAD` more).
+    pub messages: u64,
+    /// Iterations of the main loop those are for; a run of more iterations attaches in
+    /// proportion.
+    pub main_run: u64,
+}
+
+impl Skeleton {
+    /// What each rank of `class` multiplies a compute block with `factors` by: its weight times
+    /// its factor there.
+    pub fn block_weights(&self, class: &ClassProgram, factors: Option<usize>) -> Vec<f64> {
+        class
+            .ranks
+            .iter()
+            .map(|&r| {
+                self.rank_weight.get(r as usize).copied().unwrap_or(1.0)
+                    * factor_of(&self.compute_factors, factors, r)
+            })
+            .collect()
+    }
+}
+
+/// The factor of rank `r` at a compute block with `factors` (1 without a table).
+pub fn factor_of(tables: &[Vec<f64>], factors: Option<usize>, r: u32) -> f64 {
+    factors.and_then(|t| tables.get(t)).and_then(|t| t.get(r as usize)).copied().unwrap_or(1.0)
+}
+
+/// The largest number of bytes `c` sends on any rank, given the size tables (0 for calls that
+/// send nothing point-to-point).
+pub(crate) fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
+    match c {
+        Call::Send { bytes, sizes, .. } | Call::SendRecv { bytes, sizes, .. } => sizes
+            .and_then(|t| tables.get(t))
+            .and_then(|t| t.iter().max().copied())
+            .unwrap_or(*bytes),
+        _ => 0,
+    }
+}
+
+/// Whether a number is zero (left out of the JSON).
+pub(crate) fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+/// Recorded compute seconds of one pass over `body` (loops at their counts; guards once).
+pub fn compute_of(body: &[Stmt]) -> f64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { seconds, .. } => *seconds,
+            Stmt::Call { .. } => 0.0,
+            Stmt::Loop { count, body, .. } => *count as f64 * compute_of(body),
+            Stmt::Guard { body, .. } => compute_of(body),
+            Stmt::Steps { cases } => per_step(cases, compute_of),
+        })
+        .sum()
+}
+
+/// The mean over the application's steps of `f` of a step's body.
+pub(super) fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
+    let n: u64 = cases.iter().map(|c| c.full).sum();
+    if n == 0 {
+        return 0.0;
+    }
+    cases.iter().map(|c| c.full as f64 * f(&c.body)).sum::<f64>() / n as f64
+}
+
+/// MPI calls in one pass over `body`.
+pub fn calls_in(body: &[Stmt]) -> u64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { .. } => 0,
+            Stmt::Call { .. } => 1,
+            Stmt::Loop { count, body, .. } => count * calls_in(body),
+            Stmt::Guard { body, .. } => calls_in(body),
+            Stmt::Steps { cases } => per_step(cases, |b| calls_in(b) as f64).round() as u64,
+        })
+        .sum()
+}

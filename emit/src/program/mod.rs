@@ -1,0 +1,45 @@
+//! The skeleton program: one SPMD program for every rank, built from the logical trace and the
+//! loop nest of each process class. Both back ends render this IR; the deadlock check executes
+//! it (see [`crate::instantiate`]); scaling sets its iteration counts (see [`crate::scale`]).
+//!
+//! Choices made while building it (Xu & Subhlok 2008, §4 leaves them open):
+//! - **Ranks.** Rank `r` of the skeleton plays rank `r` of the application, so a skeleton keeps
+//!   the application's placement on hosts. Neighbours come from `MPI_Cart_create`/
+//!   `MPI_Cart_shift` when the application's ranks lie row-major in a Cartesian-like topology,
+//!   and from explicit neighbour tables otherwise.
+//! - **Tags.** A message travelling in direction D carries the tag of D, so every direction is
+//!   its own channel, and within a channel MPI's non-overtaking order pairs the k-th send with
+//!   the k-th receive. A receive from direction S expects the tag of the direction its partner
+//!   sends in, opposite(S). Wildcard receives keep `MPI_ANY_SOURCE` with `MPI_ANY_TAG`.
+//! - **Receive counts** are the largest size their channel carries, so that a pairing other
+//!   than the application's (tags are per direction, not per message) cannot truncate.
+//! - **Calls the skeleton does not make**: `MPI_Init`/`Finalize` (made by the runtime),
+//!   communicator constructors (made once in the set-up). Their gaps stay as computation.
+//!   Blocking probes become `MPI_Iprobe` (the receive that follows blocks anyway); a receive
+//!   right after a probe of `MPI_ANY_SOURCE` receives from any source, as it did in effect. `Rsend`,
+//!   `Bsend` become `MPI_Send`, `Irsend` becomes `MPI_Isend`. A test that completed nothing
+//!   becomes a progress poll (`MPI_Iprobe`); one that completed requests becomes the matching
+//!   wait. Non-blocking collectives run as their `MPI_I…` form with a request slot like any
+//!   non-blocking call (the check takes them as blocking where they start: stricter). Vector
+//!   collectives run as their regular form with this rank's size per member.
+//!
+//! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
+//! `calls.rs` (logical operations as calls), `lower.rs` (loop nests as phases), `assemble.rs`
+//! (the whole program).
+
+mod assemble;
+mod calls;
+mod ir;
+mod layout;
+mod lower;
+
+pub use assemble::{build, BuildError};
+pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonblocking_collective};
+pub use ir::*;
+pub use layout::{ident_of, neighbour};
+pub(crate) use lower::leaf_map;
+
+pub use crate::spread::{
+    distribution, rank_factors, Dist, CENSORED_BELOW, FACTOR_SPREAD, QUANTILES,
+    QUANTILE_PROBABILITIES,
+};
