@@ -91,6 +91,10 @@ pub struct BuildArgs {
     /// No progress lines on stderr.
     #[arg(short, long)]
     quiet: bool,
+    /// Print what was built as JSON (the folder, ranks, topology, classes, main loop, recorded
+    /// and expected skeleton time, factor, notes) instead of the summary line and notes.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Languages of the skeleton.
@@ -125,11 +129,27 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         strict: a.strict,
     };
     let done = build_folder(&o, &Stages::new(a.quiet))?;
+    let d = &done.document;
+    let s = &d.scaling;
+    if a.json {
+        let summary = serde_json::json!({
+            "skeleton": a.output,
+            "ranks": d.n_ranks,
+            "topology": d.topology,
+            "classes": d.classes.len(),
+            "main_run": s.main_run,
+            "main_full": s.main_full,
+            "recorded_s": s.app_time_s,
+            "skeleton_estimate_s": s.skeleton_estimate_s,
+            "factor": s.factor,
+            "notes": done.notes,
+        });
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     for note in &done.notes {
         eprintln!("note: {note}");
     }
-    let d = &done.document;
-    let s = &d.scaling;
     println!(
         "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; recorded {:.4} s, skeleton ≈ {:.4} s (×{:.3})",
         a.output.display(),

@@ -54,6 +54,9 @@ pub struct ExportArgs {
     /// A skeleton folder: the SimGrid host file for --platform.
     #[arg(long, value_name = "FILE")]
     hostfile: Option<PathBuf>,
+    /// Print what was written as JSON (index, ranks, calls, polls folded, calls left out).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn export(a: ExportArgs) -> Result<ExitCode> {
@@ -92,6 +95,19 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
     let written = mpiskel_trace::ti_export::write_ti(&set.path, &set.ranks, &a.ti, a.flops)?;
     let calls: usize = set.ranks.iter().map(|r| r.events.len()).sum();
     let what = if skeleton { " (the skeleton's program as it ran under SimGrid SMPI)" } else { "" };
+    if a.json {
+        drop(guard);
+        let doc = serde_json::json!({
+            "index": written,
+            "ranks": set.n_ranks(),
+            "calls": calls,
+            "from_skeleton": skeleton,
+            "polls_folded": polls.polls,
+            "local_calls_left_out": local.calls(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "{}: {} ranks, {calls} calls as SimGrid time-independent actions{what}",
         written.display(),

@@ -75,6 +75,9 @@ pub struct SynthArgs {
     /// Replace DIR if it exists.
     #[arg(long)]
     force: bool,
+    /// Print what was written as JSON (trace, ranks, calls, bytes).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn synth(a: SynthArgs) -> Result<ExitCode> {
@@ -115,6 +118,16 @@ pub fn synth(a: SynthArgs) -> Result<ExitCode> {
         }
         _ => String::new(),
     };
+    if a.json {
+        let doc = serde_json::json!({
+            "trace": a.output,
+            "ranks": w.ranks,
+            "calls": w.events,
+            "bytes": w.file_bytes,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     println!(
         "{}: {} ranks{shape}, {} calls, {:.1} MB",
         a.output.display(),

@@ -88,6 +88,9 @@ pub struct ValidateArgs {
     /// Print no progress.
     #[arg(short, long)]
     quiet: bool,
+    /// Print the results (every row, and the targets missed) as JSON instead of the summary.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The suites.
@@ -124,8 +127,13 @@ pub fn validate(a: ValidateArgs) -> Result<ExitCode> {
         mpiskel: std::env::current_exe().context("finding the mpiskel executable")?,
     };
     let v = run_suites(&o, &Stages::new(a.quiet))?;
-    print!("{}", summary_markdown(&v));
     let missed = missed_targets(&v);
+    if a.json {
+        let doc = serde_json::json!({ "results": v, "missed_targets": missed });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", summary_markdown(&v));
+    }
     if missed.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }

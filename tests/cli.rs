@@ -207,6 +207,42 @@ fn synth_writes_a_trace_that_builds_and_refuses_to_overwrite() {
     assert!(!dir.join("none").exists());
 }
 
+/// `--json` prints the figures a command reports as one JSON document on stdout, and they agree
+/// with what it wrote: synth's counts with the trace, build's with its skeleton.json.
+#[test]
+fn synth_and_build_print_their_figures_as_json() {
+    let dir = scratch("json-cli");
+    let trace = dir.join("ring.trace");
+    let out = mpiskel()
+        .args(["synth", "--force", "--json", "-o"])
+        .arg(&trace)
+        .args(["--pattern", "stencil1d", "--ranks", "6", "--iterations", "40"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let synth: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(synth["ranks"], 6);
+    assert!(synth["calls"].as_u64().unwrap() >= 6 * 40, "{synth}");
+    let skel = dir.join("ring.skel");
+    let out = mpiskel()
+        .args(["build", "-q", "--force", "--json"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&skel)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let built: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(skel.join("skeleton.json")).unwrap())
+            .unwrap();
+    assert_eq!(built["ranks"], doc["n_ranks"]);
+    assert_eq!(built["topology"], doc["topology"]);
+    assert_eq!(built["factor"], doc["scaling"]["factor"]);
+    assert_eq!(built["main_full"], doc["scaling"]["main_full"]);
+    assert!(built["notes"].is_array(), "{built}");
+}
+
 /// Progress bars and spinners are drawn where stderr is a terminal (here one made by
 /// `script`), and never in a log: a build with stderr piped prints its stage lines only.
 #[test]
