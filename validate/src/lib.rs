@@ -5,6 +5,7 @@
 //!   temporary name and renamed into place when complete;
 //! - [`run`]: compile a skeleton folder (mpicc of OpenMPI or MPICH, SimGrid's smpicc, or cargo
 //!   for a Rust skeleton) and run it with a timeout; its report read back;
+//! - [`record`]: a run recorded with the PMPI tracer into a trace folder;
 //! - [`harness`]: what the runs and the native suite set up on this machine (process groups,
 //!   network namespaces with a bandwidth limit, CPU cgroups, temporary folders) and the
 //!   guarantee that all of it goes away again, also on SIGINT, SIGTERM and SIGHUP;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod harness;
 pub mod native;
 pub mod observe;
+pub mod record;
 pub mod retune;
 pub mod run;
 pub mod smpi;

@@ -1,0 +1,165 @@
+//! Recording a run: the command run with the PMPI tracer preloaded into every MPI process
+//! (built for the MPI library the command uses, once, and cached), every rank's file read
+//! through to prove it complete, `meta.json` written, and the folder renamed into place — or,
+//! if the run fails, what was recorded moved aside to `<DIR>.partial`.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use mpiskel_trace::native::{self, NativeReader};
+use mpiskel_trace::tracer::{self, Mpi};
+use mpiskel_trace::{Rank, RunMeta};
+
+use crate::error::{bail, Context, Result};
+use crate::harness;
+use crate::observe::Observer;
+
+/// What to record (`mpiskel trace`'s options).
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// Trace directory to create.
+    pub output: PathBuf,
+    /// MPI library the command uses (`None`: detected from the launcher or the program).
+    pub mpi: Option<Mpi>,
+    /// Count the user-space instructions of each compute gap.
+    pub instructions: bool,
+    /// Record the processor time of each compute gap beside its wall time.
+    pub cpu_time: bool,
+    /// Record only MPI_Init and MPI_Finalize.
+    pub time_only: bool,
+    /// Replace `output` if it exists.
+    pub force: bool,
+    /// The command to trace: an MPI launcher with its arguments, or an MPI program.
+    pub command: Vec<String>,
+}
+
+/// A run recorded.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// The trace directory.
+    pub dir: PathBuf,
+    /// Ranks traced.
+    pub ranks: u32,
+    /// Wall-clock seconds of the run.
+    pub wall_s: f64,
+    /// Whether instructions were asked for but the kernel refused to count them.
+    pub instructions_refused: bool,
+}
+
+/// Records `o.command` into `o.output`; `observer` is told the command line run.
+pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
+    let out = std::path::absolute(&o.output)?;
+    if out.exists() {
+        if !o.force {
+            bail!(
+                "{} exists; choose another directory or pass --force to replace it",
+                out.display()
+            );
+        }
+        if !out.join(native::rank_file_name(Rank(0))).exists() && out.read_dir()?.next().is_some() {
+            bail!(
+                "{} is not empty and is not a trace directory; refusing to replace it",
+                out.display()
+            );
+        }
+    }
+    let mpi = match o.mpi {
+        Some(m) => m,
+        None => tracer::detect_mpi(&o.command).with_context(|| {
+            format!(
+                "cannot tell which MPI library `{}` uses; pass --mpi openmpi or --mpi mpich",
+                o.command[0]
+            )
+        })?,
+    };
+    let lib = tracer::build(mpi, &tracer::cache_dir())?;
+
+    let parent = out.parent().context("output directory has no parent")?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let name =
+        out.file_name().context("output directory has no name")?.to_string_lossy().into_owned();
+    let tmp = parent.join(format!(".{name}.recording-{}", std::process::id()));
+    let partial = parent.join(format!("{name}.partial"));
+    let _ = std::fs::remove_dir_all(&tmp);
+    // Interrupted (Ctrl-C, SIGTERM), the traced run is killed and the folder removed.
+    harness::install_signal_handler()?;
+    let guard = harness::TempPath::register(&tmp)?;
+    std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+
+    let what = tracer::Recording {
+        instructions: o.instructions,
+        cpu_time: o.cpu_time,
+        time_only: o.time_only,
+    };
+    let plan = tracer::launch(&o.command, mpi, &lib, &tmp, what);
+    observer.line(&format!("tracing with the {mpi} tracer: {}", plan.argv.join(" ")));
+    let start_unix =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let started = Instant::now();
+    let mut cmd = Command::new(&plan.argv[0]);
+    cmd.args(&plan.argv[1..]).envs(plan.env.iter().map(|(k, v)| (k, v)));
+    let status = harness::status_of_child(cmd, &plan.argv[0])?;
+    let wall_s = started.elapsed().as_secs_f64();
+
+    let fail = |why: String| -> Result<Recorded> {
+        let _ = std::fs::remove_dir_all(&partial);
+        std::fs::rename(&tmp, &partial).ok();
+        // Moved aside on purpose: what was recorded stays for the user to look at.
+        bail!("{why}; what was recorded is in {}", partial.display())
+    };
+    if !status.success() {
+        return fail(format!("the traced command failed ({status})"));
+    }
+    let first = tmp.join(native::rank_file_name(Rank(0)));
+    if !first.is_file() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        bail!(
+            "no rank wrote a trace: does the command run an MPI program linked with {mpi} \
+             (and does the launcher pass LD_PRELOAD on)?"
+        );
+    }
+    let header = NativeReader::open(&first)?.header().clone();
+    let n_ranks = header.info.n_ranks;
+    let mut hosts = Vec::with_capacity(n_ranks as usize);
+    for r in 0..n_ranks {
+        let file = tmp.join(native::rank_file_name(Rank(r)));
+        match NativeReader::open(&file) {
+            Ok(reader) => hosts.push(reader.header().info.host.clone().unwrap_or_default()),
+            Err(e) => return fail(format!("rank {r}: {e}")),
+        }
+        // A complete file ends with the footer; reading it through proves it.
+        if let Err(e) = native::read_rank_file(&file) {
+            return fail(e.to_string());
+        }
+    }
+    let meta = RunMeta {
+        meta_version: 1,
+        command: o.command.clone(),
+        ranks: n_ranks,
+        hosts,
+        mpi: mpi.name().to_owned(),
+        mpi_version: header.info.mpi_library.clone().unwrap_or_default(),
+        start_unix_s: start_unix,
+        wall_s,
+        exit_code: status.code().unwrap_or(0),
+        instructions: header.info.has_instructions,
+        cpu_time: header.info.has_cpu_time,
+        time_only: o.time_only,
+        mpiskel_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    meta.write(&tmp.join("meta.json"))?;
+    if out.exists() {
+        std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    std::fs::rename(&tmp, &out)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
+    guard.keep();
+    let _ = std::fs::remove_dir_all(&partial);
+    Ok(Recorded {
+        dir: out,
+        ranks: n_ranks,
+        wall_s,
+        instructions_refused: o.instructions && !header.info.has_instructions,
+    })
+}
