@@ -74,7 +74,6 @@ fn smpi() {
         .map(PathBuf::from)
         .unwrap_or_else(|| root().join("..").join("shared"));
     let npb = shared.join("fixtures").join("npb");
-    let truth = std::fs::read_to_string(npb.join("ground-truth.csv")).expect("ground-truth.csv");
     let platforms = npb.join("platforms");
     let platform = platforms.join("ref.xml");
     let hostfile = platforms.join("hostfile_1perhost.txt");
@@ -86,10 +85,8 @@ fn smpi() {
         "bt.W.16", "cg.W.16", "lu.W.16", "bt.S.16", "cg.S.16", "lu.S.16", "bt.W.9", "cg.W.8",
         "bt.S.4", "cg.S.4", "lu.S.4",
     ] {
-        let parts: Vec<&str> = t.split('.').collect();
-        let key = format!("{},{},{},ref,", parts[0], parts[1], parts[2]);
-        let Some(row) = truth.lines().find(|l| l.starts_with(&key)) else { continue };
-        let replay: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+        let truth = mpiskel_validate::smpi::truth_of(&npb, t, "ref").expect("ground-truth.csv");
+        let Some(replay) = truth.and_then(|t| t.replay) else { continue };
         let dir = root().join("target").join("bench-skeletons").join(t);
         let doc = build(&npb.join(t).join("trace.txt"), &dir);
         let r = run(

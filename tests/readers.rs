@@ -11,13 +11,20 @@ use mpiskel_trace::summary::summarize;
 use mpiskel_trace::{Op, Payload, Peer, Rank, ReadOptions, TraceFormat, TraceSet};
 use support::{mpiskel, root, shared};
 
+/// One row of a `counts.csv`.
+#[derive(serde::Deserialize)]
+struct CountRow {
+    rank: u32,
+    action: String,
+    count: u64,
+}
+
 /// rank → action → count, from a `counts.csv`.
 fn read_counts(path: &Path) -> BTreeMap<u32, BTreeMap<String, u64>> {
-    let text = std::fs::read_to_string(path).unwrap();
     let mut m: BTreeMap<u32, BTreeMap<String, u64>> = BTreeMap::new();
-    for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
-        let f: Vec<&str> = line.split(',').collect();
-        m.entry(f[0].parse().unwrap()).or_default().insert(f[1].to_owned(), f[2].parse().unwrap());
+    for row in csv::Reader::from_path(path).unwrap().deserialize::<CountRow>() {
+        let r = row.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        m.entry(r.rank).or_default().insert(r.action, r.count);
     }
     m
 }
