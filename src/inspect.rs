@@ -83,7 +83,7 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
     if let Some(svg) = &a.svg {
         let m = mpiskel_logicalize::CommMatrix::of(&set);
         let title = format!("{} — bytes per pair", a.path.display());
-        crate::compress::write_atomic(svg, &mpiskel_logicalize::heatmap::heatmap_svg(&m, &title))?;
+        crate::compress::write_atomic(svg, &mpiskel_report::svg::heatmap_svg(&m, &title)?)?;
     }
     let summary = summarize(&set);
     let report =

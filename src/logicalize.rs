@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use mpiskel_logicalize::heatmap::heatmap_svg;
 use mpiskel_logicalize::{logicalize, LogicalComm, LogicalPeer, LogicalTrace, Structure};
+use mpiskel_report::svg::heatmap_svg;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
 
@@ -92,7 +92,7 @@ pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
     }
     if let Some(svg) = &a.svg {
         let title = format!("{} — bytes per pair", doc.trace);
-        crate::compress::write_atomic(svg, &heatmap_svg(&doc.logical.matrix, &title))
+        crate::compress::write_atomic(svg, &heatmap_svg(&doc.logical.matrix, &title)?)
             .with_context(|| format!("writing {}", svg.display()))?;
     }
     if a.json {

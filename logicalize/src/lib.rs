@@ -22,7 +22,6 @@
 pub mod catalogue;
 pub mod common;
 pub mod graph;
-pub mod heatmap;
 pub mod identify;
 pub mod iso;
 mod logical;

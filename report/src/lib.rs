@@ -10,9 +10,11 @@
 //! The caller gathers the facts into a [`Page`] ([`Page::skeleton`], [`Page::matrix`], …);
 //! [`render`] lays it out with one template (`templates/report.html.j2`) in which every
 //! picture is SVG drawn from the page's data, and every text is escaped by the template
-//! engine.
+//! engine. [`svg`] draws the same pictures as files of their own (the heatmap of
+//! `logicalize --svg`, the validation charts) with the same templates.
 
 pub mod loops;
+pub mod svg;
 
 use mpiskel_emit::program::Skeleton;
 use mpiskel_emit::scale::Scaling;
@@ -20,9 +22,6 @@ use mpiskel_logicalize::CommMatrix;
 use serde::Serialize;
 
 pub use loops::Node;
-
-/// The report's template.
-const TEMPLATE: &str = include_str!("../templates/report.html.j2");
 
 /// Most cells per side of the heatmap: larger matrices are binned (bytes summed per bin).
 pub const HEATMAP_CELLS: usize = 128;
@@ -99,6 +98,62 @@ pub struct Heatmap {
     pub total_bytes: u64,
     /// Collective calls per operation.
     pub collectives: Vec<(String, u64)>,
+}
+
+impl Heatmap {
+    /// The matrix binned into at most [`HEATMAP_CELLS`] cells per side, with each cell's colour
+    /// (logarithmic in bytes) and hover text.
+    pub fn of(m: &CommMatrix) -> Heatmap {
+        let n = m.n.max(1);
+        let cells = n.min(HEATMAP_CELLS);
+        let bin = n.div_ceil(cells);
+        let mut grid = vec![(0u64, 0u64); cells * cells];
+        for (&(s, d), t) in &m.pairs {
+            let g = &mut grid[(s as usize / bin) * cells + d as usize / bin];
+            g.0 += t.bytes;
+            g.1 += t.messages;
+        }
+        let max = grid.iter().map(|g| g.0).max().unwrap_or(0);
+        let px = (HEATMAP_PX / cells).max(1);
+        let name = |i: usize| {
+            if bin == 1 {
+                format!("rank {i}")
+            } else {
+                format!("ranks {}-{}", i * bin, ((i + 1) * bin).min(n) - 1)
+            }
+        };
+        let filled = grid
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.0 > 0 || g.1 > 0)
+            .map(|(i, &(bytes, msgs))| {
+                let (row, col) = (i / cells, i % cells);
+                Cell {
+                    x: col * px,
+                    y: row * px,
+                    colour: colour(bytes, max),
+                    tip: format!(
+                        "{} → {}: {} bytes in {} messages",
+                        name(row),
+                        name(col),
+                        bytes,
+                        msgs
+                    ),
+                }
+            })
+            .collect();
+        Heatmap {
+            ranks: n,
+            bin,
+            cells,
+            px,
+            size: px * cells,
+            filled,
+            max_bytes: max,
+            total_bytes: m.pairs.values().map(|t| t.bytes).sum(),
+            collectives: m.collectives.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
 }
 
 /// One cell of the heatmap.
@@ -309,55 +364,7 @@ impl Page {
 
     /// Adds the communication matrix.
     pub fn matrix(&mut self, m: &CommMatrix) {
-        let n = m.n.max(1);
-        let cells = n.min(HEATMAP_CELLS);
-        let bin = n.div_ceil(cells);
-        let mut grid = vec![(0u64, 0u64); cells * cells];
-        for (&(s, d), t) in &m.pairs {
-            let g = &mut grid[(s as usize / bin) * cells + d as usize / bin];
-            g.0 += t.bytes;
-            g.1 += t.messages;
-        }
-        let max = grid.iter().map(|g| g.0).max().unwrap_or(0);
-        let px = (HEATMAP_PX / cells).max(1);
-        let name = |i: usize| {
-            if bin == 1 {
-                format!("rank {i}")
-            } else {
-                format!("ranks {}-{}", i * bin, ((i + 1) * bin).min(n) - 1)
-            }
-        };
-        let filled = grid
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| g.0 > 0 || g.1 > 0)
-            .map(|(i, &(bytes, msgs))| {
-                let (row, col) = (i / cells, i % cells);
-                Cell {
-                    x: col * px,
-                    y: row * px,
-                    colour: colour(bytes, max),
-                    tip: format!(
-                        "{} → {}: {} bytes in {} messages",
-                        name(row),
-                        name(col),
-                        bytes,
-                        msgs
-                    ),
-                }
-            })
-            .collect();
-        self.matrix = Some(Heatmap {
-            ranks: n,
-            bin,
-            cells,
-            px,
-            size: px * cells,
-            filled,
-            max_bytes: max,
-            total_bytes: m.pairs.values().map(|t| t.bytes).sum(),
-            collectives: m.collectives.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        });
+        self.matrix = Some(Heatmap::of(m));
     }
 
     /// Adds a run of the skeleton.
@@ -425,10 +432,7 @@ pub fn ranges(ranks: &[u32]) -> String {
 
 /// The page as one HTML document.
 pub fn render(page: &Page) -> Result<String, ReportError> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("report.html", TEMPLATE)?;
-    env.add_filter("fixed", |x: f64, digits: usize| format!("{x:.digits$}"));
-    env.add_filter("signed", |x: f64| format!("{x:+.1}"));
+    let env = svg::environment()?;
     let t = env.get_template("report.html")?;
     let errors: Vec<f64> = page.validation.iter().map(ValidationRow::error_pct).collect();
     Ok(t.render(minijinja::context! { page => page, errors => errors })?)

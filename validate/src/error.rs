@@ -23,6 +23,9 @@ pub enum Error {
     /// A skeleton folder's `skeleton.json` could not be read.
     #[error("{0}")]
     Document(#[from] mpiskel_emit::document::DocumentError),
+    /// A picture could not be drawn.
+    #[error("{0}")]
+    Report(#[from] mpiskel_report::ReportError),
     /// A skeleton could not be rendered.
     #[error("{0}")]
     Render(String),

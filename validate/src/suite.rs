@@ -239,7 +239,7 @@ pub fn validate(a: &ValidateOptions, progress: &dyn Observer) -> Result<Validati
             };
             write_atomic(
                 &a.output.join(format!("{suite}.svg")),
-                &report::chart_svg(&v, suite, title),
+                &report::chart_svg(&v, suite, title)?,
             )?;
         }
     }

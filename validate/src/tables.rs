@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use mpiskel_report::svg::{Chart, ChartPoint};
+use mpiskel_report::ReportError;
 use serde::{Deserialize, Serialize};
 
 /// Median, minimum and maximum of repeated measurements.
@@ -389,134 +391,39 @@ pub fn retune_markdown(v: &Validation) -> String {
     o
 }
 
-const COLOURS: [&str; 8] =
-    ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"];
-
 /// Predicted (per phase) against measured, log–log, one colour per class, with the diagonal
-/// and a ±8 % band.
-pub fn chart_svg(v: &Validation, suite: &str, title: &str) -> String {
-    let rows: Vec<&Row> = v.rows.iter().filter(|r| r.suite == suite).collect();
+/// and a ±8 % band (drawn by [`mpiskel_report::svg::chart_svg`]).
+pub fn chart_svg(v: &Validation, suite: &str, title: &str) -> Result<String, ReportError> {
     let truth = |r: &Row| r.replay.unwrap_or(r.truth.median);
-    let vals: Vec<f64> = rows
-        .iter()
-        .flat_map(|r| [truth(r), r.by_phase.median])
-        .filter(|x| *x > 0.0 && x.is_finite())
-        .collect();
-    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min).max(1e-6);
-    let hi = vals.iter().copied().fold(0.0, f64::max).max(lo * 10.0);
-    let (l0, l1) = ((lo / 1.5).log10().floor(), (hi * 1.5).log10().ceil());
-    let (w, h, left, top) = (560.0, 560.0, 70.0, 50.0);
-    let sx = |x: f64| left + (x.log10() - l0) / (l1 - l0) * w;
-    let sy = |y: f64| top + h - (y.log10() - l0) / (l1 - l0) * h;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">"#,
-        left + w + 220.0,
-        top + h + 60.0
-    );
-    let _ = writeln!(o, "<title>{}</title>", escape(title));
-    let _ = writeln!(o, r#"<text x="{left}" y="24" font-size="14">{}</text>"#, escape(title));
-    let _ = writeln!(
-        o,
-        r##"<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fff" stroke="#999"/>"##
-    );
-    let mut d = l0;
-    while d <= l1 + 1e-9 {
-        let x = 10f64.powf(d);
-        let _ = writeln!(
-            o,
-            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{1}" stroke="#eee"/><text x="{0:.1}" y="{2}" text-anchor="middle">{3}</text>"##,
-            sx(x),
-            top + h,
-            top + h + 16.0,
-            fmt_tick(x)
-        );
-        let _ = writeln!(
-            o,
-            r##"<line x1="{left}" y1="{0:.1}" x2="{1}" y2="{0:.1}" stroke="#eee"/><text x="{2}" y="{3:.1}" text-anchor="end">{4}</text>"##,
-            sy(x),
-            left + w,
-            left - 6.0,
-            sy(x) + 4.0,
-            fmt_tick(x)
-        );
-        d += 1.0;
-    }
-    let (a, b) = (10f64.powf(l0), 10f64.powf(l1));
-    for (f, dash) in [(1.0, ""), (1.08, "4 4"), (1.0 / 1.08, "4 4")] {
-        let _ = writeln!(
-            o,
-            r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888" stroke-dasharray="{dash}"/>"##,
-            sx(a),
-            sy(a * f),
-            sx(b),
-            sy(b * f)
-        );
-    }
     let truth_name = if suite == "smpi" { "replay of the full trace" } else { "application" };
-    let _ = writeln!(
-        o,
-        r#"<text x="{}" y="{}" text-anchor="middle">measured: {truth_name} (s)</text>"#,
-        left + w / 2.0,
-        top + h + 40.0
-    );
-    let _ = writeln!(
-        o,
-        r#"<text transform="translate(18 {}) rotate(-90)" text-anchor="middle">predicted by the skeleton, per phase (s)</text>"#,
-        top + h / 2.0
-    );
-    let classes: Vec<String> = by_class(&v.rows, suite).into_iter().map(|(c, _)| c).collect();
-    for r in &rows {
-        let k = classes.iter().position(|c| *c == r.class).unwrap_or(0) % COLOURS.len();
-        let (x, y) = (truth(r), r.by_phase.median);
-        if x > 0.0 && y > 0.0 {
-            let _ = writeln!(
-                o,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{}" fill-opacity="0.8"><title>{} {}: {} s predicted, {} s measured ({})</title></circle>"#,
-                sx(x),
-                sy(y),
-                COLOURS[k],
-                escape(&r.case),
-                escape(&r.scenario),
-                secs(y),
-                secs(x),
-                pct(err(y, x))
-            );
-        }
-    }
-    for (k, c) in classes.iter().enumerate() {
-        let y = top + 10.0 + 18.0 * k as f64;
-        let _ = writeln!(
-            o,
-            r#"<circle cx="{}" cy="{y}" r="4" fill="{}"/><text x="{}" y="{}">{}</text>"#,
-            left + w + 20.0,
-            COLOURS[k % COLOURS.len()],
-            left + w + 30.0,
-            y + 4.0,
-            escape(c)
-        );
-    }
-    let _ = writeln!(
-        o,
-        r#"<text x="{}" y="{}">dashed: ±8 %</text>"#,
-        left + w + 20.0,
-        top + 20.0 + 18.0 * classes.len() as f64
-    );
-    o.push_str("</svg>\n");
-    o
-}
-
-fn fmt_tick(x: f64) -> String {
-    if x >= 1.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
-    }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    let chart = Chart {
+        title: title.to_owned(),
+        x_label: format!("measured: {truth_name} (s)"),
+        y_label: "predicted by the skeleton, per phase (s)".into(),
+        band: TARGET_CASE / 100.0,
+        points: v
+            .rows
+            .iter()
+            .filter(|r| r.suite == suite)
+            .map(|r| {
+                let (x, y) = (truth(r), r.by_phase.median);
+                ChartPoint {
+                    series: r.class.clone(),
+                    x,
+                    y,
+                    tip: format!(
+                        "{} {}: {} s predicted, {} s measured ({})",
+                        r.case,
+                        r.scenario,
+                        secs(y),
+                        secs(x),
+                        pct(err(y, x))
+                    ),
+                }
+            })
+            .collect(),
+    };
+    mpiskel_report::svg::chart_svg(&chart)
 }
 
 #[cfg(test)]
@@ -564,7 +471,7 @@ mod tests {
         assert!(md.contains("| bandwidth | 2 | 3.0 / 4.0 % |"), "{md}");
         // latency has no replay: its replay columns are empty.
         assert!(md.contains("| latency | 1 | – | – | 0.0 / 0.0 % |"), "{md}");
-        let svg = chart_svg(&v, "smpi", "t");
+        let svg = chart_svg(&v, "smpi", "t").unwrap();
         assert_eq!(svg.matches("<circle").count(), 3 + 2, "points and legend");
     }
 
