@@ -202,6 +202,34 @@ void sk_compute_less_whole(double seconds, double removed) {
     sk_compute_cut(seconds, removed, 1.0, 0);
 }
 
+/* Per phase: whether a block of it ran only a short part (sk_compute_keep), and, once the
+ * report has gathered them, the most removed computation any rank restores there. */
+static int *sk_keep;
+static int sk_keep_any;
+static double *sk_keep_most;
+
+#define SK_KEEP_SHARE 0.05
+#define SK_KEEP_MIN 5e-5
+
+void sk_compute_keep(double seconds) {
+    double s = seconds * sk_weight * sk_scale;
+    double kept = SK_KEEP_SHARE * s;
+    if (kept < SK_KEEP_MIN) {
+        kept = SK_KEEP_MIN;
+    }
+    if (kept >= s || sk_current < 0 || !sk_cut || !sk_keep) {
+        sk_run(s);
+        return;
+    }
+    double start = MPI_Wtime();
+    sk_run(kept);
+    sk_cut[sk_current][0] += s - kept;
+    sk_cut[sk_current][1] += kept;
+    sk_cut[sk_current][2] += MPI_Wtime() - start;
+    sk_keep[sk_current] = 1;
+    sk_keep_any = 1;
+}
+
 static const double (*sk_dists)[SK_QUANTILES];
 static int sk_ndists;
 
@@ -291,6 +319,10 @@ void sk_start(sk_phase *phases, int n) {
     sk_nphases = n;
     free(sk_cut);
     sk_cut = calloc((size_t)n, sizeof *sk_cut);
+    free(sk_keep);
+    sk_keep = calloc((size_t)n, sizeof *sk_keep);
+    free(sk_keep_most);
+    sk_keep_most = NULL;
     MPI_Barrier(MPI_COMM_WORLD);
     sk_t0 = MPI_Wtime();
 }
@@ -327,6 +359,9 @@ void sk_inner_first(int i, double seconds) {
 /* Seconds of removed computation added back to the iterations phase i ran: what was removed,
  * at the pace the parts that ran kept over the whole phase. */
 static double sk_restored_of(int i) {
+    if (sk_keep_most && sk_keep && sk_keep[i]) {
+        return sk_keep_most[i];
+    }
     if (!sk_cut || sk_cut[i][1] <= 0.0) {
         return 0.0;
     }
@@ -424,9 +459,39 @@ void sk_buffer_detach(void) {
     sk_send_buffer = NULL;
 }
 
+/* Phases where blocks ran only a short part on every rank (sk_compute_keep) restore, on every
+ * rank, the most any rank restores there. Every rank takes part (the classes have the same
+ * phases wherever a block of any of them was cut so). */
+static void sk_gather_keep(void) {
+    int any = 0;
+    MPI_Allreduce(&sk_keep_any, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (!any || sk_nphases <= 0 || !sk_keep) {
+        return;
+    }
+    double *mine = calloc((size_t)sk_nphases, sizeof *mine);
+    double *most = calloc((size_t)sk_nphases, sizeof *most);
+    if (!mine || !most) {
+        free(mine);
+        free(most);
+        return;
+    }
+    for (int i = 0; i < sk_nphases; i++) {
+        mine[i] = sk_keep[i] ? sk_restored_of(i) : 0.0;
+    }
+    MPI_Allreduce(mine, most, sk_nphases, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < sk_nphases; i++) {
+        if (most[i] > 0.0) {
+            sk_keep[i] = 1;
+        }
+    }
+    free(mine);
+    sk_keep_most = most;
+}
+
 void sk_report(const char *name, double factor, double recorded_app_s) {
     double total = MPI_Wtime() - sk_t0;
     MPI_Allreduce(&sk_main_entry, &sk_main_latest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    sk_gather_keep();
     double by_phase = 0.0, warm = 0.0, warm_most = 0.0;
     for (int i = 0; i < sk_nphases; i++) {
         if (sk_phases[i].parent < 0) {

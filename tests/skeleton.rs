@@ -892,3 +892,55 @@ fn a_pipelined_sweeps_fill_counts_once_per_sweep_when_the_sweep_is_cut() {
     let (p, q) = (c["predicted_s"].as_f64().unwrap(), w["predicted_s"].as_f64().unwrap());
     assert!((p / q - 1.0).abs() < 0.08, "cut {p} s against whole {q} s:\n{c}\n{w}");
 }
+
+/// A root that computes alone before it broadcasts (reading the input) keeps every rank
+/// waiting: a long skeleton cuts that block to a short part on every rank, and every rank adds
+/// back the most any rank skipped, so the set-up is predicted as it ran whole. A synthetic
+/// SimGrid trace: rank 0 computes 20 ms, the others 1 ms, before a broadcast; then a ring of 40
+/// iterations.
+#[test]
+fn a_root_that_computes_alone_before_a_broadcast_is_cut_and_priced_as_everyones_wait() {
+    let base = scratch("root-reads");
+    std::fs::create_dir_all(&base).unwrap();
+    let n = 4;
+    let mut index = String::new();
+    for r in 0..n {
+        let setup = if r == 0 { 20_000_000 } else { 1_000_000 };
+        let mut t = format!("{r} init\n{r} compute {setup}\n{r} bcast 64\n");
+        for _ in 0..40 {
+            t.push_str(&format!("{r} compute 500000\n"));
+            t.push_str(&format!("{r} send {} 0 1024\n", (r + 1) % n));
+            t.push_str(&format!("{r} recv {} 0 1024\n", (r + n - 1) % n));
+        }
+        t.push_str(&format!("{r} allreduce 8 0\n{r} finalize\n"));
+        std::fs::write(base.join(format!("rank{r}.txt")), t).unwrap();
+        index.push_str(&format!("rank{r}.txt\n"));
+    }
+    std::fs::write(base.join("trace.txt"), index).unwrap();
+    let trace = base.join("trace.txt");
+    let (cut, whole) = (base.join("cut"), base.join("whole"));
+    build_into(&trace, &cut, &[]);
+    build_into(&trace, &whole, &["--target-time", "100"]);
+    let source = std::fs::read_to_string(cut.join("skeleton.c")).unwrap();
+    assert!(
+        source.contains("sk_compute_keep("),
+        "the root's block is cut on every rank:\n{source}"
+    );
+    let whole_source = std::fs::read_to_string(whole.join("skeleton.c")).unwrap();
+    assert!(!whole_source.contains("sk_compute_keep("), "not cut without a target to reach");
+    let _lock = mpi_lock();
+    let (c, w) =
+        (run_skeleton(&cut, "smpi", 300, 60, &[]), run_skeleton(&whole, "smpi", 300, 60, &[]));
+    check_report(&c, "smpi", n as u64);
+    let setup = |r: &serde_json::Value| {
+        r["phases"].as_array().unwrap().iter().find(|p| p["name"] == "setup").cloned().unwrap()
+    };
+    let (sc, sw) = (setup(&c), setup(&w));
+    let (ran, ran_whole) = (sc["seconds"].as_f64().unwrap(), sw["seconds"].as_f64().unwrap());
+    // Cut: well under the root's 20 ms; whole: the root's 20 ms.
+    assert!(ran < 0.2 * ran_whole, "set-up ran {ran} s cut against {ran_whole} s whole");
+    let (p, q) = (sc["predicted_s"].as_f64().unwrap(), sw["predicted_s"].as_f64().unwrap());
+    assert!((p / q - 1.0).abs() < 0.03, "set-up predicted {p} s cut against {q} s whole");
+    let (p, q) = (c["predicted_s"].as_f64().unwrap(), w["predicted_s"].as_f64().unwrap());
+    assert!((p / q - 1.0).abs() < 0.05, "cut {p} s against whole {q} s:\n{c}\n{w}");
+}

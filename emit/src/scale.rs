@@ -326,6 +326,7 @@ const MIN_REMOVED: f64 = 1e-5;
 ///
 /// Updates `scaling`'s estimate and factor.
 pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
+    cut_to_keep(skel, scaling);
     if scaling.main_run < scaling.main_full {
         let (mut s, mut sc) = (skel.clone(), scaling.clone());
         cut_compute_with(&mut s, &mut sc, false);
@@ -336,6 +337,101 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
         }
     }
     cut_compute_with(skel, scaling, true);
+}
+
+/// The first step of [`cut_compute`]: blocks of straight-line phases (set-up, steps between
+/// loops, finish) that end right before a collective of every rank run only a short part on
+/// every rank (max(`KEEP_SHARE`, `KEEP_MIN`) of the rank's own duration), and each phase adds
+/// back, on every rank, the most that any rank skipped. Such a block is a critical path of its
+/// own: every rank waits at the collective for the one that computes longest (the root that
+/// reads the input before broadcasting it: NPB BT S 16's set-up, 2.5 times the other ranks'),
+/// so the phase took that rank's duration in the application, and in the skeleton the kept
+/// parts are short and alike. A uniform cut ([`cut_compute_with`]) can only take what the
+/// lightest rank computes, and leaves the root's excess to run.
+///
+/// Applied only where the longest rank's excess over the shortest is more than the part kept
+/// (elsewhere the uniform cut, with its shrink, takes more); where every class has the same
+/// phases (the report combines them phase by phase across ranks) and the block, at the same
+/// place, in every class; only while the skeleton is over its target. Updates the estimate and
+/// factor.
+fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
+    let lead_compute = lead_compute(skel);
+    if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
+        return;
+    }
+    let Some(first) = skel.classes.first() else { return };
+    let names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
+    let same = skel
+        .classes
+        .iter()
+        .all(|c| c.phases.iter().map(|p| p.name.as_str()).eq(names.iter().copied()));
+    if !same {
+        return;
+    }
+    let world = |comm: usize| matches!(skel.comms.get(comm), Some(crate::program::Comm::World));
+    // A fixed block (neither drawn nor replayed) followed, before any other call or block, by a
+    // collective on every rank.
+    let eligible = |p: &crate::program::Phase, at: usize| -> bool {
+        if p.is_loop || p.skipped.is_some() {
+            return false;
+        }
+        let Some(Stmt::Compute { dist: None, replay: None, removed, .. }) = p.body.get(at) else {
+            return false;
+        };
+        *removed == 0.0
+            && matches!(
+                p.body.get(at + 1),
+                Some(Stmt::Call { call: crate::program::Call::Collective { comm, slot: None, .. } })
+                    if world(*comm)
+            )
+    };
+    let keep = |d: f64| (KEEP_SHARE * d).max(KEEP_MIN).min(d);
+    let (mut saved, mut counted) = (0.0, 0.0);
+    let mut chosen = Vec::new();
+    for (pi, p) in first.phases.iter().enumerate() {
+        for at in 0..p.body.len() {
+            if !skel.classes.iter().all(|c| eligible(&c.phases[pi], at)) {
+                continue;
+            }
+            // The longest and the shortest rank's durations: only where the longest rank's excess
+            // over the shortest, which a uniform cut cannot take, is more than the part kept.
+            let (mut most, mut least) = (0.0f64, f64::INFINITY);
+            for c in &skel.classes {
+                if let Some(Stmt::Compute { seconds, factors, .. }) = c.phases[pi].body.get(at) {
+                    for w in skel.block_weights(c, *factors) {
+                        most = most.max(seconds * w);
+                        least = least.min(seconds * w);
+                    }
+                }
+            }
+            let skip = most - keep(most);
+            if skip < MIN_REMOVED || most - least <= keep(most) {
+                continue;
+            }
+            // The estimate counts the block at its mean (the recorded computation's share).
+            if let Some(Stmt::Compute { seconds, .. }) = p.body.get(at) {
+                counted += (seconds - keep(*seconds)).max(0.0);
+            }
+            saved += skip;
+            chosen.push((pi, at));
+        }
+    }
+    for (pi, at) in chosen {
+        for c in &mut skel.classes {
+            if let Some(Stmt::Compute { keep_only, .. }) = c.phases[pi].body.get_mut(at) {
+                *keep_only = true;
+            }
+        }
+    }
+    if saved <= 0.0 {
+        return;
+    }
+    let seconds_of = |compute: f64| compute / lead_compute * scaling.app_time_s;
+    scaling.skeleton_estimate_s = (scaling.skeleton_estimate_s - seconds_of(counted)).max(0.0);
+    scaling.compute_removed_s += saved;
+    if scaling.skeleton_estimate_s > 0.0 {
+        scaling.factor = scaling.app_time_s / scaling.skeleton_estimate_s;
+    }
 }
 
 /// [`cut_compute`], with the main loop's blocks (`main`) or without.
@@ -360,7 +456,8 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     let drawn = crate::removal::drawn_removals(skel);
     let can_of = |c: &crate::program::ClassProgram, phase: &str, at: usize| -> Option<f64> {
         let p = c.phases.iter().find(|p| p.name == phase)?;
-        let Some(Stmt::Compute { seconds, dist, factors, .. }) = p.body.get(at) else {
+        let Some(Stmt::Compute { seconds, dist, factors, keep_only: false, .. }) = p.body.get(at)
+        else {
             return None;
         };
         let least = match dist {
@@ -452,7 +549,7 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
         kept_mean += mean.max(0.0) * runs;
     }
     scaling.skeleton_estimate_s -= share * seconds_of(total);
-    scaling.compute_removed_s = share * total;
+    scaling.compute_removed_s += share * total;
     // Still over: losing the same seconds everywhere keeps every rank's difference from the
     // lightest (NPB EP's ranks compute 0.90–1.08 times the mean). Each rank then runs the same
     // share of what its blocks without drawn deviations keep, and adds its own remainder back:
@@ -506,7 +603,7 @@ fn cut_each_class(
         }
     }
     scaling.skeleton_estimate_s -= share * seconds_of(most);
-    scaling.compute_removed_s = share * most;
+    scaling.compute_removed_s += share * most;
     if scaling.skeleton_estimate_s > 0.0 {
         scaling.factor = scaling.app_time_s / scaling.skeleton_estimate_s;
     }

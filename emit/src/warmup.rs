@@ -117,6 +117,7 @@ pub fn skip(skel: &mut Skeleton) -> bool {
                 removed: 0.0,
                 factors: None,
                 replay: None,
+                keep_only: false,
                 leaf: None,
             }]
         } else {

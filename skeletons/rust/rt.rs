@@ -36,6 +36,12 @@ pub const ANY_TAG: mpi::Tag = -1;
 /// (about a tenth for one iteration of NPB BT), and all iterations are averaged.
 const FIRST_LONGER: f64 = 1.25;
 
+/// Share of its duration that a block cut by [`Runtime::compute_keep`] still runs.
+const KEEP_SHARE: f64 = 0.05;
+
+/// Seconds of a block cut by [`Runtime::compute_keep`] that always run: enough to time.
+const KEEP_MIN: f64 = 5e-5;
+
 /// One timed part of the program: a loop of the trace or the calls between loops.
 #[derive(Debug, Clone)]
 pub struct Phase {
@@ -58,12 +64,19 @@ pub struct Phase {
     /// Copies of one of its iterations elsewhere in the application that the skeleton skips (an
     /// untimed warm-up iteration), each priced at the slowest rank's mean iteration.
     warmup: i64,
+    /// A block of it ran only a short part ([`Runtime::compute_keep`]); once the report has
+    /// gathered them, the most removed computation any rank restores here.
+    keep: bool,
+    keep_most: Option<f64>,
 }
 
 impl Phase {
     /// Seconds of removed computation added back: what was removed, at the pace the parts that
     /// ran kept over the whole phase.
     fn restored(&self) -> f64 {
+        if let (true, Some(most)) = (self.keep, self.keep_most) {
+            return most;
+        }
         let [removed, kept, took] = self.cut;
         if kept > 0.0 {
             removed * took / kept
@@ -84,6 +97,8 @@ impl Phase {
             first: None,
             first_apart: false,
             warmup: 0,
+            keep: false,
+            keep_most: None,
         }
     }
 
@@ -131,6 +146,8 @@ pub struct Runtime {
     current: Option<usize>,
     /// Executions of each replay table run so far on this rank.
     replay_at: Vec<usize>,
+    /// Some block of this rank ran only a short part ([`Runtime::compute_keep`]).
+    keep_any: bool,
 }
 
 impl Runtime {
@@ -157,6 +174,7 @@ impl Runtime {
             main_latest: -1.0,
             current: None,
             replay_at: Vec::new(),
+            keep_any: false,
         };
         let mut fixed_rate: Option<f64> = None;
         let mut args = std::env::args().skip(1);
@@ -295,6 +313,29 @@ impl Runtime {
     /// block's slowest.
     pub fn compute_less_whole(&mut self, seconds: f64, removed: f64) {
         self.compute_cut(seconds, removed, 1.0, false);
+    }
+
+    /// A block right before a collective of every rank, in a phase that runs once: runs only a
+    /// short part of it ([`KEEP_SHARE`] of this rank's duration, at least [`KEEP_MIN`]); at the
+    /// report, every rank adds back to the phase the most that any rank skipped, at the pace
+    /// its kept parts ran (every rank waited for the one that computed longest). Every class has
+    /// the same phases when a skeleton uses it.
+    pub fn compute_keep(&mut self, seconds: f64) {
+        let s = seconds * self.weight * self.scale;
+        let kept = (KEEP_SHARE * s).max(KEEP_MIN);
+        let Some(i) = self.current.filter(|_| kept < s) else {
+            self.run_for(s);
+            return;
+        };
+        let start = mpi::time();
+        self.run_for(kept);
+        let took = mpi::time() - start;
+        let p = &mut self.phases[i];
+        p.cut[0] += s - kept;
+        p.cut[1] += kept;
+        p.cut[2] += took;
+        p.keep = true;
+        self.keep_any = true;
     }
 
     /// Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the
@@ -534,6 +575,26 @@ impl Runtime {
         }
     }
 
+    /// Phases where blocks ran only a short part on every rank ([`Runtime::compute_keep`])
+    /// restore, on every rank, the most any rank restores there. Every rank takes part.
+    fn gather_keep(&mut self, world: &impl Communicator) {
+        let mut any = 0i32;
+        world.all_reduce_into(&i32::from(self.keep_any), &mut any, SystemOperation::max());
+        if any == 0 || self.phases.is_empty() {
+            return;
+        }
+        let mine: Vec<f64> =
+            self.phases.iter().map(|p| if p.keep { p.restored() } else { 0.0 }).collect();
+        let mut most = vec![0.0f64; mine.len()];
+        world.all_reduce_into(&mine[..], &mut most[..], SystemOperation::max());
+        for (p, m) in self.phases.iter_mut().zip(most) {
+            if m > 0.0 {
+                p.keep = true;
+                p.keep_most = Some(m);
+            }
+        }
+    }
+
     /// Gathers the times and prints the report on rank 0. `factor`: application time /
     /// skeleton time expected on the recording machine (the single-ratio prediction).
     pub fn report(&mut self, world: &impl Communicator, name: &str, factor: f64, recorded_app_s: f64) {
@@ -541,6 +602,7 @@ impl Runtime {
         let mut latest = -1.0;
         world.all_reduce_into(&self.main_entry.unwrap_or(-1.0), &mut latest, SystemOperation::max());
         self.main_latest = latest;
+        self.gather_keep(world);
         let top = || (0..self.phases.len()).filter(|&i| self.phases[i].parent.is_none());
         let mut by_phase: f64 = top().map(|i| self.predicted(i)).sum();
         // A skipped warm-up iteration ran, in the application, before ranks met again (a

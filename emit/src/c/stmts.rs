@@ -252,6 +252,13 @@ impl Names<'_> {
                         format!("{pad}sk_compute_as_recorded({value}); /* {what} */")
                     });
                 }
+                Stmt::Compute { seconds: x, dist: None, factors, keep_only: true, .. } => {
+                    out.push(format!(
+                        "{pad}sk_compute_keep({}); /* every rank runs a short part; the most any \
+                         rank skips is added to the prediction */",
+                        Self::times(&seconds(*x), *factors)
+                    ));
+                }
                 Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
                     if *removed > 0.0 =>
                 {

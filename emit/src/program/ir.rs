@@ -238,6 +238,13 @@ pub enum Stmt {
         /// [`Skeleton::replays`]; see [`crate::replay`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         replay: Option<usize>,
+        /// Every rank runs only a short part of the block (max(5 %, 50 µs) of its own duration)
+        /// and the rest is added back to its phase's prediction as the most any rank skipped: a
+        /// block of a straight-line phase right before a collective of every rank, where the
+        /// rank that computes longest (the root reading the input) is what every rank waited
+        /// for (see [`crate::scale::cut_compute`]).
+        #[serde(default, skip_serializing_if = "is_false")]
+        keep_only: bool,
         /// The leaf of the class's loop nest the block stands for (not serialized; `None` for
         /// blocks merged from several leaves).
         #[serde(skip)]
@@ -537,6 +544,11 @@ pub(crate) fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
             .unwrap_or(*bytes),
         _ => 0,
     }
+}
+
+/// Whether a flag is off (left out of the JSON).
+pub(crate) fn is_false(x: &bool) -> bool {
+    !*x
 }
 
 /// Whether a number is zero (left out of the JSON).

@@ -239,6 +239,7 @@ pub(super) fn lower(
                             removed: 0.0,
                             factors,
                             replay: None,
+                            keep_only: false,
                             leaf: Some(*leaf),
                         }),
                     }

@@ -374,6 +374,14 @@ impl Gen<'_> {
                         quote! { #n sk.compute_replayed(#t, &#table, #again, #column); }
                     }
                 }
+                Stmt::Compute { seconds: x, dist: None, factors, keep_only: true, .. } => {
+                    let n = note(
+                        "every rank runs a short part; the most any rank skips is added to the \
+                         prediction",
+                    );
+                    let x = Self::times(*x, *factors);
+                    quote! { #n sk.compute_keep(#x); }
+                }
                 Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
                     if *removed > 0.0 =>
                 {
