@@ -34,7 +34,10 @@ use mpiskel_validate::run::trace_under_smpi;
 ///   cd ring.ti && smpirun -np 4 -platform cluster.xml -hostfile hosts.txt -replay trace.txt \
 ///       /usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    verbatim_doc_comment,
+    about = "Write a trace, or a skeleton's program, as a SimGrid time-independent trace."
+)]
 pub struct ExportArgs {
     /// The trace (any format `mpiskel inspect` reads), or a skeleton folder.
     trace: PathBuf,

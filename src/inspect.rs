@@ -31,7 +31,10 @@ use serde::Serialize;
 ///   mpiskel inspect lu.logical.json
 ///   mpiskel inspect bt.skel
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    verbatim_doc_comment,
+    about = "Show what a trace holds: ranks, calls, bytes, MPI time and the communication matrix."
+)]
 pub struct InspectArgs {
     /// The trace.
     path: PathBuf,

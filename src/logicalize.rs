@@ -25,7 +25,10 @@ use serde::{Deserialize, Serialize};
 ///   mpiskel logicalize app.trace -o app.logical.json --svg app.matrix.svg
 ///   mpiskel inspect app.logical.json
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    verbatim_doc_comment,
+    about = "Find the communication topology and write the logical trace (Xu & Subhlok 2008, §2)."
+)]
 pub struct LogicalizeArgs {
     /// The trace (any format `mpiskel inspect` reads).
     path: PathBuf,

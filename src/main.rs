@@ -28,7 +28,22 @@ use clap::{Parser, Subcommand};
 /// trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale;
 /// `mpiskel report` writes one HTML page about a trace, a skeleton or a validation run.
 #[derive(Debug, Parser)]
-#[command(name = "mpiskel", version, propagate_version = true, arg_required_else_help = true)]
+#[command(
+    name = "mpiskel",
+    version,
+    propagate_version = true,
+    arg_required_else_help = true,
+    after_help = "Examples:
+  mpiskel trace -o app.trace -- mpirun -np 16 ./app input.dat
+  mpiskel build app.trace -o app.skel
+  mpiskel run app.skel                                  # here, with OpenMPI
+  mpiskel run app.skel --mpi smpi --platform cluster.xml  # on a simulated cluster
+  cd app.skel && make && ./run.sh                       # anywhere else, without mpiskel
+  mpiskel report app.skel -o app.html
+
+Each command's --help has its own examples. Exit codes: 0 success; 1 the work failed (a bad
+input, a failed run, a program that could deadlock, a validation target missed); 2 a usage error."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -37,7 +37,10 @@ enum PatternArg {
 ///   mpiskel synth -o tree.1k --pattern tree --ranks 1024 --iterations 200 --irregular
 ///   mpiskel build halo.16k -o halo.skel
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    verbatim_doc_comment,
+    about = "Write a synthetic trace of the shape real codes take, at any number of ranks."
+)]
 pub struct SynthArgs {
     /// The folder to write (must not exist, unless --force).
     #[arg(short, long, value_name = "DIR")]

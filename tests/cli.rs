@@ -20,11 +20,22 @@ fn every_subcommand_has_help_with_examples() {
         "validate",
         "retune",
         "synth",
+        "report",
     ] {
         let out = mpiskel().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("Examples:") || text.contains("Example:"), "{sub}: {text}");
+    }
+    let out = mpiskel().arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Examples:") && text.contains("mpiskel build"), "{text}");
+    // Every command's one-line summary fits on its line: none is a paragraph cut by wrapping.
+    for line in text.lines().skip_while(|l| !l.starts_with("Commands:")).skip(1) {
+        if line.is_empty() {
+            break;
+        }
+        assert!(line.starts_with("  ") && line.chars().nth(2) != Some(' '), "{line:?} in:\n{text}");
     }
     let out = mpiskel().output().unwrap();
     assert_eq!(out.status.code(), Some(2), "no subcommand is a usage error");
