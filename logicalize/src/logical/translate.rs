@@ -1,0 +1,308 @@
+//! Each rank's calls translated into logical operations: peers named by their direction in the
+//! topology (or kept as exceptions), communicators by their shape, keys numbered per rank.
+
+use std::collections::HashMap;
+
+use mpiskel_trace::{CommId, Payload, Peer, RankTrace, RequestId, Work};
+
+use super::*;
+
+/// Names of offsets: compass directions in 2-D, LEFT/RIGHT in 1-D, ±x/±y/±z/±w beyond.
+pub(super) fn direction_name(offset: &[i64]) -> String {
+    let d = offset.len();
+    if d == 1 {
+        return match offset[0] {
+            -1 => "LEFT".into(),
+            1 => "RIGHT".into(),
+            o => format!("{o:+}"),
+        };
+    }
+    if d == 2 && offset.iter().all(|o| o.abs() <= 1) {
+        let ns = match offset[0] {
+            -1 => "NORTH",
+            1 => "SOUTH",
+            _ => "",
+        };
+        let ew = match offset[1] {
+            -1 => "WEST",
+            1 => "EAST",
+            _ => "",
+        };
+        return format!("{ns}{ew}");
+    }
+    let axes = ["x", "y", "z", "w"];
+    offset
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| **o != 0)
+        .map(|(k, o)| {
+            let ax = axes.get(k).map_or_else(|| format!("d{k}"), |a| (*a).to_owned());
+            match o {
+                1 => format!("+{ax}"),
+                -1 => format!("-{ax}"),
+                o => format!("{o:+}{ax}"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Translates world ranks into logical peers for one rank.
+pub(super) struct Namer<'a> {
+    pub(super) ident: &'a Identification,
+    pub(super) topo: Option<&'a Topology>,
+}
+
+impl Namer<'_> {
+    pub(super) fn peer(&self, me: u32, p: Peer) -> LogicalPeer {
+        let other = match p {
+            Peer::Null => return LogicalPeer::Null,
+            Peer::Any => return LogicalPeer::Any,
+            Peer::Rank(r) => r.0,
+        };
+        if other == me {
+            return LogicalPeer::Dir(Direction { name: "SELF".into(), offset: Vec::new() });
+        }
+        let Some(t) = self.topo else {
+            return match self.ident.structure {
+                Structure::General => LogicalPeer::Dir(Direction {
+                    name: format!("{:+}", i64::from(other) - i64::from(me)),
+                    offset: vec![i64::from(other) - i64::from(me)],
+                }),
+                _ => LogicalPeer::Exception(other),
+            };
+        };
+        let (a, b) = (
+            self.ident.node_of_rank[me as usize] as usize,
+            self.ident.node_of_rank[other as usize] as usize,
+        );
+        if !t.neighbors(a).contains(&b) {
+            return LogicalPeer::Exception(other);
+        }
+        LogicalPeer::Dir(match t.kind {
+            Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
+                // Along a dimension of two there is only "the other one".
+                let offset = t.offset(a, b);
+                Direction { name: direction_name(&offset), offset }
+            }
+            Kind::Butterfly => {
+                let c = t.dims[1];
+                if a / c == b / c {
+                    let bit = (a % c) ^ (b % c);
+                    Direction { name: format!("XOR{bit}"), offset: vec![0, bit as i64] }
+                } else {
+                    Direction { name: "TRANSPOSE".into(), offset: vec![1, 1] }
+                }
+            }
+            Kind::Tree => {
+                let k = t.dims[1];
+                if a > 0 && b == (a - 1) / k {
+                    Direction { name: "PARENT".into(), offset: vec![-1] }
+                } else {
+                    let i = b - k * a;
+                    Direction { name: format!("CHILD{i}"), offset: vec![i as i64] }
+                }
+            }
+            Kind::Pairs => Direction { name: "PARTNER".into(), offset: vec![1] },
+            Kind::AllToAll => {
+                let n = t.n() as i64;
+                let o = (b as i64 - a as i64).rem_euclid(n);
+                Direction { name: format!("+{o}"), offset: vec![o] }
+            }
+        })
+    }
+
+    pub(super) fn comm(&self, rt: &RankTrace, comm: CommId) -> LogicalComm {
+        let me = rt.rank.0;
+        let Some(members) = rt.members(comm) else {
+            return LogicalComm::Other { size: 0, stride: 0 };
+        };
+        if members.len() == self.ident.n {
+            return LogicalComm::World;
+        }
+        if members.len() == 1 && members[0].0 == me {
+            return LogicalComm::SelfComm;
+        }
+        if let Some(t) =
+            self.topo.filter(|t| matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6))
+        {
+            let mine = &self.ident.coords[me as usize];
+            let d = mine.len();
+            let coords: Vec<&Vec<usize>> =
+                members.iter().filter_map(|m| self.ident.coords.get(m.0 as usize)).collect();
+            let free: Vec<usize> =
+                (0..d).filter(|&k| coords.iter().any(|c| c[k] != mine[k])).collect();
+            let size: usize = free.iter().map(|&k| t.dims[k]).product();
+            if size == members.len() {
+                return LogicalComm::Slice { free };
+            }
+        }
+        let mut sorted: Vec<u32> = members.iter().map(|m| m.0).collect();
+        sorted.sort_unstable();
+        let stride = match sorted.as_slice() {
+            [a, b, ..] if sorted.windows(2).all(|w| w[1] - w[0] == b - a) => (b - a) as usize,
+            [_] => 1,
+            _ => 0,
+        };
+        LogicalComm::Other { size: members.len(), stride }
+    }
+
+    pub(super) fn root(&self, r: u32) -> Vec<usize> {
+        self.ident.coords.get(r as usize).cloned().unwrap_or_else(|| vec![r as usize])
+    }
+}
+
+/// A compute gap: seconds, and the work where the trace recorded it.
+#[derive(Clone, Copy)]
+pub(super) struct Gap {
+    pub(super) s: f64,
+    pub(super) work: Option<Work>,
+}
+
+/// For each call of a rank, the positions of the calls whose requests it completes: one flat
+/// list with a start per call (a `Vec` per call would cost 24 bytes and an allocation each).
+#[derive(Default)]
+pub(super) struct Links {
+    pub(super) starts: Vec<u32>,
+    pub(super) flat: Vec<u32>,
+}
+
+impl Links {
+    pub(super) fn push(&mut self, completes: impl IntoIterator<Item = usize>) {
+        self.starts.push(self.flat.len() as u32);
+        self.flat.extend(completes.into_iter().map(|p| p as u32));
+    }
+
+    /// The positions completed by call `i`.
+    pub(super) fn get(&self, i: usize) -> &[u32] {
+        let start = self.starts[i] as usize;
+        let end = self.starts.get(i + 1).map_or(self.flat.len(), |&e| e as usize);
+        &self.flat[start..end]
+    }
+}
+
+/// One rank's calls, logically: each call as a number into a table of distinct calls (see
+/// [`Keys`]), its gap, its completion links and its (tag class, traced tag).
+#[derive(Default)]
+pub(super) struct Translated {
+    pub(super) ids: Vec<u32>,
+    pub(super) gaps: Vec<Gap>,
+    pub(super) links: Links,
+    pub(super) tag_classes: Vec<(i32, i32)>,
+}
+
+/// Distinct calls, numbered in order of first use.
+#[derive(Default)]
+pub(super) struct Keys {
+    pub(super) table: Vec<OpKey>,
+    pub(super) index: HashMap<OpKey, u32>,
+}
+
+impl Keys {
+    pub(super) fn id(&mut self, k: OpKey) -> u32 {
+        if let Some(&id) = self.index.get(&k) {
+            return id;
+        }
+        let id = self.table.len() as u32;
+        self.table.push(k.clone());
+        self.index.insert(k, id);
+        id
+    }
+}
+
+/// Translates one rank's calls; the numbers are into the rank's own table of distinct calls
+/// (returned beside), so that a rank's calls take a few bytes each, not a key each.
+pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Translated) {
+    let me = rt.rank.0;
+    let mut keys = Keys::default();
+    let mut ids = Vec::with_capacity(rt.events.len());
+    let mut gaps = Vec::with_capacity(rt.events.len());
+    let mut links = Links { starts: Vec::with_capacity(rt.events.len()), flat: Vec::new() };
+    let mut tag_classes = Vec::with_capacity(rt.events.len());
+    let mut started: HashMap<RequestId, usize> = HashMap::new();
+    // Tag classes, numbered in order of first use.
+    let mut tags: HashMap<i32, i32> = HashMap::new();
+    let mut tag_class = |_peer: &Option<LogicalPeer>, t: i32| -> i32 {
+        if t < 0 {
+            return t;
+        }
+        let next = tags.len() as i32;
+        *tags.entry(t).or_insert(next)
+    };
+    // Each peer and communicator is named once per rank.
+    let mut names: HashMap<Peer, LogicalPeer> = HashMap::new();
+    let mut name = |p: Peer| names.entry(p).or_insert_with(|| namer.peer(me, p)).clone();
+    let mut comms: HashMap<CommId, LogicalComm> = HashMap::new();
+    let mut comm_of = |c: CommId| comms.entry(c).or_insert_with(|| namer.comm(rt, c)).clone();
+    for (i, e) in rt.events.iter().enumerate() {
+        let mut k = OpKey {
+            op: e.op,
+            peer: None,
+            source: None,
+            tag: 0,
+            bytes: 0,
+            recv_bytes: 0,
+            comm: LogicalComm::World,
+            root: None,
+            given: 0,
+            done: 0,
+            any_source: false,
+        };
+        let mut completes: Vec<usize> = Vec::new();
+        match &e.payload {
+            Payload::None => {}
+            Payload::P2p { peer, tag, bytes, comm, request, wildcards } => {
+                k.any_source = wildcards.source;
+                k.peer = Some(name(*peer));
+                k.tag = tag_class(&k.peer, *tag);
+                k.bytes = *bytes;
+                k.comm = comm_of(*comm);
+                if let Some(r) = request {
+                    started.insert(*r, i);
+                }
+            }
+            Payload::SendRecv { dest, send_tag, send_bytes, source, recv_bytes, comm, .. } => {
+                k.peer = Some(name(*dest));
+                k.source = Some(name(*source));
+                k.tag = tag_class(&k.peer, *send_tag);
+                k.bytes = *send_bytes;
+                k.recv_bytes = *recv_bytes;
+                k.comm = comm_of(*comm);
+            }
+            Payload::Completion { n_given, completed } => {
+                k.given = *n_given;
+                k.done = completed.len() as u32;
+                completes = completed.iter().filter_map(|c| started.remove(&c.request?)).collect();
+            }
+            Payload::Collective { comm, root, send_bytes, recv_bytes, request, .. } => {
+                k.comm = comm_of(*comm);
+                // Within a row, column or plane, the root is its position there.
+                k.root = root.map(|r| match &k.comm {
+                    LogicalComm::Slice { free } => {
+                        let c = namer.root(r.0);
+                        free.iter().filter_map(|&d| c.get(d).copied()).collect()
+                    }
+                    _ => namer.root(r.0),
+                });
+                k.bytes = *send_bytes;
+                k.recv_bytes = *recv_bytes;
+                if let Some(r) = request {
+                    started.insert(*r, i);
+                }
+            }
+            Payload::Comm { parent, .. } => k.comm = comm_of(*parent),
+        }
+        let raw = match &e.payload {
+            Payload::P2p { tag, .. } => *tag,
+            Payload::SendRecv { send_tag, .. } => *send_tag,
+            _ => 0,
+        };
+        tag_classes.push((std::mem::take(&mut k.tag), raw));
+        ids.push(keys.id(k));
+        // The processor time where recorded: a skeleton's busy compute of that length is shared
+        // (descheduled) the way the application's was.
+        gaps.push(Gap { s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9, work: e.gap_work });
+        links.push(completes);
+    }
+    (keys.table, Translated { ids, gaps, links, tag_classes })
+}
