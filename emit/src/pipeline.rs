@@ -7,12 +7,13 @@ use mpiskel_compress::LoopNest;
 use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
+use crate::compute_cut::cut_compute;
 use crate::deadlock::{check, CheckOp, Deadlock};
 use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
 use crate::program::{build, BuildError, Call, SendBuffer, Skeleton, Stmt};
 use crate::scale::{
-    cut_compute, cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions,
-    Scaling, MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
+    cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions, Scaling,
+    MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
 };
 use mpiskel_trace::Op;
 
@@ -75,7 +76,7 @@ const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would 
 
 /// Builds, scales and checks the skeleton of `lt` for `target_s` seconds (by default
 /// [`default_target`] of the main loop found), given the recorded application time; `compute_cut`: whether compute blocks may lose time when cutting loops is
-/// not enough ([`crate::scale::cut_compute`]).
+/// not enough ([`crate::compute_cut::cut_compute`]).
 ///
 /// Receives from `MPI_ANY_SOURCE` stay wildcards where the program is deadlock-free with them.
 /// Where it is not — a master that answers whichever worker reported first, while each worker's

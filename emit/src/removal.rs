@@ -1,6 +1,6 @@
 //! How many seconds every rank may skip of a compute block whose durations are drawn.
 //!
-//! The compute cut ([`crate::scale::cut_compute`]) takes the same seconds `R` out of a block on
+//! The compute cut ([`crate::compute_cut::cut_compute`]) takes the same seconds `R` out of a block on
 //! every rank, so that the ranks' differences, and the waiting they cause, stay those of the
 //! application, and adds `R` back to every rank's prediction. For a block of fixed duration `R`
 //! is at most the shortest rank's duration. A drawn block (a new duration per execution, from

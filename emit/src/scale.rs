@@ -16,8 +16,8 @@
 //! own factor. Last, if one iteration of everything is still over the target (a long set-up, a
 //! loop of a few long iterations, a program without loops) or the iterations could not be cut
 //! at all, compute blocks lose the same seconds on every rank, and the runtime adds the time
-//! those seconds take back into the prediction ([`cut_compute`], after the deadlock check: it
-//! changes no message).
+//! those seconds take back into the prediction ([`crate::compute_cut`], after the deadlock
+//! check: it changes no message).
 //!
 //! Two predictions come out of a run: the **single ratio** (skeleton time × T / (r + k·t), the
 //! factor of Xu & Subhlok 2008) and the **per-phase** one (each phase's measured time × full / run, in the
@@ -286,331 +286,12 @@ fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
 
 /// The recorded computation of the class that computes most, seconds: what the application's
 /// time is split by.
-fn lead_compute(skel: &Skeleton) -> f64 {
+pub(crate) fn lead_compute(skel: &Skeleton) -> f64 {
     skel.classes
         .iter()
         .map(|c| c.phases.iter().map(|p| p.compute_s * p.priced() as f64).sum::<f64>())
         .fold(0.0, f64::max)
 }
-
-/// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
-/// enough to time, on the machine the skeleton runs on, how fast it computes.
-const KEEP_SHARE: f64 = 0.05;
-
-/// Seconds of a cut block that always run, however short the share: a part long enough to time.
-const KEEP_MIN: f64 = 5e-5;
-
-/// Recorded seconds a block must be able to lose to be cut at all: ten microseconds, well above
-/// the timers' resolution (a block must also lose a hundredth of the target over the run).
-const MIN_REMOVED: f64 = 1e-5;
-
-/// Takes computation out of compute blocks when cutting iterations is not enough (or not
-/// possible): the straight-line phases (a long set-up, as NPB CG's matrix generation; a program
-/// without loops, as NPB EP), and the blocks directly in a loop's body (a loop of a few long
-/// iterations, as NPB FT's and MG's; a loop whose iterations cannot be cut because classes do
-/// not correspond). Every rank loses the same seconds from a block, in every class (blocks at
-/// the same place of a phase of the same name in all classes), at most all but
-/// max(`KEEP_SHARE`, `KEEP_MIN`) of the block's smallest duration on any rank, so that the
-/// differences between ranks, and the waiting they cause, stay those of the application; the
-/// runtime times the part that runs and adds to the phase's prediction what the removed part
-/// takes at that pace (scaled by the phase's iterations, as its measured time is). Blocks inside
-/// an inner loop of a phase are left whole. Removing computation never changes what is sent,
-/// so the program checked for deadlock stays valid.
-///
-/// The blocks of a main loop whose iterations were cut already (it runs a sample of them) are
-/// cut only where the rest of the program cannot come within a twelfth of the application's
-/// time without them: with more ranks than cores, taking computation out of the iterations that
-/// run changes how the ranks share the cores in them, which the pace of the parts that run does
-/// not tell (a polling ring, 4 ranks on 2 cores, 4 of 60 iterations run: −13 % with its loop's
-/// blocks cut to the target, −1 % with them whole at 0.066 of the run).
-///
-/// Updates `scaling`'s estimate and factor.
-pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
-    cut_to_keep(skel, scaling);
-    if scaling.main_run < scaling.main_full {
-        let (mut s, mut sc) = (skel.clone(), scaling.clone());
-        cut_compute_with(&mut s, &mut sc, false);
-        let twelfth = twelfth(scaling.app_time_s);
-        if sc.skeleton_estimate_s <= twelfth * (1.0 + 1e-9) {
-            (*skel, *scaling) = (s, sc);
-            return;
-        }
-    }
-    cut_compute_with(skel, scaling, true);
-}
-
-/// The first step of [`cut_compute`]: blocks of straight-line phases (set-up, steps between
-/// loops, finish) that end right before a collective of every rank run only a short part on
-/// every rank (max(`KEEP_SHARE`, `KEEP_MIN`) of the rank's own duration), and each phase adds
-/// back, on every rank, the most that any rank skipped. Such a block is a critical path of its
-/// own: every rank waits at the collective for the one that computes longest (the root that
-/// reads the input before broadcasting it: NPB BT S 16's set-up, 2.5 times the other ranks'),
-/// so the phase took that rank's duration in the application, and in the skeleton the kept
-/// parts are short and alike. A uniform cut ([`cut_compute_with`]) can only take what the
-/// lightest rank computes, and leaves the root's excess to run.
-///
-/// Applied only where the longest rank's excess over the shortest is more than the part kept
-/// (elsewhere the uniform cut, with its shrink, takes more); where every class has the same
-/// phases (the report combines them phase by phase across ranks) and the block, at the same
-/// place, in every class; only while the skeleton is over its target. Updates the estimate and
-/// factor.
-fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
-    let lead_compute = lead_compute(skel);
-    if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
-        return;
-    }
-    let Some(first) = skel.classes.first() else { return };
-    let names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
-    let same = skel
-        .classes
-        .iter()
-        .all(|c| c.phases.iter().map(|p| p.name.as_str()).eq(names.iter().copied()));
-    if !same {
-        return;
-    }
-    let world = |comm: usize| matches!(skel.comms.get(comm), Some(crate::program::Comm::World));
-    // A fixed block (neither drawn nor replayed) followed, before any other call or block, by a
-    // collective on every rank.
-    let eligible = |p: &crate::program::Phase, at: usize| -> bool {
-        if p.is_loop || p.skipped.is_some() {
-            return false;
-        }
-        let Some(Stmt::Compute { dist: None, replay: None, removed, .. }) = p.body.get(at) else {
-            return false;
-        };
-        *removed == 0.0
-            && matches!(
-                p.body.get(at + 1),
-                Some(Stmt::Call { call: crate::program::Call::Collective { comm, slot: None, .. } })
-                    if world(*comm)
-            )
-    };
-    let keep = |d: f64| (KEEP_SHARE * d).max(KEEP_MIN).min(d);
-    let (mut saved, mut counted) = (0.0, 0.0);
-    let mut chosen = Vec::new();
-    for (pi, p) in first.phases.iter().enumerate() {
-        for at in 0..p.body.len() {
-            if !skel.classes.iter().all(|c| eligible(&c.phases[pi], at)) {
-                continue;
-            }
-            // The longest and the shortest rank's durations: only where the longest rank's excess
-            // over the shortest, which a uniform cut cannot take, is more than the part kept.
-            let (mut most, mut least) = (0.0f64, f64::INFINITY);
-            for c in &skel.classes {
-                if let Some(Stmt::Compute { seconds, factors, .. }) = c.phases[pi].body.get(at) {
-                    for w in skel.block_weights(c, *factors) {
-                        most = most.max(seconds * w);
-                        least = least.min(seconds * w);
-                    }
-                }
-            }
-            let skip = most - keep(most);
-            if skip < MIN_REMOVED || most - least <= keep(most) {
-                continue;
-            }
-            // The estimate counts the block at its mean (the recorded computation's share).
-            if let Some(Stmt::Compute { seconds, .. }) = p.body.get(at) {
-                counted += (seconds - keep(*seconds)).max(0.0);
-            }
-            saved += skip;
-            chosen.push((pi, at));
-        }
-    }
-    for (pi, at) in chosen {
-        for c in &mut skel.classes {
-            if let Some(Stmt::Compute { keep_only, .. }) = c.phases[pi].body.get_mut(at) {
-                *keep_only = true;
-            }
-        }
-    }
-    if saved <= 0.0 {
-        return;
-    }
-    let seconds_of = |compute: f64| compute / lead_compute * scaling.app_time_s;
-    scaling.skeleton_estimate_s = (scaling.skeleton_estimate_s - seconds_of(counted)).max(0.0);
-    scaling.compute_removed_s += saved;
-    if scaling.skeleton_estimate_s > 0.0 {
-        scaling.factor = scaling.app_time_s / scaling.skeleton_estimate_s;
-    }
-}
-
-/// [`cut_compute`], with the main loop's blocks (`main`) or without.
-fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
-    let lead_compute = lead_compute(skel);
-    let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
-    if scaling.skeleton_estimate_s <= target_s || lead_compute <= 0.0 {
-        return;
-    }
-    // Application seconds that a share of the recorded computation stands for.
-    let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
-    let weight_min = |c: &crate::program::ClassProgram, factors: Option<usize>| -> f64 {
-        let w = skel.block_weights(c, factors).into_iter().fold(f64::INFINITY, f64::min);
-        if w.is_finite() {
-            w
-        } else {
-            1.0
-        }
-    };
-    // What a block can lose in one class, less what runs: its shortest duration on any of its
-    // ranks, or for a drawn block what every rank may skip (see [`crate::removal`]).
-    let drawn = crate::removal::drawn_removals(skel);
-    let can_of = |c: &crate::program::ClassProgram, phase: &str, at: usize| -> Option<f64> {
-        let p = c.phases.iter().find(|p| p.name == phase)?;
-        let Some(Stmt::Compute { seconds, dist, factors, keep_only: false, .. }) = p.body.get(at)
-        else {
-            return None;
-        };
-        let least = match dist {
-            Some(_) => *drawn.get(&(phase.to_string(), at))?,
-            None => *seconds * weight_min(c, *factors),
-        };
-        Some((least - (KEEP_SHARE * least).max(KEEP_MIN)).max(0.0))
-    };
-    let Some(first) = skel.classes.first() else { return };
-    // Blocks every class has, with what all of them can lose per execution, and how often the
-    // skeleton runs them.
-    let mut blocks: Vec<(String, usize, f64, f64)> = Vec::new();
-    for p in first.phases.iter().filter(|p| main || p.name != "main_loop") {
-        let runs = p.run as f64;
-        for at in 0..p.body.len() {
-            let can = skel
-                .classes
-                .iter()
-                .map(|c| can_of(c, &p.name, at))
-                .try_fold(f64::INFINITY, |m, x| x.map(|x| m.min(x)));
-            // Blocks too short to matter, or to time the part that runs, stay as recorded.
-            if let Some(can) =
-                can.filter(|&c| c >= MIN_REMOVED && seconds_of(c * runs) >= 0.01 * target_s)
-            {
-                blocks.push((p.name.clone(), at, can, runs));
-            }
-        }
-    }
-    let total: f64 = blocks.iter().map(|b| b.2 * b.3).sum();
-    // No block common to all classes: where a loop was cut, the rest stays whole (LU's corner
-    // classes cut apart lose the waiting of their wavefront: S 16 at half CPU speed −7.9 %
-    // against −4.4 %); a program with no loop to cut has nothing else to shrink.
-    if total <= 0.0 && scaling.main_full > 1 {
-        return;
-    }
-    if total <= 0.0 {
-        // Per class: (phase, position, what it can lose per execution, executions run).
-        let per_class: Vec<Vec<(usize, usize, f64, f64)>> = skel
-            .classes
-            .iter()
-            .map(|c| {
-                let mut blocks = Vec::new();
-                for (pi, p) in c.phases.iter().enumerate() {
-                    for at in 0..p.body.len() {
-                        if let Some(can) = can_of(c, &p.name, at).filter(|&x| x >= MIN_REMOVED) {
-                            blocks.push((pi, at, can, p.run as f64));
-                        }
-                    }
-                }
-                blocks
-            })
-            .collect();
-        cut_each_class(skel, scaling, &seconds_of, &per_class);
-        return;
-    }
-    let share = ((scaling.skeleton_estimate_s - target_s) / seconds_of(total)).min(1.0);
-    // What the cut blocks still run, on average and on the rank that computes most of each,
-    // over the run.
-    let (mut kept, mut kept_mean) = (0.0, 0.0);
-    for (name, at, can, runs) in &blocks {
-        let (mut most, mut mean) = (0.0f64, 0.0f64);
-        let weights: Vec<Vec<f64>> = skel
-            .classes
-            .iter()
-            .map(|c| {
-                let factors =
-                    c.phases.iter().find(|p| &p.name == name).and_then(|p| match p.body.get(*at) {
-                        Some(Stmt::Compute { factors, .. }) => *factors,
-                        _ => None,
-                    });
-                skel.block_weights(c, factors)
-            })
-            .collect();
-        for (c, ws) in skel.classes.iter_mut().zip(&weights) {
-            let w = ws.iter().copied().fold(1.0f64, f64::max);
-            let Some(p) = c.phases.iter_mut().find(|p| &p.name == name) else { continue };
-            if let Some(Stmt::Compute { removed, seconds, dist, factors, .. }) = p.body.get_mut(*at)
-            {
-                *removed = share * can;
-                // Drawn blocks and blocks with per-rank factors are not shrunk (see the runtime's
-                // sk_compute_drawn_less and sk_compute_less_whole).
-                if dist.is_none() && factors.is_none() {
-                    most = most.max(*seconds * w - *removed);
-                    mean = mean.max(*seconds - *removed);
-                }
-            }
-        }
-        kept += most.max(0.0) * runs;
-        kept_mean += mean.max(0.0) * runs;
-    }
-    scaling.skeleton_estimate_s -= share * seconds_of(total);
-    scaling.compute_removed_s += share * total;
-    // Still over: losing the same seconds everywhere keeps every rank's difference from the
-    // lightest (NPB EP's ranks compute 0.90–1.08 times the mean). Each rank then runs the same
-    // share of what its blocks without drawn deviations keep, and adds its own remainder back:
-    // those differences are the ranks' weights, the same in every execution, so the rank that
-    // computes most of one block computes most of all, and the maximum over ranks of their
-    // per-phase sums, which is the prediction, stays that of the blocks run whole. (Drawn
-    // blocks make a different rank the slowest at each execution; shrunk, the waiting for each
-    // execution's slowest would be lost: NPB FT −8 % against +2 %.)
-    // The estimate so far counts each block's mean; the heaviest rank keeps more.
-    let heaviest = scaling.skeleton_estimate_s + seconds_of(kept - kept_mean);
-    if share >= 1.0 && heaviest > target_s && kept > 0.0 {
-        let f = (1.0 - (heaviest - target_s) / seconds_of(kept)).max(MIN_SHRINK);
-        scaling.compute_shrink = f;
-        scaling.skeleton_estimate_s = heaviest - (1.0 - f) * seconds_of(kept);
-    }
-    if scaling.skeleton_estimate_s > 0.0 {
-        scaling.factor = app_time_s / scaling.skeleton_estimate_s;
-    }
-}
-
-/// [`cut_compute`] for a program without a loop to cut, where no compute block is at the same
-/// place in every class — classes whose programs do not correspond, as a master that only hands
-/// out tasks and workers that each ran a different number of them (the order of a task farm is
-/// the traced run's): each
-/// block loses, on every rank of its class, the same share of what it can lose there (its
-/// shortest duration on the class's ranks, less the part that runs), the share that brings the
-/// class that computes most to the target. The differences between the ranks of a class stay
-/// as recorded; between classes, each keeps the same share of its computation, so the ranks
-/// that wait for others wait in proportion. `per_class`: each class's blocks, as (phase,
-/// position, seconds it can lose per execution, executions run).
-fn cut_each_class(
-    skel: &mut Skeleton,
-    scaling: &mut Scaling,
-    seconds_of: &dyn Fn(f64) -> f64,
-    per_class: &[Vec<(usize, usize, f64, f64)>],
-) {
-    let target_s = scaling.target_s;
-    let most = per_class
-        .iter()
-        .map(|b| b.iter().map(|&(_, _, can, runs)| can * runs).sum::<f64>())
-        .fold(0.0, f64::max);
-    if most <= 0.0 || seconds_of(most) < 0.01 * target_s {
-        return;
-    }
-    let share = ((scaling.skeleton_estimate_s - target_s) / seconds_of(most)).min(1.0);
-    for (c, blocks) in skel.classes.iter_mut().zip(per_class) {
-        for &(pi, at, can, _) in blocks {
-            if let Some(Stmt::Compute { removed, .. }) = c.phases[pi].body.get_mut(at) {
-                *removed = share * can;
-            }
-        }
-    }
-    scaling.skeleton_estimate_s -= share * seconds_of(most);
-    scaling.compute_removed_s += share * most;
-    if scaling.skeleton_estimate_s > 0.0 {
-        scaling.factor = scaling.app_time_s / scaling.skeleton_estimate_s;
-    }
-}
-
-/// Smallest share of a cut block's kept part that still runs ([`Scaling::compute_shrink`]).
-const MIN_SHRINK: f64 = 0.1;
 
 fn is_zero_u64(x: &u64) -> bool {
     *x == 0
@@ -694,11 +375,11 @@ pub struct Scaling {
     /// Application time / estimated skeleton time: the single-ratio factor.
     pub factor: f64,
     /// Recorded computation taken out of every rank's compute blocks over the skeleton's run
-    /// (see [`cut_compute`]), seconds; the skeleton adds its time back to the prediction.
+    /// (see [`crate::compute_cut::cut_compute`]), seconds; the skeleton adds its time back to the prediction.
     #[serde(default, alias = "setup_removed_s", skip_serializing_if = "is_zero")]
     pub compute_removed_s: f64,
     /// Share of what each cut compute block keeps (its own part beyond what every rank loses)
-    /// that runs, when losing the same seconds everywhere was not enough (see [`cut_compute`]);
+    /// that runs, when losing the same seconds everywhere was not enough (see [`crate::compute_cut::cut_compute`]);
     /// 1: all of it.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub compute_shrink: f64,
@@ -801,13 +482,13 @@ pub fn main_iterations(skel: &Skeleton) -> u64 {
 /// application: the compute blocks of one iteration draw their durations (the spread of the
 /// recorded gaps), and a single iteration's draws are one sample of the slowest rank's time
 /// (NPB SP S: one of 100 iterations predicts −14 to +12 % depending on the draws' seed, four
-/// −6 to +5 %). What this adds over the target is taken out of computation by [`cut_compute`] where
+/// −6 to +5 %). What this adds over the target is taken out of computation by [`crate::compute_cut::cut_compute`] where
 /// it can be.
 pub const MIN_SAMPLED: u64 = 4;
 
 /// Cuts the loops of `skel` for `target_s` (see the module documentation), skipping a warm-up
 /// iteration of the main loop where `skip_warmup` and the program is over the target
-/// ([`crate::warmup`]); computation is cut afterwards by [`cut_compute`]. With `sampled_within`, the main loop runs at least
+/// ([`crate::warmup`]); computation is cut afterwards by [`crate::compute_cut::cut_compute`]. With `sampled_within`, the main loop runs at least
 /// [`MIN_SAMPLED`] iterations, or as many as fit in that many seconds.
 pub fn scale(
     skel: &mut Skeleton,

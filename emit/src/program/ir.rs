@@ -242,7 +242,7 @@ pub enum Stmt {
         /// and the rest is added back to its phase's prediction as the most any rank skipped: a
         /// block of a straight-line phase right before a collective of every rank, where the
         /// rank that computes longest (the root reading the input) is what every rank waited
-        /// for (see [`crate::scale::cut_compute`]).
+        /// for (see [`crate::compute_cut::cut_compute`]).
         #[serde(default, skip_serializing_if = "is_false")]
         keep_only: bool,
         /// The leaf of the class's loop nest the block stands for (not serialized; `None` for
