@@ -391,6 +391,9 @@ pub fn render(doc: &SkeletonDocument) -> String {
             100.0 * sc.compute_shrink
         );
     }
+    if let Some(t) = &sc.traffic {
+        let _ = writeln!(s, "           communication: {}", t.describe());
+    }
     if !sc.note.is_empty() {
         let _ = writeln!(s, "           {}", sc.note);
     }

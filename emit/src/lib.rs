@@ -40,6 +40,7 @@ pub mod scale;
 pub mod spread;
 pub mod symbols;
 pub mod timesteps;
+pub mod traffic;
 pub mod warmup;
 
 pub use deadlock::{check, Blocked, CheckOp, Deadlock};

@@ -256,11 +256,27 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
 
 /// Which parts hold a skeleton over its target, or "" if it is within it (10 % over counts as
 /// within: the estimate is one).
+///
+/// Communication counts apart: a skeleton sends every message at its recorded size, so where
+/// it runs more of the application's calls or bytes than the target's share, it is over the
+/// target wherever communication takes most of the time, whatever its estimate (which counts
+/// computation only for a trace without call times).
 fn over_target(s: &Scaling, sampled: bool) -> String {
-    if s.skeleton_estimate_s <= s.target_s * 1.1 {
-        return String::new();
-    }
     let pct = |x: f64| 100.0 * x / s.app_time_s;
+    let floor = s
+        .traffic
+        .as_ref()
+        .filter(|t| s.app_time_s > 0.0 && t.floor() * s.app_time_s > s.target_s * 1.1)
+        .map(|t| t.describe());
+    if s.skeleton_estimate_s <= s.target_s * 1.1 {
+        return floor.map_or_else(String::new, |f| {
+            format!(
+                "over the target ({:.1} % of the application's time) where communication takes \
+                 most of it: {f}",
+                pct(s.target_s)
+            )
+        });
+    }
     let rest = (1.0 - s.main_share) * s.app_time_s - s.warmup_s;
     let mut parts = Vec::new();
     if rest >= s.target_s {
@@ -305,6 +321,9 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
     }
     if parts.is_empty() {
         parts.push("the loops left run whole and their compute blocks are too short to cut".into());
+    }
+    if let Some(f) = floor {
+        parts.push(format!("where communication takes most of the time, {f}"));
     }
     format!(
         "over the target ({:.1} % of the application's time against {:.1} %): {}",
@@ -405,6 +424,7 @@ fn make_with(
         cut_compute(&mut skeleton, &mut scaling);
     }
     let replayed_blocks = crate::replay::attach(&mut skeleton, lt, &nests);
+    scaling.traffic = Some(crate::traffic::traffic(&skeleton));
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
     let over = over_target(&scaling, sampled_within.is_some());
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {

@@ -394,6 +394,10 @@ pub struct Scaling {
     /// Why the cut differs from the target's, if it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// The communication the skeleton runs against the application's ([`crate::traffic`]):
+    /// its floor where communication is most of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<crate::traffic::Traffic>,
 }
 
 /// What [`scale`] may do beyond cutting loops for its target.
@@ -586,5 +590,6 @@ pub fn scale(
         main_needed: needed,
         warmup_s,
         note: String::new(),
+        traffic: None,
     }
 }

@@ -220,3 +220,39 @@ fn a_skeleton_over_its_target_says_which_parts_hold_it_up() {
     let path = ti_trace(dir.path(), 4, ring(4, 200, 1, 1_000_000));
     assert!(built_for(&path, 0.2, None).scaling.note.is_empty());
 }
+
+/// A skeleton keeps every message at its recorded size: the share of the application's calls
+/// and bytes it runs is counted (every loop at the skeleton's and the application's
+/// iterations), and where that share is over the target the build says so, although its
+/// estimate (computation only, for a trace without call times) is within it.
+#[test]
+fn the_communication_a_skeleton_keeps_is_counted_and_named_when_it_is_over_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three iterations of 10 ms of computation and a 1 MB all-to-all, as NPB FT's: each
+    // iteration's all-to-all runs whatever computation is cut.
+    let few = ti_trace(dir.path(), 4, |_| {
+        let mut v = vec!["compute 1000000".to_owned()];
+        for _ in 0..3 {
+            v.push("compute 10000000".into());
+            v.push("alltoall 131072 131072".into());
+        }
+        v
+    });
+    let s = built_for(&few, 0.031, None).scaling;
+    let t = s.traffic.clone().expect("traffic counted");
+    assert_eq!((t.calls_app, t.bytes_app), (12.0, 12.0 * 131072.0 * 8.0), "{t:?}");
+    assert!(t.calls_run >= 4.0 && t.bytes_share() >= 1.0 / 3.0, "{t:?}");
+    assert!(s.skeleton_estimate_s <= s.target_s * 1.1, "{s:?}");
+    assert!(s.note.contains("where communication takes most of it"), "{s:?}");
+    assert!(s.note.contains("of the bytes they send"), "{s:?}");
+    // Two hundred iterations of a ring exchange, 8 run: 4 % of the calls and bytes, within a
+    // twenty-fourth; no note.
+    let dir = tempfile::tempdir().unwrap();
+    let long = ti_trace(dir.path(), 4, ring(4, 200, 1, 1_000_000));
+    let s = built_for(&long, 0.2, None).scaling;
+    let t = s.traffic.clone().expect("traffic counted");
+    let run = s.main_run as f64 / 200.0;
+    assert_eq!(t.calls_app, 4.0 * 200.0 * 4.0, "{t:?}");
+    assert!((t.calls_share() - run).abs() < 0.01, "{t:?} vs {run}");
+    assert!(s.note.is_empty(), "{s:?}");
+}

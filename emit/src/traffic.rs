@@ -1,0 +1,222 @@
+//! The communication a skeleton runs, against the application's: its MPI calls and the bytes
+//! they send, over every rank, with every loop at the iterations the skeleton runs and at the
+//! application's (the warm-up iteration the skeleton skips included in the application's).
+//!
+//! A skeleton keeps every message and collective at its recorded size: cutting iterations takes
+//! their communication out, cutting computation does not. Where communication takes most of a
+//! run (a slow network; a program of a few long collectives, as NPB FT's six iterations of an
+//! all-to-all), the share of the bytes the skeleton sends is a floor under its length that no
+//! compute cut lowers, and a build whose estimate counts only computation (a time-independent
+//! trace records no time for its calls) would not see it. [`traffic`] measures that floor;
+//! `build` names it when it is over the target.
+//!
+//! # Complexity
+//! O(size of the program).
+
+use serde::{Deserialize, Serialize};
+
+use crate::program::{Call, Phase, Skeleton, Stmt};
+use mpiskel_compress::When;
+
+/// MPI calls and bytes sent, by the skeleton and by the application, over every rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Traffic {
+    /// Calls the application made.
+    pub calls_app: f64,
+    /// Calls the skeleton makes.
+    pub calls_run: f64,
+    /// Bytes the application sent (point-to-point payloads, and each rank's part of every
+    /// collective as recorded).
+    pub bytes_app: f64,
+    /// Bytes the skeleton sends.
+    pub bytes_run: f64,
+    /// The phase whose communication in the skeleton is the largest share of the application's
+    /// (by bytes where anything is sent, else by calls), and that share.
+    pub heaviest_phase: String,
+    /// [`Traffic::heaviest_phase`]'s share.
+    pub heaviest_share: f64,
+}
+
+impl Traffic {
+    /// Share of the application's calls the skeleton makes (1 where there are none).
+    pub fn calls_share(&self) -> f64 {
+        share(self.calls_run, self.calls_app)
+    }
+
+    /// Share of the application's bytes the skeleton sends (1 where there are none).
+    pub fn bytes_share(&self) -> f64 {
+        share(self.bytes_run, self.bytes_app)
+    }
+
+    /// The larger of the two shares: the least share of the application's time the skeleton can
+    /// take where communication is all of it.
+    pub fn floor(&self) -> f64 {
+        if self.bytes_app > 0.0 {
+            self.calls_share().max(self.bytes_share())
+        } else {
+            self.calls_share()
+        }
+    }
+
+    /// One line for a person: the shares and the phase that sends most.
+    pub fn describe(&self) -> String {
+        let bytes = if self.bytes_app > 0.0 {
+            format!(" and {:.1} % of the bytes they send", 100.0 * self.bytes_share())
+        } else {
+            String::new()
+        };
+        let heaviest = if self.heaviest_phase.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} alone runs {:.1} %)", self.heaviest_phase, 100.0 * self.heaviest_share)
+        };
+        format!(
+            "the skeleton makes {:.1} % of the application's MPI calls{bytes}, each at its \
+             recorded size{heaviest}",
+            100.0 * self.calls_share()
+        )
+    }
+}
+
+fn share(run: f64, app: f64) -> f64 {
+    if app > 0.0 {
+        run / app
+    } else {
+        1.0
+    }
+}
+
+/// Calls and bytes of one statement list per pass; `inner` gives the count run of the
+/// statement at that index (a cut inner loop) in place of its own.
+fn pass(body: &[Stmt], inner: Option<(usize, u64)>, app: bool) -> (f64, f64) {
+    let mut calls = 0.0;
+    let mut bytes = 0.0;
+    for (i, s) in body.iter().enumerate() {
+        let (c, b) = match s {
+            Stmt::Compute { .. } => (0.0, 0.0),
+            Stmt::Call { call } => (1.0, sent(call)),
+            Stmt::Loop { count, body, .. } => {
+                let n = match inner {
+                    Some((at, run)) if at == i && !app => run,
+                    _ => *count,
+                };
+                let (c, b) = pass(body, None, app);
+                (n as f64 * c, n as f64 * b)
+            }
+            Stmt::Guard { body, .. } => pass(body, None, app),
+            Stmt::Steps { cases } => {
+                // Per step of the phase: the mean over the steps of each kind.
+                let n: u64 = cases.iter().map(|c| if app { c.full } else { c.run }).sum();
+                let (mut c, mut b) = (0.0, 0.0);
+                for case in cases {
+                    let k = if app { case.full } else { case.run } as f64;
+                    let (cc, bb) = pass(&case.body, None, app);
+                    c += k * cc;
+                    b += k * bb;
+                }
+                if n > 0 {
+                    (c / n as f64, b / n as f64)
+                } else {
+                    (0.0, 0.0)
+                }
+            }
+        };
+        calls += c;
+        bytes += b;
+    }
+    (calls, bytes)
+}
+
+/// Bytes a call sends from the rank that makes it.
+fn sent(call: &Call) -> f64 {
+    match call {
+        Call::Send { bytes, .. } | Call::SendRecv { bytes, .. } => *bytes as f64,
+        Call::Collective { bytes, .. } => *bytes as f64,
+        _ => 0.0,
+    }
+}
+
+/// Calls and bytes of a phase over all its iterations: the application's, and the skeleton's.
+/// Statements guarded to the first or last iteration of the phase's loop run once.
+fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
+    let once: Vec<Stmt> = p
+        .body
+        .iter()
+        .filter(|s| matches!(s, Stmt::Guard { depth: 0, when: When::First | When::Last, .. }))
+        .cloned()
+        .collect();
+    let each: Vec<Stmt> = p
+        .body
+        .iter()
+        .map(|s| match s {
+            Stmt::Guard { depth: 0, when: When::First | When::Last, .. } => Stmt::Compute {
+                seconds: 0.0,
+                dist: None,
+                removed: 0.0,
+                factors: None,
+                replay: None,
+                keep_only: false,
+                leaf: None,
+            },
+            other => other.clone(),
+        })
+        .collect();
+    let inner = p.inner.map(|c| (c.index, c.run));
+    let app_body = p.skipped.as_deref().unwrap_or(&each);
+    let (ac, ab) = pass(app_body, None, true);
+    let (rc, rb) = pass(&each, inner, false);
+    let (oc, ob) = pass(&once, None, true);
+    let full = p.full as f64;
+    let run = if p.skipped.is_some() { 1.0 } else { p.run as f64 };
+    // A time-step loop's body stands for one step; its counts are the steps of each kind.
+    let steps = matches!(p.body.as_slice(), [Stmt::Steps { .. }]);
+    let (app_n, run_n) = if steps {
+        let total = |f: &dyn Fn(&crate::program::StepCase) -> u64| match &p.body[0] {
+            Stmt::Steps { cases } => cases.iter().map(f).sum::<u64>() as f64,
+            _ => 0.0,
+        };
+        (total(&|c| c.full), total(&|c| c.run))
+    } else {
+        (full, run)
+    };
+    let app = (app_n * ac + oc, app_n * ab + ob);
+    let skel = (run_n * rc + oc, run_n * rb + ob);
+    (app, skel)
+}
+
+/// The communication `skel` runs against the application's, over every rank.
+pub fn traffic(skel: &Skeleton) -> Traffic {
+    let mut t = Traffic::default();
+    let mut per_phase: Vec<(String, f64, f64)> = Vec::new();
+    for c in &skel.classes {
+        let ranks = c.ranks.len() as f64;
+        for p in &c.phases {
+            let ((ac, ab), (rc, rb)) = phase_traffic(p);
+            t.calls_app += ranks * ac;
+            t.calls_run += ranks * rc;
+            t.bytes_app += ranks * ab;
+            t.bytes_run += ranks * rb;
+            match per_phase.iter_mut().find(|(n, ..)| n == &p.name) {
+                Some(e) => {
+                    e.1 += ranks * rb;
+                    e.2 += ranks * rc;
+                }
+                None => per_phase.push((p.name.clone(), ranks * rb, ranks * rc)),
+            }
+        }
+    }
+    // The phase that runs the most: by bytes where the program sends any, else by calls.
+    let by_bytes = t.bytes_app > 0.0;
+    let total = if by_bytes { t.bytes_app } else { t.calls_app };
+    let key = |e: &(String, f64, f64)| if by_bytes { e.1 } else { e.2 };
+    if let Some((name, bytes, calls)) =
+        per_phase.into_iter().max_by(|a, b| key(a).total_cmp(&key(b)))
+    {
+        let run = if by_bytes { bytes } else { calls };
+        if total > 0.0 && run > 0.0 {
+            t.heaviest_phase = name;
+            t.heaviest_share = run / total;
+        }
+    }
+    t
+}
