@@ -459,33 +459,51 @@ void sk_buffer_detach(void) {
     sk_send_buffer = NULL;
 }
 
+static const int *sk_slot;
+static int sk_nslots;
+
+void sk_keep_slots(const int *slots, int n) {
+    sk_slot = slots;
+    sk_nslots = n;
+}
+
 /* Phases where blocks ran only a short part on every rank (sk_compute_keep) restore, on every
- * rank, the most any rank restores there. Every rank takes part (the classes have the same
- * phases wherever a block of any of them was cut so). */
+ * rank, the most any rank restores there. Every rank takes part; phases meet by position, or
+ * by the slot of their name (sk_keep_slots) where the classes' phases differ. */
 static void sk_gather_keep(void) {
     int any = 0;
     MPI_Allreduce(&sk_keep_any, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!any || sk_nphases <= 0 || !sk_keep) {
         return;
     }
-    double *mine = calloc((size_t)sk_nphases, sizeof *mine);
-    double *most = calloc((size_t)sk_nphases, sizeof *most);
-    if (!mine || !most) {
+    int n = sk_slot ? sk_nslots : sk_nphases;
+    double *mine = calloc((size_t)n, sizeof *mine);
+    double *most = calloc((size_t)n, sizeof *most);
+    double *of_phase = calloc((size_t)sk_nphases, sizeof *of_phase);
+    if (!mine || !most || !of_phase) {
         free(mine);
         free(most);
+        free(of_phase);
         return;
     }
     for (int i = 0; i < sk_nphases; i++) {
-        mine[i] = sk_keep[i] ? sk_restored_of(i) : 0.0;
+        int at = sk_slot ? sk_slot[i] : i;
+        double r = sk_keep[i] ? sk_restored_of(i) : 0.0;
+        if (at >= 0 && at < n && r > mine[at]) {
+            mine[at] = r;
+        }
     }
-    MPI_Allreduce(mine, most, sk_nphases, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, most, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     for (int i = 0; i < sk_nphases; i++) {
-        if (most[i] > 0.0) {
+        int at = sk_slot ? sk_slot[i] : i;
+        of_phase[i] = at >= 0 && at < n ? most[at] : 0.0;
+        if (of_phase[i] > 0.0) {
             sk_keep[i] = 1;
         }
     }
     free(mine);
-    sk_keep_most = most;
+    free(most);
+    sk_keep_most = of_phase;
 }
 
 void sk_report(const char *name, double factor, double recorded_app_s) {

@@ -67,11 +67,16 @@ void sk_compute_drawn(int i);
 void sk_compute_less(double seconds, double removed);
 /* sk_compute_less whose kept part always runs whole (a block with per-rank factors). */
 void sk_compute_less_whole(double seconds, double removed);
-/* A block right before a collective of every rank, in a phase that runs once: runs only a short
+/* A block right before a collective of every rank, outside the main loop: runs only a short
  * part of it (5 % of this rank's duration, at least 50 us); at the report, every rank adds back
  * to the phase the most that any rank skipped, at the pace its kept parts ran (every rank waited
- * for the one that computed longest). Every class has the same phases when a skeleton uses it. */
+ * for the one that computed longest). Phases are matched by their position, or by the slots
+ * sk_keep_slots gives where the classes' phases differ. */
 void sk_compute_keep(double seconds);
+/* Where the classes have different phases: the slot of each of this class's phases (after
+ * sk_start) among all classes' phase names, `n` slots in all; sk_compute_keep's phases are
+ * gathered by slot. */
+void sk_keep_slots(const int *slots, int n);
 /* Every block cut with sk_compute_less (not the drawn ones) runs only this share of what it
  * keeps; the rest is added back to the prediction as its removed part is. */
 void sk_compute_shrink(double share);

@@ -2,8 +2,10 @@
 //! run only part of their duration and the runtime adds the rest back to the prediction, timed
 //! at the pace of the part that ran. Blocks a root computes alone before a collective of every
 //! rank run a short part on every rank and restore the most any rank skipped
-//! (`cut_to_keep`); the others lose the same seconds on every rank, so that the ranks'
-//! differences, and the waits they cause, stay ([`cut_compute`]).
+//! (`cut_to_keep`); a class's last block, which nothing but the end of the run waits for, runs
+//! a short part on each rank, which restores its own (`cut_tail`); the others lose the same
+//! seconds on every rank, so that the ranks' differences, and the waits they cause, stay
+//! ([`cut_compute`]).
 //!
 //! # Complexity
 //! O(size of the program), and the Monte Carlo of [`crate::removal`] for drawn blocks.
@@ -45,6 +47,7 @@ const MIN_REMOVED: f64 = 1e-5;
 /// Updates `scaling`'s estimate and factor.
 pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
     cut_to_keep(skel, scaling);
+    cut_tail(skel, scaling);
     if scaling.main_run < scaling.main_full {
         let (mut s, mut sc) = (skel.clone(), scaling.clone());
         cut_compute_with(&mut s, &mut sc, false);
@@ -57,65 +60,75 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
     cut_compute_with(skel, scaling, true);
 }
 
-/// The first step of [`cut_compute`]: blocks of straight-line phases (set-up, steps between
-/// loops, finish) that end right before a collective of every rank run only a short part on
-/// every rank (max(`KEEP_SHARE`, `KEEP_MIN`) of the rank's own duration), and each phase adds
-/// back, on every rank, the most that any rank skipped. Such a block is a critical path of its
-/// own: every rank waits at the collective for the one that computes longest (the root that
-/// reads the input before broadcasting it: NPB BT S 16's set-up, 2.5 times the other ranks'),
-/// so the phase took that rank's duration in the application, and in the skeleton the kept
-/// parts are short and alike. A uniform cut ([`cut_compute_with`]) can only take what the
-/// lightest rank computes, and leaves the root's excess to run.
+/// The first step of [`cut_compute`]: blocks of the phases outside the main loop (set-up and
+/// its loops, steps between loops, finish) that end right before a collective of every rank run
+/// only a short part on every rank (max(`KEEP_SHARE`, `KEEP_MIN`) of the rank's own duration),
+/// and each phase adds back, on every rank, the most that any rank skipped. Such a block is a
+/// critical path of its own: every rank waits at the collective for the one that computes
+/// longest (the root that reads the input before broadcasting it: NPB BT S 16's set-up, 2.5
+/// times the other ranks'; NPB LU's loop of broadcasts, each after rank 0 read a line of the
+/// input), so the phase took that rank's duration in the application, and in the skeleton the
+/// kept parts are short and alike. A uniform cut ([`cut_compute_with`]) can only take what the
+/// lightest rank computes, and leaves the root's excess to run. In a loop, what is skipped in
+/// the iterations run is scaled by the loop's iterations, as its measured time is.
 ///
 /// Applied only where the longest rank's excess over the shortest is more than the part kept
-/// (elsewhere the uniform cut, with its shrink, takes more); where every class has the same
-/// phases (the report combines them phase by phase across ranks) and the block, at the same
-/// place, in every class; only while the skeleton is over its target. Updates the estimate and
-/// factor.
+/// (elsewhere the uniform cut, with its shrink, takes more); where every class has a phase of
+/// that name, with as many iterations, and the block at the same place in it (the runtime
+/// gathers what is restored by phase name: [`keep_slots`]); the block fixed, or drawn within
+/// the part a cut block keeps (it then runs whole); only while the skeleton is over its
+/// target. Updates the estimate and factor.
 fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     let lead_compute = lead_compute(skel);
     if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
         return;
     }
     let Some(first) = skel.classes.first() else { return };
-    let names: Vec<&str> = first.phases.iter().map(|p| p.name.as_str()).collect();
-    let same = skel
-        .classes
-        .iter()
-        .all(|c| c.phases.iter().map(|p| p.name.as_str()).eq(names.iter().copied()));
-    if !same {
-        return;
-    }
     let world = |comm: usize| matches!(skel.comms.get(comm), Some(crate::program::Comm::World));
     // A fixed block (neither drawn nor replayed) followed, before any other call or block, by a
-    // collective on every rank.
+    // collective on every rank, in a phase other than the main loop. A drawn block no longer
+    // than the part a cut block keeps runs whole and can stand beside one.
     let eligible = |p: &crate::program::Phase, at: usize| -> bool {
-        if p.is_loop || p.skipped.is_some() {
+        if p.name == "main_loop" || p.skipped.is_some() || p.steps.is_some() {
             return false;
         }
-        let Some(Stmt::Compute { dist: None, replay: None, removed, .. }) = p.body.get(at) else {
+        let Some(Stmt::Compute { dist, replay: None, removed, seconds, .. }) = p.body.get(at)
+        else {
             return false;
         };
-        *removed == 0.0
+        let short = |d: usize| {
+            skel.distributions.get(d).and_then(|d| d.q.last()).is_some_and(|&m| m <= KEEP_MIN)
+                && *seconds <= KEEP_MIN
+        };
+        dist.is_none_or(short)
+            && *removed == 0.0
             && matches!(
                 p.body.get(at + 1),
                 Some(Stmt::Call { call: crate::program::Call::Collective { comm, slot: None, .. } })
                     if world(*comm)
             )
     };
+    // The phase of each class with a name (the report gathers the phases by name).
+    let phase_of =
+        |c: &crate::program::ClassProgram, name: &str| c.phases.iter().position(|p| p.name == name);
     let keep = |d: f64| (KEEP_SHARE * d).max(KEEP_MIN).min(d);
     let (mut saved, mut counted) = (0.0, 0.0);
     let mut chosen = Vec::new();
-    for (pi, p) in first.phases.iter().enumerate() {
+    for p in &first.phases {
+        let at_of: Vec<Option<usize>> = skel.classes.iter().map(|c| phase_of(c, &p.name)).collect();
         for at in 0..p.body.len() {
-            if !skel.classes.iter().all(|c| eligible(&c.phases[pi], at)) {
+            let all = skel.classes.iter().zip(&at_of).all(|(c, pi)| {
+                pi.is_some_and(|pi| c.phases[pi].full == p.full && eligible(&c.phases[pi], at))
+            });
+            if !all {
                 continue;
             }
             // The longest and the shortest rank's durations: only where the longest rank's excess
             // over the shortest, which a uniform cut cannot take, is more than the part kept.
             let (mut most, mut least) = (0.0f64, f64::INFINITY);
-            for c in &skel.classes {
-                if let Some(Stmt::Compute { seconds, factors, .. }) = c.phases[pi].body.get(at) {
+            for (c, pi) in skel.classes.iter().zip(&at_of) {
+                let Some(pi) = pi else { continue };
+                if let Some(Stmt::Compute { seconds, factors, .. }) = c.phases[*pi].body.get(at) {
                     for w in skel.block_weights(c, *factors) {
                         most = most.max(seconds * w);
                         least = least.min(seconds * w);
@@ -126,21 +139,90 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             if skip < MIN_REMOVED || most - least <= keep(most) {
                 continue;
             }
-            // The estimate counts the block at its mean (the recorded computation's share).
-            if let Some(Stmt::Compute { seconds, .. }) = p.body.get(at) {
-                counted += (seconds - keep(*seconds)).max(0.0);
+            // A loop's block where the ranks differ by less than the lightest rank's own
+            // duration is left to the uniform cut, whose shrink takes more of it (NPB EP's two
+            // long blocks, ranks 0.90–1.08 of the mean, before each reduction): the kept part
+            // here is a fixed share.
+            if p.is_loop && most - least <= least {
+                continue;
             }
-            saved += skip;
-            chosen.push((pi, at));
+            // The estimate counts the block at its mean (the recorded computation's share), in
+            // every iteration the skeleton runs.
+            if let Some(Stmt::Compute { seconds, .. }) = p.body.get(at) {
+                counted += (seconds - keep(*seconds)).max(0.0) * p.run as f64;
+            }
+            saved += skip * p.run as f64;
+            chosen.push((p.name.clone(), at));
         }
     }
-    for (pi, at) in chosen {
+    for (name, at) in chosen {
         for c in &mut skel.classes {
-            if let Some(Stmt::Compute { keep_only, .. }) = c.phases[pi].body.get_mut(at) {
+            let Some(pi) = c.phases.iter().position(|p| p.name == name) else { continue };
+            if let Some(Stmt::Compute { keep_only, dist: None, .. }) = c.phases[pi].body.get_mut(at)
+            {
                 *keep_only = true;
             }
         }
     }
+    account(scaling, lead_compute, counted, saved);
+}
+
+/// The second step of [`cut_compute`]: a class's last compute block, after its last call, runs
+/// only a short part (max(`KEEP_SHARE`, `KEEP_MIN`) of its shortest duration on the class's
+/// ranks), and each rank adds back what it skipped at the pace of that part. Nothing waits for
+/// this block but the end of the run, whose time is the slowest rank's span — and the prediction
+/// is the slowest rank's sum of its phases, its own block included — so, unlike a block before a
+/// collective, each rank restores only its own: the verification and output after an NPB LU's
+/// last reduction (rank 0: 0.24 ms of a 1.8 ms skeleton on 16 ranks). Only while the skeleton
+/// is over its target. Updates the estimate and factor.
+fn cut_tail(skel: &mut Skeleton, scaling: &mut Scaling) {
+    let lead_compute = lead_compute(skel);
+    if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
+        return;
+    }
+    let lead = crate::scale::lead_class_index(skel);
+    let mut counted = 0.0f64;
+    let mut saved = 0.0f64;
+    for ci in 0..skel.classes.len() {
+        let least_weight = {
+            let c = &skel.classes[ci];
+            let Some(p) = c.phases.last() else { continue };
+            let Some(Stmt::Compute { factors, .. }) = p.body.last() else { continue };
+            skel.block_weights(c, *factors).into_iter().fold(f64::INFINITY, f64::min)
+        };
+        let c = &mut skel.classes[ci];
+        let Some(p) = c.phases.last_mut() else { continue };
+        if p.is_loop || p.full != 1 || p.skipped.is_some() {
+            continue;
+        }
+        let Some(Stmt::Compute {
+            seconds,
+            dist: None,
+            replay: None,
+            removed,
+            keep_only: false,
+            ..
+        }) = p.body.last_mut()
+        else {
+            continue;
+        };
+        let least = *seconds * if least_weight.is_finite() { least_weight } else { 1.0 };
+        let lose = least - (KEEP_SHARE * least).max(KEEP_MIN);
+        if *removed != 0.0 || lose < MIN_REMOVED {
+            continue;
+        }
+        *removed = lose;
+        saved = saved.max(lose);
+        if lead == Some(ci) {
+            counted = lose;
+        }
+    }
+    account(scaling, lead_compute, counted, saved);
+}
+
+/// Records a cut in `scaling`: `saved` recorded seconds per rank not run, of which `counted`
+/// were in the estimate (recorded computation of the lead class, `lead_compute` in all).
+fn account(scaling: &mut Scaling, lead_compute: f64, counted: f64, saved: f64) {
     if saved <= 0.0 {
         return;
     }
@@ -174,10 +256,15 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     let drawn = crate::removal::drawn_removals(skel);
     let can_of = |c: &crate::program::ClassProgram, phase: &str, at: usize| -> Option<f64> {
         let p = c.phases.iter().find(|p| p.name == phase)?;
-        let Some(Stmt::Compute { seconds, dist, factors, keep_only: false, .. }) = p.body.get(at)
+        let Some(Stmt::Compute { seconds, dist, factors, keep_only: false, removed, .. }) =
+            p.body.get(at)
         else {
             return None;
         };
+        // A block the tail cut took already keeps its cut.
+        if *removed > 0.0 {
+            return None;
+        }
         let least = match dist {
             Some(_) => *drawn.get(&(phase.to_string(), at))?,
             None => *seconds * weight_min(c, *factors),
@@ -329,3 +416,56 @@ fn cut_each_class(
 
 /// Smallest share of a cut block's kept part that still runs ([`Scaling::compute_shrink`]).
 const MIN_SHRINK: f64 = 0.1;
+
+/// Where blocks run only a short part on every rank ([`cut_to_keep`]) and the classes' timed
+/// phases differ (`names`: each class's timers in order), the slot of each class's timer among
+/// all names (first seen first) and the number of slots: the runtime gathers the most any rank
+/// restores by name, not by position. `None` where positions do.
+pub fn keep_slots(skel: &Skeleton, names: &[Vec<String>]) -> Option<(Vec<Vec<usize>>, usize)> {
+    fn any_keep(body: &[Stmt]) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Compute { keep_only, .. } => *keep_only,
+            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => any_keep(body),
+            Stmt::Steps { cases } => cases.iter().any(|c| any_keep(&c.body)),
+            Stmt::Call { .. } => false,
+        })
+    }
+    let keeps = skel.classes.iter().flat_map(|c| &c.phases).any(|p| any_keep(&p.body));
+    let first = names.first()?;
+    if !keeps || names.iter().all(|n| n == first) {
+        return None;
+    }
+    let mut all: Vec<&str> = Vec::new();
+    let slots = names
+        .iter()
+        .map(|class| {
+            class
+                .iter()
+                .map(|n| match all.iter().position(|a| a == n) {
+                    Some(i) => i,
+                    None => {
+                        all.push(n);
+                        all.len() - 1
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Some((slots, all.len()))
+}
+
+/// The names of a class's timed phases, in the order both back ends number their timers: each
+/// phase, then its step kinds (`name.kind0`, …) or its cut inner loop (`name.inner`).
+pub fn timer_names(phases: &[crate::program::Phase]) -> Vec<String> {
+    let mut v = Vec::new();
+    for p in phases {
+        v.push(p.name.clone());
+        if let (Some(_), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
+            v.extend((0..cases.len()).map(|k| format!("{}.kind{k}", p.name)));
+        }
+        if p.inner.is_some() {
+            v.push(format!("{}.inner", p.name));
+        }
+    }
+    v
+}

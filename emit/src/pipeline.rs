@@ -271,7 +271,7 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
     if s.skeleton_estimate_s <= s.target_s * 1.1 {
         return floor.map_or_else(String::new, |f| {
             format!(
-                "over the target ({:.1} % of the application's time) where communication takes \
+                "over the target ({:.1} % of the application's time) if communication takes \
                  most of it: {f}",
                 pct(s.target_s)
             )
@@ -323,7 +323,7 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
         parts.push("the loops left run whole and their compute blocks are too short to cut".into());
     }
     if let Some(f) = floor {
-        parts.push(format!("where communication takes most of the time, {f}"));
+        parts.push(format!("if communication takes most of the time, {f}"));
     }
     format!(
         "over the target ({:.1} % of the application's time against {:.1} %): {}",

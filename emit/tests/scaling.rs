@@ -243,7 +243,7 @@ fn the_communication_a_skeleton_keeps_is_counted_and_named_when_it_is_over_the_t
     assert_eq!((t.calls_app, t.bytes_app), (12.0, 12.0 * 131072.0 * 8.0), "{t:?}");
     assert!(t.calls_run >= 4.0 && t.bytes_share() >= 1.0 / 3.0, "{t:?}");
     assert!(s.skeleton_estimate_s <= s.target_s * 1.1, "{s:?}");
-    assert!(s.note.contains("where communication takes most of it"), "{s:?}");
+    assert!(s.note.contains("if communication takes most of it"), "{s:?}");
     assert!(s.note.contains("of the bytes they send"), "{s:?}");
     // Two hundred iterations of a ring exchange, 8 run: 4 % of the calls and bytes, within a
     // twenty-fourth; no note.

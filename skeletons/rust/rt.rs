@@ -148,6 +148,9 @@ pub struct Runtime {
     replay_at: Vec<usize>,
     /// Some block of this rank ran only a short part ([`Runtime::compute_keep`]).
     keep_any: bool,
+    /// Each phase's slot among all classes' phase names, and their number, where the classes'
+    /// phases differ ([`Runtime::keep_slots`]).
+    keep_slots: Option<(Vec<usize>, usize)>,
 }
 
 impl Runtime {
@@ -175,6 +178,7 @@ impl Runtime {
             current: None,
             replay_at: Vec::new(),
             keep_any: false,
+            keep_slots: None,
         };
         let mut fixed_rate: Option<f64> = None;
         let mut args = std::env::args().skip(1);
@@ -583,15 +587,33 @@ impl Runtime {
         if any == 0 || self.phases.is_empty() {
             return;
         }
-        let mine: Vec<f64> =
-            self.phases.iter().map(|p| if p.keep { p.restored() } else { 0.0 }).collect();
-        let mut most = vec![0.0f64; mine.len()];
+        let n = self.keep_slots.as_ref().map_or(self.phases.len(), |s| s.1);
+        let slot = |i: usize| self.keep_slots.as_ref().map_or(i, |s| s.0[i]);
+        let mut mine = vec![0.0f64; n];
+        for (i, p) in self.phases.iter().enumerate() {
+            if p.keep {
+                let at = slot(i);
+                mine[at] = mine[at].max(p.restored());
+            }
+        }
+        let mut most = vec![0.0f64; n];
         world.all_reduce_into(&mine[..], &mut most[..], SystemOperation::max());
-        for (p, m) in self.phases.iter_mut().zip(most) {
+        let slots: Vec<usize> = (0..self.phases.len()).map(slot).collect();
+        for (p, at) in self.phases.iter_mut().zip(slots) {
+            let m = most[at];
             if m > 0.0 {
                 p.keep = true;
                 p.keep_most = Some(m);
             }
+        }
+    }
+
+    /// Where the classes have different phases: the slot of each of this class's phases among
+    /// all classes' phase names, `n` slots in all; [`Runtime::compute_keep`]'s phases are
+    /// gathered by slot.
+    pub fn keep_slots(&mut self, slots: &[usize], n: usize) {
+        if slots.len() == self.phases.len() && slots.iter().all(|&s| s < n) {
+            self.keep_slots = Some((slots.to_vec(), n));
         }
     }
 

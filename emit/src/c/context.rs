@@ -79,6 +79,10 @@ struct ClassCtx {
     ranks_text: String,
     notation: String,
     phases: Vec<PhaseCtx>,
+    /// The slot of each timer among all classes' timer names, where blocks run a short part on
+    /// every rank and the classes' phases differ (empty elsewhere; see
+    /// [`crate::compute_cut::keep_slots`]).
+    keep_slots: Vec<usize>,
 }
 
 /// Everything the templates need of the program.
@@ -90,8 +94,18 @@ pub(super) fn program(skel: &Skeleton) -> Value {
     let mut topo = topology(skel);
     let comms = sub_communicators(skel, &mut topo);
     let Topology { setup, neighbour_table, color_tables, world_comment } = topo;
-    let classes = classes(skel, &names);
+    let mut classes = classes(skel, &names);
+    let timer_names: Vec<Vec<String>> =
+        classes.iter().map(|c| c.timers.iter().map(|t| t.name.clone()).collect()).collect();
+    let mut keep_slots_n = 0;
+    if let Some((slots, n)) = crate::compute_cut::keep_slots(skel, &timer_names) {
+        keep_slots_n = n;
+        for (c, s) in classes.iter_mut().zip(slots) {
+            c.keep_slots = s;
+        }
+    }
     context! {
+        keep_slots_n => keep_slots_n,
         n_ranks => skel.n_ranks,
         topology => skel.topology,
         classes => classes,
@@ -384,6 +398,7 @@ fn classes(skel: &Skeleton, names: &Names<'_>) -> Vec<ClassCtx> {
                 ranks_text: if multi { ranks_text(&c.ranks) } else { String::new() },
                 notation: c.notation.clone(),
                 phases,
+                keep_slots: Vec::new(),
             }
         })
         .collect()

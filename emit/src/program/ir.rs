@@ -240,7 +240,7 @@ pub enum Stmt {
         replay: Option<usize>,
         /// Every rank runs only a short part of the block (max(5 %, 50 µs) of its own duration)
         /// and the rest is added back to its phase's prediction as the most any rank skipped: a
-        /// block of a straight-line phase right before a collective of every rank, where the
+        /// block outside the main loop right before a collective of every rank, where the
         /// rank that computes longest (the root reading the input) is what every rank waited
         /// for (see [`crate::compute_cut::cut_compute`]).
         #[serde(default, skip_serializing_if = "is_false")]

@@ -252,6 +252,19 @@ fn class_program(
     } else {
         (quote! {}, calls)
     };
+    // Where the classes' phases differ, blocks cut to a short part on every rank restore the
+    // most any rank skipped in the phase of the same name.
+    let names: Vec<Vec<String>> =
+        skel.classes.iter().map(|c| crate::compute_cut::timer_names(&c.phases)).collect();
+    let keep_slots = match crate::compute_cut::keep_slots(skel, &names) {
+        Some((slots, n)) => {
+            let slots = slots[ci].iter().map(|&s| Literal::usize_unsuffixed(s));
+            let n = Literal::usize_unsuffixed(n);
+            let c = note("the slot of each phase among the names of all classes' phases");
+            quote! { #c sk.keep_slots(&[#(#slots),*], #n); }
+        }
+        None => quote! {},
+    };
     let pool_arg = if uses_ident(&calls, "pool") {
         quote! { pool }
     } else {
@@ -271,6 +284,7 @@ fn class_program(
             #runs
             #prelude
             sk.start(&k.all, &phases);
+            #keep_slots
             #calls
         }
     });
