@@ -54,6 +54,8 @@ fn a_traces_report_shows_its_matrix_and_loop_nests() {
     // CG's main loop, with its inner loop at its count in the application (not the skeleton's).
     assert!(html.contains("main_loop ×15"), "main loop");
     assert!(html.contains("loop ×25"), "inner loop");
+    // The share of the application's communication the skeleton runs.
+    assert!(html.contains("communication run"), "communication run");
     let dom = open_in_chromium(&page);
     has_ids(
         &dom,

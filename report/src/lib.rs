@@ -357,6 +357,20 @@ impl Page {
                 format!("{:.6} s per rank, added back to the prediction", s.compute_removed_s),
             ));
         }
+        if let Some(t) = &s.traffic {
+            let bytes = if t.bytes_app > 0.0 {
+                format!(", {:.1} % of the bytes", 100.0 * t.bytes_share())
+            } else {
+                String::new()
+            };
+            self.scaling.push((
+                "communication run".into(),
+                format!(
+                    "{:.1} % of the application's MPI calls{bytes}, at their recorded sizes",
+                    100.0 * t.calls_share()
+                ),
+            ));
+        }
         if !s.note.is_empty() {
             self.notes.push(s.note.clone());
         }
