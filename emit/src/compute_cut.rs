@@ -61,7 +61,8 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
 }
 
 /// The first step of [`cut_compute`]: blocks of the phases outside the main loop (set-up and
-/// its loops, steps between loops, finish) that end right before a collective of every rank run
+/// its loops, steps between loops, finish) that end right before a collective of every rank (in
+/// a straight-line phase, possibly with point-to-point calls and other blocks between) run
 /// only a short part on every rank (max(`KEEP_SHARE`, `KEEP_MIN`) of the rank's own duration),
 /// and each phase adds back, on every rank, the most that any rank skipped. Such a block is a
 /// critical path of its own: every rank waits at the collective for the one that computes
@@ -85,6 +86,24 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     }
     let Some(first) = skel.classes.first() else { return };
     let world = |comm: usize| matches!(skel.comms.get(comm), Some(crate::program::Comm::World));
+    // What follows block `at` of `p` before anything else meets: a collective of every rank.
+    // In a straight-line phase, point-to-point calls and blocks may come between (NPB IS's
+    // verification: each rank sorts its keys, passes one to its neighbour, then all reduce):
+    // the collective still waits for the rank that computed longest.
+    let meets_everyone = |p: &crate::program::Phase, at: usize| -> bool {
+        use crate::program::Call;
+        for st in &p.body[at + 1..] {
+            match st {
+                Stmt::Call { call: Call::Collective { comm, slot: None, .. } } => {
+                    return world(*comm)
+                }
+                Stmt::Call { call: Call::Collective { .. } } => return false,
+                Stmt::Call { .. } | Stmt::Compute { .. } if !p.is_loop => {}
+                _ => return false,
+            }
+        }
+        false
+    };
     // A fixed block (neither drawn nor replayed) followed, before any other call or block, by a
     // collective on every rank, in a phase other than the main loop. A drawn block no longer
     // than the part a cut block keeps runs whole and can stand beside one.
@@ -100,13 +119,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             skel.distributions.get(d).and_then(|d| d.q.last()).is_some_and(|&m| m <= KEEP_MIN)
                 && *seconds <= KEEP_MIN
         };
-        dist.is_none_or(short)
-            && *removed == 0.0
-            && matches!(
-                p.body.get(at + 1),
-                Some(Stmt::Call { call: crate::program::Call::Collective { comm, slot: None, .. } })
-                    if world(*comm)
-            )
+        dist.is_none_or(short) && *removed == 0.0 && meets_everyone(p, at)
     };
     // The phase of each class with a name (the report gathers the phases by name).
     let phase_of =

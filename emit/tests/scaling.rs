@@ -256,3 +256,35 @@ fn the_communication_a_skeleton_keeps_is_counted_and_named_when_it_is_over_the_t
     assert!((t.calls_share() - run).abs() < 0.01, "{t:?} vs {run}");
     assert!(s.note.is_empty(), "{s:?}");
 }
+
+/// A block after which point-to-point calls pass a value along and then every rank meets in a
+/// collective (NPB IS's verification: each rank sorts its own keys, hands one to its neighbour,
+/// then all reduce) is cut to a short part on every rank as one right before the collective is:
+/// the collective waits for the rank that computed longest either way.
+#[test]
+fn a_block_before_a_hand_off_and_a_reduction_is_cut_on_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4;
+    let path = ti_trace(dir.path(), n, move |r| {
+        let mut v = ring(n, 100, 1, 1_000_000)(r);
+        let (left, right) = ((r + n - 1) % n, (r + 1) % n);
+        v.push(format!("compute {}", 2_000_000 * u64::from(r + 1)));
+        v.push(format!("irecv {left} 3 4"));
+        v.push(format!("send {right} 3 4"));
+        v.push(format!("wait {left} {r} 3"));
+        v.push("reduce 1 1 0".into());
+        v
+    });
+    let b = built_for(&path, 0.12, None);
+    let finish = b.skeleton.classes.iter().flat_map(|c| &c.phases).filter(|p| p.name == "finish");
+    let mut kept = 0;
+    for p in finish {
+        for st in &p.body {
+            if let mpiskel_emit::program::Stmt::Compute { keep_only: true, seconds, .. } = st {
+                assert!(*seconds >= 1e-3, "the long block is the one cut: {seconds}");
+                kept += 1;
+            }
+        }
+    }
+    assert!(kept >= 1, "the block before the hand-off is cut on every rank: {:?}", b.scaling);
+}
