@@ -232,3 +232,22 @@ fn pipelined_sweeps_are_local_under_the_conservative_rule() {
     // The sweep itself is deadlock-free: the recorded program replays.
     assert_eq!(check(&programs(&set)), None);
 }
+
+/// Collectives meet by their order on a communicator and must be of one kind: a rank that makes
+/// an `MPI_Barrier` where the others make an `MPI_Allreduce` hangs a real run (classes whose cut
+/// loops hold different collectives; a LAMMPS skeleton did so before the checker compared
+/// kinds), so the checker refuses it, naming the kind the others made.
+#[test]
+fn collectives_of_different_kinds_at_the_same_point_are_refused() {
+    let members: std::sync::Arc<[u32]> = vec![0u32, 1, 2].into();
+    let coll =
+        |name: &str| CheckOp::Collective { comm: 0, members: members.clone(), name: name.into() };
+    let same = vec![vec![coll("Allreduce"), coll("Barrier")]; 3];
+    assert!(check(&same).is_none(), "the same kinds in the same order complete");
+    let mut mixed = same.clone();
+    mixed[2] = vec![coll("Barrier"), coll("Allreduce")];
+    let d = check(&mixed).expect("mismatched kinds never complete");
+    let text = d.to_string();
+    assert!(text.contains("MPI_Allreduce at this point"), "{text}");
+    assert!(d.blocked.iter().any(|b| b.rank == 2), "{text}");
+}

@@ -226,6 +226,10 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
     // Collectives: per communicator, how many each member has completed, and who is waiting.
     let mut coll_done: HashMap<(u32, u32), usize> = HashMap::new();
     let mut arrived: HashMap<(u32, usize), Vec<u32>> = HashMap::new();
+    // The kind of each collective, as the first member to reach it made it: a member that makes
+    // another kind at the same point (an `MPI_Barrier` where the others reduce) never completes,
+    // as in MPI, where mismatched collectives hang or fail.
+    let mut kinds: HashMap<(u32, usize), &str> = HashMap::new();
     loop {
         let mut progress = false;
         for r in 0..n {
@@ -254,14 +258,19 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
                         m.is_matched(rank, BLOCKING)
                     }
                     CheckOp::Wait { slots } => slots.iter().all(|s| m.is_matched(rank, *s)),
-                    CheckOp::Collective { comm, members, .. } => {
+                    CheckOp::Collective { comm, members, name } => {
                         let k = *coll_done.get(&(*comm, rank)).unwrap_or(&0);
-                        if !posted[r] {
-                            posted[r] = true;
-                            arrived.entry((*comm, k)).or_default().push(rank);
+                        let kind = *kinds.entry((*comm, k)).or_insert(name.as_str());
+                        if kind != name.as_str() {
+                            false
+                        } else {
+                            if !posted[r] {
+                                posted[r] = true;
+                                arrived.entry((*comm, k)).or_default().push(rank);
+                            }
+                            let here = arrived.get(&(*comm, k)).map_or(0, Vec::len);
+                            here == members.len()
                         }
-                        let here = arrived.get(&(*comm, k)).map_or(0, Vec::len);
-                        here == members.len()
                     }
                 };
                 if !advance {
@@ -300,11 +309,20 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
                         slots.iter().filter(|s| !m.is_matched(r as u32, **s)).collect();
                     format!("requests {open:?}, which nobody matches")
                 }
-                CheckOp::Collective { comm, members, .. } => {
+                CheckOp::Collective { comm, members, name } => {
                     let k = *coll_done.get(&(*comm, r as u32)).unwrap_or(&0);
-                    let here = arrived.get(&(*comm, k)).cloned().unwrap_or_default();
-                    let missing: Vec<_> = members.iter().filter(|x| !here.contains(x)).collect();
-                    format!("ranks {missing:?} to reach it")
+                    match kinds.get(&(*comm, k)) {
+                        Some(kind) if *kind != name.as_str() => format!(
+                            "the other members, which made an MPI_{kind} at this point of the \
+                             communicator"
+                        ),
+                        _ => {
+                            let here = arrived.get(&(*comm, k)).cloned().unwrap_or_default();
+                            let missing: Vec<_> =
+                                members.iter().filter(|x| !here.contains(x)).collect();
+                            format!("ranks {missing:?} to reach it")
+                        }
+                    }
                 }
                 CheckOp::Isend { .. } | CheckOp::Irecv { .. } => "nothing (it cannot block)".into(),
             };
