@@ -86,23 +86,35 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     }
     let Some(first) = skel.classes.first() else { return };
     let world = |comm: usize| matches!(skel.comms.get(comm), Some(crate::program::Comm::World));
-    // What follows block `at` of `p` before anything else meets: a collective of every rank.
-    // In a straight-line phase, point-to-point calls and blocks may come between (NPB IS's
-    // verification: each rank sorts its keys, passes one to its neighbour, then all reduce):
-    // the collective still waits for the rank that computed longest.
-    let meets_everyone = |p: &crate::program::Phase, at: usize| -> bool {
+    // Where block `at` of `p` meets the other ranks: the position of the next collective of
+    // every rank. In a straight-line phase, point-to-point calls and blocks may come between
+    // (NPB IS's verification: each rank sorts its keys, passes one to its neighbour, then all
+    // reduce): the collective still waits for the rank that computed longest.
+    let meets_everyone = |p: &crate::program::Phase, at: usize| -> Option<usize> {
         use crate::program::Call;
-        for st in &p.body[at + 1..] {
+        for (i, st) in p.body.iter().enumerate().skip(at + 1) {
             match st {
                 Stmt::Call { call: Call::Collective { comm, slot: None, .. } } => {
-                    return world(*comm)
+                    return world(*comm).then_some(i)
                 }
-                Stmt::Call { call: Call::Collective { .. } } => return false,
+                Stmt::Call { call: Call::Collective { .. } } => return None,
                 Stmt::Call { .. } | Stmt::Compute { .. } if !p.is_loop => {}
-                _ => return false,
+                _ => return None,
             }
         }
-        false
+        None
+    };
+    // The statements of `p` from `at` to `to` by kind (a block, or a call of an operation): the
+    // classes' phases must agree on them for their blocks at one position to be one block.
+    let shape = |p: &crate::program::Phase, at: usize, to: usize| -> Vec<String> {
+        p.body[at..=to.min(p.body.len().saturating_sub(1))]
+            .iter()
+            .map(|st| match st {
+                Stmt::Call { call } => format!("{:?}", std::mem::discriminant(call)),
+                Stmt::Compute { .. } => "compute".into(),
+                _ => "other".into(),
+            })
+            .collect()
     };
     // A fixed block (neither drawn nor replayed) followed, before any other call or block, by a
     // collective on every rank, in a phase other than the main loop. A drawn block no longer
@@ -119,7 +131,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             skel.distributions.get(d).and_then(|d| d.q.last()).is_some_and(|&m| m <= KEEP_MIN)
                 && *seconds <= KEEP_MIN
         };
-        dist.is_none_or(short) && *removed == 0.0 && meets_everyone(p, at)
+        dist.is_none_or(short) && *removed == 0.0 && meets_everyone(p, at).is_some()
     };
     // The phase of each class with a name (the report gathers the phases by name).
     let phase_of =
@@ -134,6 +146,20 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
                 pi.is_some_and(|pi| c.phases[pi].full == p.full && eligible(&c.phases[pi], at))
             });
             if !all {
+                continue;
+            }
+            // Every class meets the others at the same collective, after the same statements:
+            // blocks at one position of programs that differ between there (a master that
+            // hands out tasks and workers that compute them) are not one block.
+            let Some(to) = meets_everyone(p, at) else { continue };
+            let want = shape(p, at, to);
+            let aligned = skel.classes.iter().zip(&at_of).all(|(c, pi)| {
+                pi.is_some_and(|pi| {
+                    meets_everyone(&c.phases[pi], at) == Some(to)
+                        && shape(&c.phases[pi], at, to) == want
+                })
+            });
+            if !aligned {
                 continue;
             }
             // The longest and the shortest rank's durations: only where the longest rank's excess
