@@ -87,8 +87,10 @@ fn share(run: f64, app: f64) -> f64 {
 }
 
 /// Calls and bytes of one statement list per pass; `inner` gives the count run of the
-/// statement at that index (a cut inner loop) in place of its own.
-fn pass(body: &[Stmt], inner: Option<(usize, u64)>, app: bool) -> (f64, f64) {
+/// statement at that index (a cut inner loop) in place of its own. With `top`, the statements
+/// guarded to the first or last iteration of the phase's loop are left out (they run once, not
+/// per iteration; see [`phase_traffic`]).
+fn pass(body: &[Stmt], inner: Option<(usize, u64)>, app: bool, top: bool) -> (f64, f64) {
     let mut calls = 0.0;
     let mut bytes = 0.0;
     for (i, s) in body.iter().enumerate() {
@@ -100,17 +102,18 @@ fn pass(body: &[Stmt], inner: Option<(usize, u64)>, app: bool) -> (f64, f64) {
                     Some((at, run)) if at == i && !app => run,
                     _ => *count,
                 };
-                let (c, b) = pass(body, None, app);
+                let (c, b) = pass(body, None, app, false);
                 (n as f64 * c, n as f64 * b)
             }
-            Stmt::Guard { body, .. } => pass(body, None, app),
+            Stmt::Guard { depth: 0, when: When::First | When::Last, .. } if top => (0.0, 0.0),
+            Stmt::Guard { body, .. } => pass(body, None, app, false),
             Stmt::Steps { cases } => {
                 // Per step of the phase: the mean over the steps of each kind.
                 let n: u64 = cases.iter().map(|c| if app { c.full } else { c.run }).sum();
                 let (mut c, mut b) = (0.0, 0.0);
                 for case in cases {
                     let k = if app { case.full } else { case.run } as f64;
-                    let (cc, bb) = pass(&case.body, None, app);
+                    let (cc, bb) = pass(&case.body, None, app, false);
                     c += k * cc;
                     b += k * bb;
                 }
@@ -139,33 +142,16 @@ fn sent(call: &Call) -> f64 {
 /// Calls and bytes of a phase over all its iterations: the application's, and the skeleton's.
 /// Statements guarded to the first or last iteration of the phase's loop run once.
 fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
-    let once: Vec<Stmt> = p
-        .body
-        .iter()
-        .filter(|s| matches!(s, Stmt::Guard { depth: 0, when: When::First | When::Last, .. }))
-        .cloned()
-        .collect();
-    let each: Vec<Stmt> = p
-        .body
-        .iter()
-        .map(|s| match s {
-            Stmt::Guard { depth: 0, when: When::First | When::Last, .. } => Stmt::Compute {
-                seconds: 0.0,
-                dist: None,
-                removed: 0.0,
-                factors: None,
-                replay: None,
-                keep_only: false,
-                leaf: None,
-            },
-            other => other.clone(),
-        })
-        .collect();
+    let guarded =
+        |s: &Stmt| matches!(s, Stmt::Guard { depth: 0, when: When::First | When::Last, .. });
+    let once: Vec<Stmt> = p.body.iter().filter(|s| guarded(s)).cloned().collect();
     let inner = p.inner.map(|c| (c.index, c.run));
-    let app_body = p.skipped.as_deref().unwrap_or(&each);
-    let (ac, ab) = pass(app_body, None, true);
-    let (rc, rb) = pass(&each, inner, false);
-    let (oc, ob) = pass(&once, None, true);
+    let (ac, ab) = match &p.skipped {
+        Some(skipped) => pass(skipped, None, true, true),
+        None => pass(&p.body, None, true, true),
+    };
+    let (rc, rb) = pass(&p.body, inner, false, true);
+    let (oc, ob) = pass(&once, None, true, false);
     let full = p.full as f64;
     let run = if p.skipped.is_some() { 1.0 } else { p.run as f64 };
     // A time-step loop's body stands for one step; its counts are the steps of each kind.
