@@ -192,6 +192,7 @@ fn synthetic(path: &Path, n: u64) {
             gap_ns: 0,
             gap_work: None,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload,
         })
         .unwrap();

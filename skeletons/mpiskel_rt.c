@@ -617,6 +617,12 @@ void sk_poll(MPI_Comm comm) {
     sk_iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm);
 }
 
+void sk_polls(long n, MPI_Comm comm) {
+    for (long i = 0; i < n; i++) {
+        sk_iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm);
+    }
+}
+
 int sk_cart_neighbour(MPI_Comm cart, int ndims, const int *offset) {
     int dims[8], periods[8], coords[8], rank;
     if (ndims > 8) {

@@ -133,6 +133,9 @@ void sk_waitany(MPI_Request *req, int n);
 void sk_waitsome(MPI_Request *req, int n);
 void sk_iprobe(int source, int tag, MPI_Comm comm);
 void sk_poll(MPI_Comm comm);
+/* n polls that find nothing (MPI_Iprobe of any source and tag): what the application's polling
+   loop cost before the call that follows. */
+void sk_polls(long n, MPI_Comm comm);
 int sk_cart_neighbour(MPI_Comm cart, int ndims, const int *offset);
 
 #endif

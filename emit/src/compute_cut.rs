@@ -94,10 +94,10 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         use crate::program::Call;
         for (i, st) in p.body.iter().enumerate().skip(at + 1) {
             match st {
-                Stmt::Call { call: Call::Collective { comm, slot: None, .. } } => {
+                Stmt::Call { call: Call::Collective { comm, slot: None, .. }, .. } => {
                     return world(*comm).then_some(i)
                 }
-                Stmt::Call { call: Call::Collective { .. } } => return None,
+                Stmt::Call { call: Call::Collective { .. }, .. } => return None,
                 Stmt::Call { .. } | Stmt::Compute { .. } if !p.is_loop => {}
                 _ => return None,
             }
@@ -110,7 +110,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         p.body[at..=to.min(p.body.len().saturating_sub(1))]
             .iter()
             .map(|st| match st {
-                Stmt::Call { call } => format!("{:?}", std::mem::discriminant(call)),
+                Stmt::Call { call, .. } => format!("{:?}", std::mem::discriminant(call)),
                 Stmt::Compute { .. } => "compute".into(),
                 _ => "other".into(),
             })

@@ -288,7 +288,7 @@ impl Rank<'_> {
         for s in body {
             match s {
                 Stmt::Compute { .. } => {}
-                Stmt::Call { call } => {
+                Stmt::Call { call, .. } => {
                     let before = self.out.len();
                     self.call(call, iters);
                     // Waits for a reused slot come first and are the runtime's.

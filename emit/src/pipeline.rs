@@ -182,7 +182,7 @@ fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> 
     fn walk(body: &mut [Stmt], at: &std::collections::HashSet<usize>, n: &mut usize) {
         for s in body {
             match s {
-                Stmt::Call { call } => {
+                Stmt::Call { call, .. } => {
                     let here = &*call as *const Call as usize;
                     if let Call::Send { op, slot: None, .. } = call {
                         if *op != Op::Bsend && at.contains(&here) {
@@ -213,7 +213,7 @@ fn count_buffered(skel: &Skeleton) -> usize {
     fn walk(body: &[Stmt]) -> usize {
         body.iter()
             .map(|s| match s {
-                Stmt::Call { call: Call::Send { op: Op::Bsend, slot: None, .. } } => 1,
+                Stmt::Call { call: Call::Send { op: Op::Bsend, slot: None, .. }, .. } => 1,
                 Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body),
                 Stmt::Steps { cases } => cases.iter().map(|c| walk(&c.body)).sum(),
                 _ => 0,

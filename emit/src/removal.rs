@@ -72,7 +72,8 @@ fn all_meet(s: &Stmt) -> bool {
                 comm: 0,
                 slot: None,
                 ..
-            }
+            },
+            ..
         }
     )
 }

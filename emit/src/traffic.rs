@@ -96,7 +96,7 @@ fn pass(body: &[Stmt], inner: Option<(usize, u64)>, app: bool, top: bool) -> (f6
     for (i, s) in body.iter().enumerate() {
         let (c, b) = match s {
             Stmt::Compute { .. } => (0.0, 0.0),
-            Stmt::Call { call } => (1.0, sent(call)),
+            Stmt::Call { call, .. } => (1.0, sent(call)),
             Stmt::Loop { count, body, .. } => {
                 let n = match inner {
                     Some((at, run)) if at == i && !app => run,

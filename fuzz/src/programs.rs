@@ -343,6 +343,7 @@ impl Machine<'_> {
             gap_ns: gap,
             gap_work: self.work.then_some(Work::Instructions(gap * 2)),
             gap_cpu_ns: self.work.then_some(gap),
+            gap_polls: 0,
             payload,
         });
         s.clock = enter + duration;

@@ -100,7 +100,7 @@ fn walk(stmts: &[Stmt], times: f64, outer: f64) -> Vec<Node> {
     for st in stmts {
         match st {
             Stmt::Compute { seconds, .. } => run.compute_s += seconds * times,
-            Stmt::Call { call } => run.add(call, times),
+            Stmt::Call { call, .. } => run.add(call, times),
             Stmt::Loop { count, body, note, .. } => {
                 run.flush(&mut out);
                 let count = *count as f64;

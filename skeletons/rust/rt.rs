@@ -291,6 +291,14 @@ impl Runtime {
         }
     }
 
+    /// `n` polls that find nothing (`MPI_Iprobe` of any source and tag): what the application's
+    /// polling loop cost before the call that follows.
+    pub fn polls(&mut self, world: &impl Communicator, n: u64) {
+        for _ in 0..n {
+            let _ = world.any_process().immediate_probe();
+        }
+    }
+
     /// Busy computation for `seconds` of the recording machine (times this rank's weight).
     pub fn compute(&mut self, seconds: f64) {
         self.run_for(seconds * self.weight * self.scale);

@@ -223,6 +223,7 @@ mod tests {
             gap_ns: gap,
             gap_work: None,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload,
         }
     }
@@ -244,6 +245,7 @@ mod tests {
             gap_ns: gap,
             gap_work: None,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload,
         }
     }

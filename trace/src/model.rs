@@ -237,8 +237,18 @@ pub struct Event {
     /// trace recorded it: below `gap_ns` when the rank was descheduled (more ranks than cores).
     #[serde(default)]
     pub gap_cpu_ns: Option<u64>,
+    /// Polls that found nothing, made at the end of that compute block and folded away
+    /// ([`crate::polls`]): the skeleton makes as many before this call, so the rank spends on
+    /// them what the program did (a loop that polls once per item of its own work runs at the
+    /// pace of its polls, not of its messages).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub gap_polls: u32,
     /// What the call did.
     pub payload: Payload,
+}
+
+fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
 }
 
 impl Event {

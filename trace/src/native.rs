@@ -549,6 +549,7 @@ impl<R: Read> NativeReader<R> {
                     gap_ns: gap,
                     gap_work,
                     gap_cpu_ns,
+                    gap_polls: 0,
                     payload,
                 })))
             }

@@ -595,6 +595,7 @@ impl Builder {
             gap_ns,
             gap_work: None,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload,
         });
         Ok(())

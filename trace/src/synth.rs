@@ -172,6 +172,7 @@ impl Stream {
             gap_ns: self.gap,
             gap_work: None,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload,
         });
         self.now = exit;

@@ -534,6 +534,7 @@ fn parse_rank<'l>(
             gap_ns,
             gap_work,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload,
         });
         gap_s = 0.0;

@@ -13,7 +13,16 @@ fn info(n_ranks: u32) -> RankInfo {
 }
 
 fn event(op: Op, payload: Payload) -> Event {
-    Event { op, enter_ns: 0, exit_ns: 1, gap_ns: 0, gap_work: None, gap_cpu_ns: None, payload }
+    Event {
+        op,
+        enter_ns: 0,
+        exit_ns: 1,
+        gap_ns: 0,
+        gap_work: None,
+        gap_cpu_ns: None,
+        gap_polls: 0,
+        payload,
+    }
 }
 
 fn send_to(peer: u32) -> Event {

@@ -159,6 +159,7 @@ fn events(instructions: bool) -> impl Strategy<Value = Vec<Event>> {
                     gap_ns: gap,
                     gap_work,
                     gap_cpu_ns,
+                    gap_polls: 0,
                     payload,
                 }
             })
@@ -248,6 +249,7 @@ fn every_truncation_is_reported_with_rank_and_offset() {
             gap_ns: 0,
             gap_work: None,
             gap_cpu_ns: None,
+            gap_polls: 0,
             payload: if i % 2 == 0 {
                 Payload::P2p {
                     peer: Peer::Rank(Rank(1)),
@@ -310,6 +312,7 @@ fn truncated_rank_file_in_a_directory() {
                 gap_ns: 0,
                 gap_work: None,
                 gap_cpu_ns: None,
+                gap_polls: 0,
                 payload: Payload::None,
             },
             Event {
@@ -319,6 +322,7 @@ fn truncated_rank_file_in_a_directory() {
                 gap_ns: 5,
                 gap_work: None,
                 gap_cpu_ns: None,
+                gap_polls: 0,
                 payload: Payload::Collective {
                     comm: CommId::WORLD,
                     root: None,
@@ -358,6 +362,7 @@ fn request_zero_is_refused_by_the_writer() {
         gap_ns: 0,
         gap_work: None,
         gap_cpu_ns: None,
+        gap_polls: 0,
         payload: Payload::Collective {
             comm: CommId::WORLD,
             root: None,

@@ -308,7 +308,13 @@ impl Names<'_> {
                         seconds(*x)
                     ))
                 }
-                Stmt::Call { call } => {
+                Stmt::Call { call, polls } => {
+                    if *polls > 0 {
+                        out.push(format!(
+                            "{pad}sk_polls({polls}, world); /* failed polls of the application \
+                             before the call that follows */"
+                        ));
+                    }
                     out.extend(self.call(call).lines().map(|l| format!("{pad}{l}")));
                 }
                 Stmt::Loop { depth, count, body, note } => {

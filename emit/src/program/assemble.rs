@@ -416,7 +416,13 @@ fn gaps_of(
                 tables.distributions.push(d);
                 tables.distributions.len() - 1
             });
-            Gap { seconds: mean, dist, factors }
+            // The polls made before the call: the mean over every execution of the leaf.
+            let (n, sum) = lm.positions[leaf].iter().fold((0u64, 0.0), |(n, s), &p| {
+                let g = &class.ops[p].gap;
+                (n + g.n, s + g.polls_mean * g.n as f64)
+            });
+            let polls = if n > 0 { sum / n as f64 } else { 0.0 };
+            Gap { seconds: mean, dist, factors, polls }
         })
         .collect()
 }

@@ -254,6 +254,13 @@ pub enum Stmt {
     Call {
         /// The call.
         call: Call,
+        /// Polls that found nothing before the call in the application, folded into it
+        /// (`mpiskel_trace::polls`; the mean over the call's executions): the skeleton makes as
+        /// many (`MPI_Iprobe` of any source and tag) before it. Each runs the MPI library's
+        /// progress engine, which is what a program that polls once per item of its own work
+        /// spends its time on.
+        #[serde(default, skip_serializing_if = "is_zero_u64")]
+        polls: u64,
     },
     /// A loop.
     Loop {

@@ -7,12 +7,14 @@ use mpiskel_logicalize::ProcessClass;
 use super::*;
 
 /// One compute block of a class program as recorded: its mean, the distribution its durations
-/// are drawn from, and its per-rank factors.
+/// are drawn from, its per-rank factors, and the failed polls made after it (the mean over the
+/// ranks and executions of the leaf).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Gap {
     pub(super) seconds: f64,
     pub(super) dist: Option<usize>,
     pub(super) factors: Option<usize>,
+    pub(super) polls: f64,
 }
 
 /// Numbers every `Sym` node of a nest in pre-order (the numbering
@@ -218,7 +220,7 @@ pub(super) fn lower(
     for n in nodes {
         match n {
             Node::Sym { .. } => {
-                let Gap { seconds: g, dist, factors } = gaps[*leaf];
+                let Gap { seconds: g, dist, factors, polls } = gaps[*leaf];
                 if g > 0.0 {
                     // Merge with a preceding plain compute block (dropped calls leave two in a
                     // row).
@@ -245,7 +247,7 @@ pub(super) fn lower(
                     }
                 }
                 if let Some(c) = &calls[*leaf] {
-                    out.push(Stmt::Call { call: c.clone() });
+                    out.push(Stmt::Call { call: c.clone(), polls: polls.round() as u64 });
                 }
                 *leaf += 1;
             }

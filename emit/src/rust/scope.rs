@@ -41,7 +41,7 @@ pub(super) fn slots_of(s: &SlotRef) -> impl Iterator<Item = u32> {
 pub(super) fn simulate(body: &[Stmt], started: &mut BTreeSet<u32>, pending: &mut BTreeSet<u32>) {
     for s in body {
         match s {
-            Stmt::Call { call } => match call {
+            Stmt::Call { call, .. } => match call {
                 Call::Send { slot: Some(r), .. }
                 | Call::Recv { slot: Some(r), .. }
                 | Call::Collective { slot: Some(r), .. } => {
@@ -85,7 +85,7 @@ pub(super) fn simulate(body: &[Stmt], started: &mut BTreeSet<u32>, pending: &mut
 /// Whether loop variable `depth` is read in `body` (by a ring slot or a guard).
 pub(super) fn uses_var(body: &[Stmt], depth: usize) -> bool {
     body.iter().any(|s| match s {
-        Stmt::Call { call } => match call {
+        Stmt::Call { call, .. } => match call {
             Call::Send { slot: Some(r), .. }
             | Call::Recv { slot: Some(r), .. }
             | Call::Collective { slot: Some(r), .. } => r.ring > 1 && r.depth == depth,
@@ -112,7 +112,7 @@ pub fn needs_program_scope(phases: &[Phase]) -> bool {
 pub(super) fn collect(body: &[Stmt], started: &mut BTreeSet<u32>, completed: &mut BTreeSet<u32>) {
     for s in body {
         match s {
-            Stmt::Call { call } => match call {
+            Stmt::Call { call, .. } => match call {
                 Call::Send { slot: Some(r), .. }
                 | Call::Recv { slot: Some(r), .. }
                 | Call::Collective { slot: Some(r), .. } => started.extend(slots_of(r)),
@@ -135,7 +135,7 @@ pub(super) fn collect(body: &[Stmt], started: &mut BTreeSet<u32>, completed: &mu
 pub(super) fn pool_bytes(body: &[Stmt], n_ranks: u64) -> u64 {
     body.iter()
         .map(|s| match s {
-            Stmt::Call { call } => match call {
+            Stmt::Call { call, .. } => match call {
                 Call::Recv { slot: Some(_), count, .. } => count + 16,
                 Call::Collective { op, bytes, slot: Some(_), .. } => {
                     16 + match op {
@@ -160,9 +160,10 @@ pub(super) fn pool_bytes(body: &[Stmt], n_ranks: u64) -> u64 {
 pub(super) fn slot_counts(body: &[Stmt], out: &mut [u64]) {
     for s in body {
         match s {
-            Stmt::Call { call: Call::Recv { slot: Some(r), count, .. } }
+            Stmt::Call { call: Call::Recv { slot: Some(r), count, .. }, .. }
             | Stmt::Call {
                 call: Call::Collective { op: Op::Bcast, slot: Some(r), bytes: count, .. },
+                ..
             } => {
                 for k in slots_of(r) {
                     if let Some(b) = out.get_mut(k as usize) {

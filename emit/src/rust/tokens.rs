@@ -431,7 +431,17 @@ impl Gen<'_> {
                         None => quote! { #n sk.compute_drawn(#d); },
                     }
                 }
-                Stmt::Call { call } => self.call(call),
+                Stmt::Call { call, polls } => {
+                    let c = self.call(call);
+                    if *polls > 0 {
+                        let n =
+                            note("failed polls of the application before the call that follows");
+                        let p = int(*polls);
+                        quote! { #n sk.polls(&k.world, #p); #c }
+                    } else {
+                        c
+                    }
+                }
                 Stmt::Loop { depth, count, body, note: text } => {
                     let v =
                         if uses_var(body, *depth) { loop_var(*depth) } else { format_ident!("_") };

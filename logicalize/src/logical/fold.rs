@@ -98,6 +98,7 @@ pub(super) struct GapAcc {
     pub(super) instructions: (u64, f64),
     pub(super) flops: (u64, f64),
     pub(super) samples: Vec<(u32, f32)>,
+    pub(super) polls: u64,
 }
 
 impl GapAcc {
@@ -107,6 +108,7 @@ impl GapAcc {
         self.max = self.max.max(g.s);
         self.n += 1;
         self.sum += g.s;
+        self.polls += u64::from(g.polls);
         match g.work {
             Some(Work::Instructions(i)) => {
                 self.instructions.0 += 1;
@@ -129,6 +131,7 @@ impl GapAcc {
             max_s: self.max,
             instructions_mean: mean(self.instructions),
             flops_mean: mean(self.flops),
+            polls_mean: mean((self.n, self.polls as f64)).unwrap_or(0.0),
         }
     }
 }

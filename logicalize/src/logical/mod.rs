@@ -141,6 +141,14 @@ pub struct GapStats {
     /// Mean floating-point operations, where the trace recorded them (SimGrid traces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops_mean: Option<f64>,
+    /// Mean number of failed polls made at the end of the gap, before the call (folded by
+    /// `mpiskel_trace::polls`).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub polls_mean: f64,
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// What identifies a logical call (everything but its timing).

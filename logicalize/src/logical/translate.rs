@@ -157,6 +157,8 @@ impl Namer<'_> {
 pub(super) struct Gap {
     pub(super) s: f64,
     pub(super) work: Option<Work>,
+    /// Failed polls folded into the call after the gap.
+    pub(super) polls: u32,
 }
 
 /// For each call of a rank, the positions of the calls whose requests it completes: one flat
@@ -301,7 +303,11 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
         ids.push(keys.id(k));
         // The processor time where recorded: a skeleton's busy compute of that length is shared
         // (descheduled) the way the application's was.
-        gaps.push(Gap { s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9, work: e.gap_work });
+        gaps.push(Gap {
+            s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9,
+            work: e.gap_work,
+            polls: e.gap_polls,
+        });
         links.push(completes);
     }
     (keys.table, Translated { ids, gaps, links, tag_classes })

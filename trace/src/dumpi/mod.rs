@@ -492,6 +492,7 @@ fn build(r: RawRank, m: comms::RankComms, n_ranks: u32) -> Result<RankTrace> {
             gap_ns: rec.enter_ns.saturating_sub(last_exit),
             gap_work: None,
             gap_cpu_ns: gap_cpu_ns.filter(|_| has_cpu),
+            gap_polls: 0,
             payload,
         });
         last_exit = rec.exit_ns;
