@@ -108,7 +108,7 @@ pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
 
 fn peer_name(p: &Option<LogicalPeer>) -> String {
     match p {
-        Some(LogicalPeer::Dir(d)) => d.name.clone(),
+        Some(LogicalPeer::Dir(d)) => d.name.to_string(),
         Some(LogicalPeer::Null) => "NULL".into(),
         Some(LogicalPeer::Any) => "ANY".into(),
         Some(LogicalPeer::Exception(r)) => format!("rank {r}!"),
@@ -178,7 +178,7 @@ pub fn render(d: &LogicalDocument) -> String {
             if id.coords.len() > show { " …" } else { "" }
         );
     }
-    let dirs: Vec<&str> = l.directions.iter().map(|d| d.name.as_str()).collect();
+    let dirs: Vec<&str> = l.directions.iter().map(|d| &*d.name).collect();
     let _ = writeln!(
         o,
         "directions     {}",

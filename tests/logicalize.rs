@@ -19,7 +19,7 @@ fn fixture(name: &str) -> LogicalTrace {
 }
 
 fn directions(l: &LogicalTrace) -> BTreeSet<String> {
-    l.directions.iter().map(|d| d.name.clone()).collect()
+    l.directions.iter().map(|d| d.name.to_string()).collect()
 }
 
 fn set(v: &[&str]) -> BTreeSet<String> {

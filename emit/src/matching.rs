@@ -234,12 +234,13 @@ pub fn calls_of_class(class: &ProcessClass, topo: Option<&Topology>) -> Vec<Call
                 _ => return Call::Other,
             };
             let Some(LogicalPeer::Dir(d)) = &k.peer else { return Call::Other };
-            let opposite = topo.and_then(|t| d.opposite(t)).map_or_else(String::new, |o| o.name);
+            let opposite =
+                topo.and_then(|t| d.opposite(t)).map_or_else(String::new, |o| o.name.to_string());
             let nonblocking = matches!(k.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv);
             Call::P2p(P2pCall {
                 send,
                 nonblocking,
-                dir: d.name.clone(),
+                dir: d.name.to_string(),
                 opposite,
                 tag: op.tag_class,
                 bytes: k.bytes,

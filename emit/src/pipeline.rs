@@ -247,7 +247,7 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
     for op in pinned.classes.iter_mut().flat_map(|c| c.ops.iter_mut()) {
         let resolved = !matches!(op.key.peer, Some(mpiskel_logicalize::LogicalPeer::Any) | None);
         if op.key.any_source && resolved {
-            op.key.any_source = false;
+            std::sync::Arc::make_mut(&mut op.key).any_source = false;
             n += 1;
         }
     }

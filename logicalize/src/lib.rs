@@ -33,7 +33,7 @@ pub use catalogue::{Kind, Topology};
 pub use graph::Graph;
 pub use identify::{identify, Identification, Stage, Structure};
 pub use logical::{
-    logicalize, logicalize_owned, Direction, Exceptions, GapStats, LogicalComm, LogicalOp,
-    LogicalPeer, LogicalTrace, ProcessClass,
+    logicalize, logicalize_owned, Direction, Exceptions, GapSamples, GapStats, LogicalComm,
+    LogicalOp, LogicalPeer, LogicalTrace, ProcessClass,
 };
 pub use matrix::{CommMatrix, Traffic};

@@ -46,11 +46,9 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     let layout = layout_of(lt);
     let (directions, any_tags) = directions_and_tags(lt);
     let dir_index: HashMap<&str, usize> =
-        lt.directions.iter().enumerate().map(|(i, d)| (d.name.as_str(), i)).collect();
+        lt.directions.iter().enumerate().map(|(i, d)| (&*d.name, i)).collect();
     let peer = |p: &Option<LogicalPeer>| match p {
-        Some(LogicalPeer::Dir(d)) => {
-            dir_index.get(d.name.as_str()).map_or(Peer::Null, |&i| Peer::Dir(i))
-        }
+        Some(LogicalPeer::Dir(d)) => dir_index.get(&*d.name).map_or(Peer::Null, |&i| Peer::Dir(i)),
         Some(LogicalPeer::Null) | None => Peer::Null,
         Some(LogicalPeer::Any) => Peer::Any,
         Some(LogicalPeer::Exception(r)) => Peer::Rank(*r),
@@ -257,22 +255,22 @@ fn directions_and_tags(lt: &LogicalTrace) -> (Vec<Dir>, BTreeMap<i32, i32>) {
             // tree's children send to PARENT and a parent to its CHILDren.
             let back = if d.name.starts_with("CHILD") {
                 "PARENT".to_owned()
-            } else if d.name == "SELF" {
+            } else if &*d.name == "SELF" {
                 // A message to self comes back on its own channel.
                 "SELF".to_owned()
-            } else if d.name == "PARENT" {
+            } else if &*d.name == "PARENT" {
                 "CHILD".to_owned()
             } else {
                 match topo {
-                    Some(t) => d.opposite(t).map_or_else(String::new, |o| o.name),
+                    Some(t) => d.opposite(t).map_or_else(String::new, |o| o.name.to_string()),
                     None => format!("{:+}", -d.offset.first().copied().unwrap_or(0)),
                 }
             };
             let recv_tag = channels.get(&channel(&back)).copied().unwrap_or(0);
             Dir {
-                name: d.name.clone(),
+                name: d.name.to_string(),
                 ident: ident_of(&d.name),
-                offset: d.offset.clone(),
+                offset: d.offset.to_vec(),
                 tag: channels[&channel(&d.name)],
                 recv_tag,
             }

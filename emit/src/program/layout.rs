@@ -37,7 +37,7 @@ pub(super) fn channel(name: &str) -> String {
 /// The world rank in direction `d` of `rank`, if any.
 pub fn neighbour(lt: &LogicalTrace, rank: u32, d: &Direction) -> Option<u32> {
     let n = lt.n_ranks as i64;
-    if d.name == "SELF" {
+    if &*d.name == "SELF" {
         return Some(rank);
     }
     let Some(t) = lt.topology() else {
@@ -68,7 +68,7 @@ pub(super) fn node_in_direction(t: &Topology, v: usize, d: &Direction) -> Option
         Kind::Butterfly => {
             let cols = t.dims[1];
             let (r, c) = (v / cols, v % cols);
-            if d.name == "TRANSPOSE" {
+            if &*d.name == "TRANSPOSE" {
                 Some(c * cols + r)
             } else {
                 let bit = *d.offset.get(1)? as usize;
@@ -77,7 +77,7 @@ pub(super) fn node_in_direction(t: &Topology, v: usize, d: &Direction) -> Option
         }
         Kind::Tree => {
             let k = t.dims[1];
-            if d.name == "PARENT" {
+            if &*d.name == "PARENT" {
                 (v > 0).then(|| (v - 1) / k)
             } else {
                 let i = *d.offset.first()? as usize;

@@ -31,7 +31,7 @@ pub(super) fn align(
     b_ids: &[u32],
     missing: &BTreeSet<Vec<i64>>,
 ) -> Option<Vec<Option<usize>>> {
-    let is_missing = |p: &Option<LogicalPeer>| matches!(p, Some(LogicalPeer::Dir(d)) if missing.contains(&d.offset));
+    let is_missing = |p: &Option<LogicalPeer>| matches!(p, Some(LogicalPeer::Dir(d)) if missing.contains(&d.offset[..]));
     let mut out = vec![None; a_ids.len()];
     let mut skipped = vec![false; a_ids.len()];
     let (mut i, mut j) = (0, 0);
@@ -97,7 +97,7 @@ pub(super) struct GapAcc {
     pub(super) max: f64,
     pub(super) instructions: (u64, f64),
     pub(super) flops: (u64, f64),
-    pub(super) samples: Vec<(u32, f32)>,
+    pub(super) samples: super::GapSamples,
     pub(super) polls: u64,
 }
 

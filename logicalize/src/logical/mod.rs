@@ -47,15 +47,31 @@ mod fold;
 mod translate;
 
 use fold::*;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+use thin_vec::ThinVec;
+
 use translate::*;
 
 /// A direction in the topology, e.g. `EAST` (offset `[0, 1]`).
+///
+/// Name and offset are shared, not copied: every call of a class's logical program names its
+/// peer by a direction, and a 6 M-call trace holds millions of them (two heap blocks each when
+/// they were a `String` and a `Vec`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Direction {
     /// Its name.
-    pub name: String,
+    pub name: Arc<str>,
     /// The coordinate offset (Cartesian-like topologies), or a rank offset.
-    pub offset: Vec<i64>,
+    pub offset: Arc<[i64]>,
+}
+
+impl Direction {
+    /// The direction named `name` with `offset`.
+    pub fn new(name: impl Into<Arc<str>>, offset: impl Into<Arc<[i64]>>) -> Direction {
+        Direction { name: name.into(), offset: offset.into() }
+    }
 }
 
 impl Direction {
@@ -64,7 +80,7 @@ impl Direction {
     /// their own opposites). `None` where it depends on the rank (trees: a parent names each
     /// child differently).
     pub fn opposite(&self, topo: &Topology) -> Option<Direction> {
-        if self.name == "SELF" {
+        if &*self.name == "SELF" {
             return Some(self.clone());
         }
         match topo.kind {
@@ -72,13 +88,13 @@ impl Direction {
                 // Wrapped as the neighbour names it: half-way round a periodic dimension
                 // (a stride of 2 along 4) is the same offset both ways.
                 let offset = topo.opposite(&self.offset);
-                Some(Direction { name: direction_name(&offset), offset })
+                Some(Direction::new(direction_name(&offset), offset))
             }
             Kind::Tree => None,
             Kind::AllToAll => {
                 let n = topo.n() as i64;
                 let o = (n - self.offset.first().copied().unwrap_or(0)).rem_euclid(n);
-                Some(Direction { name: format!("+{o}"), offset: vec![o] })
+                Some(Direction::new(format!("+{o}"), vec![o]))
             }
             Kind::Butterfly | Kind::Pairs => Some(self.clone()),
         }
@@ -180,15 +196,21 @@ pub struct OpKey {
     pub any_source: bool,
 }
 
+/// The gaps of the ranks at one position, (rank, seconds): held in place for the one or two
+/// ranks most classes have (a logical program has one entry per call of its representative,
+/// millions in a long run), on the heap beyond.
+pub type GapSamples = SmallVec<[(u32, f32); 2]>;
+
 /// One call of a class's logical program.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogicalOp {
-    /// What the call is.
+    /// What the call is: shared by every position of the class that makes the same call (a
+    /// class's program has a few hundred distinct calls at millions of positions).
     #[serde(flatten)]
-    pub key: OpKey,
+    pub key: Arc<OpKey>,
     /// For completions: positions (in this sequence) of the calls whose requests it completes.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub completes: Vec<usize>,
+    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
+    pub completes: ThinVec<usize>,
     /// Compute gap before the call, over the class.
     pub gap: GapStats,
     /// Smallest and largest size (bytes sent) at this position over the class.
@@ -201,12 +223,12 @@ pub struct LogicalOp {
     /// The gap of every contributing rank at this position, (rank, seconds), not serialized: the
     /// distribution a skeleton draws its compute blocks from.
     #[serde(skip)]
-    pub gap_samples: Vec<(u32, f32)>,
+    pub gap_samples: GapSamples,
     /// The bytes sent at this position by each folded rank whose size differs from the
     /// representative's (`key.bytes`), by rank, not serialized: an uneven decomposition's
     /// sizes per rank (NPB SP's multi-partition cells). Ranks not listed send `key.bytes`.
     #[serde(skip)]
-    pub rank_bytes: Vec<(u32, u64)>,
+    pub rank_bytes: ThinVec<(u32, u64)>,
 }
 
 impl LogicalOp {
@@ -489,6 +511,8 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         let rep = ranks[0] as usize;
         let n_ops = translated[rep].ids.len();
         let key = |t: &Translated, i: usize| &table[t.ids[i] as usize];
+        // One shared copy of each distinct call for the class's positions.
+        let shared: Vec<Arc<OpKey>> = table.iter().cloned().map(Arc::new).collect();
         let mut acc: Vec<GapAcc> = (0..n_ops).map(|_| GapAcc::default()).collect();
         let mut sizes: Vec<(u64, u64)> = (0..n_ops)
             .map(|i| {
@@ -527,14 +551,14 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
             .map(|((((i, a), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
                 rank_bytes.sort_unstable();
                 LogicalOp {
-                    key: key(t, i).clone(),
+                    key: Arc::clone(&shared[t.ids[i] as usize]),
                     completes: t.links.get(i).iter().map(|&p| p as usize).collect(),
                     bytes_range,
                     tag_class,
                     traced_tag,
                     gap: a.stats(),
                     gap_samples: a.samples,
-                    rank_bytes,
+                    rank_bytes: ThinVec::from(rank_bytes),
                 }
             })
             .collect();

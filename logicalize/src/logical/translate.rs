@@ -61,13 +61,13 @@ impl Namer<'_> {
             Peer::Rank(r) => r.0,
         };
         if other == me {
-            return LogicalPeer::Dir(Direction { name: "SELF".into(), offset: Vec::new() });
+            return LogicalPeer::Dir(Direction::new("SELF", Vec::new()));
         }
         let Some(t) = self.topo else {
             return match self.ident.structure {
                 Structure::General => LogicalPeer::Dir(Direction {
-                    name: format!("{:+}", i64::from(other) - i64::from(me)),
-                    offset: vec![i64::from(other) - i64::from(me)],
+                    name: format!("{:+}", i64::from(other) - i64::from(me)).into(),
+                    offset: vec![i64::from(other) - i64::from(me)].into(),
                 }),
                 _ => LogicalPeer::Exception(other),
             };
@@ -83,31 +83,31 @@ impl Namer<'_> {
             Kind::Cartesian | Kind::Moore | Kind::Bt6 => {
                 // Along a dimension of two there is only "the other one".
                 let offset = t.offset(a, b);
-                Direction { name: direction_name(&offset), offset }
+                Direction::new(direction_name(&offset), offset)
             }
             Kind::Butterfly => {
                 let c = t.dims[1];
                 if a / c == b / c {
                     let bit = (a % c) ^ (b % c);
-                    Direction { name: format!("XOR{bit}"), offset: vec![0, bit as i64] }
+                    Direction::new(format!("XOR{bit}"), vec![0, bit as i64])
                 } else {
-                    Direction { name: "TRANSPOSE".into(), offset: vec![1, 1] }
+                    Direction::new("TRANSPOSE", vec![1, 1])
                 }
             }
             Kind::Tree => {
                 let k = t.dims[1];
                 if a > 0 && b == (a - 1) / k {
-                    Direction { name: "PARENT".into(), offset: vec![-1] }
+                    Direction::new("PARENT", vec![-1])
                 } else {
                     let i = b - k * a;
-                    Direction { name: format!("CHILD{i}"), offset: vec![i as i64] }
+                    Direction::new(format!("CHILD{i}"), vec![i as i64])
                 }
             }
-            Kind::Pairs => Direction { name: "PARTNER".into(), offset: vec![1] },
+            Kind::Pairs => Direction::new("PARTNER", vec![1]),
             Kind::AllToAll => {
                 let n = t.n() as i64;
                 let o = (b as i64 - a as i64).rem_euclid(n);
-                Direction { name: format!("+{o}"), offset: vec![o] }
+                Direction::new(format!("+{o}"), vec![o])
             }
         })
     }
