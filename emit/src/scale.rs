@@ -13,7 +13,8 @@
 //! the heaviest inner loop of the main loop's body is cut as well (keeping at least eight
 //! iterations), when every class has it at
 //! the same place with the same count; it is timed on its own so that its time scales by its
-//! own factor. Last, if one iteration of everything is still over the target (a long set-up, a
+//! own factor. (Where the communication the skeleton keeps is still over the target, the other
+//! top-level loops then run one iteration: see `pipeline::cut_for_traffic`.) Last, if one iteration of everything is still over the target (a long set-up, a
 //! loop of a few long iterations, a program without loops) or the iterations could not be cut
 //! at all, compute blocks lose the same seconds on every rank, and the runtime adds the time
 //! those seconds take back into the prediction ([`crate::compute_cut`], after the deadlock
@@ -67,8 +68,47 @@ fn other_loop_cuts(skel: &Skeleton, seconds_of: &dyn Fn(f64) -> f64) -> Vec<(Str
     cuts
 }
 
+/// The top-level loops but the main one that still run more than one iteration, by the lead
+/// class's names: (name, iterations removed to leave one, recorded compute seconds the lead
+/// class's ranks then no longer run), most first: what [`crate::pipeline`] cuts where the
+/// skeleton's communication is over its target once every other cut is made (see
+/// `pipeline::cut_for_traffic`). With them, the lead class's compute that runs in all.
+pub(crate) fn one_iteration_cuts(skel: &Skeleton) -> (Vec<(String, u64, f64)>, f64) {
+    let Some(lead) = lead_class(skel) else { return (Vec::new(), 0.0) };
+    let total: f64 = lead.phases.iter().map(|p| kept_of(&p.body) * p.run as f64).sum();
+    let mut cuts: Vec<(String, u64, f64)> = lead
+        .phases
+        .iter()
+        .filter(|p| p.is_loop && p.name != "main_loop" && p.run > 1)
+        .map(|p| (p.name.clone(), p.full - 1, kept_of(&p.body) * (p.run - 1) as f64))
+        .collect();
+    cuts.sort_by(|a, b| b.2.total_cmp(&a.2));
+    (cuts, total)
+}
+
+/// Recorded compute seconds one pass over `body` still runs once the computation cut has taken
+/// its part (loops at their counts, guards once; time steps at their mean).
+fn kept_of(body: &[Stmt]) -> f64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { seconds, removed, .. } => (seconds - removed).max(0.0),
+            Stmt::Call { .. } => 0.0,
+            Stmt::Loop { count, body, .. } => *count as f64 * kept_of(body),
+            Stmt::Guard { body, .. } => kept_of(body),
+            Stmt::Steps { cases } => {
+                let n: u64 = cases.iter().map(|c| c.full).sum();
+                if n == 0 {
+                    0.0
+                } else {
+                    cases.iter().map(|c| c.full as f64 * kept_of(&c.body)).sum::<f64>() / n as f64
+                }
+            }
+        })
+        .sum()
+}
+
 /// Removes `d` iterations from the loop named `name` in every class.
-fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
+pub(crate) fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
     for c in &mut skel.classes {
         for p in c.phases.iter_mut().filter(|p| p.name == name) {
             p.run = p.full.saturating_sub(d).max(1);

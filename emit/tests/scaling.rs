@@ -288,3 +288,54 @@ fn a_block_before_a_hand_off_and_a_reduction_is_cut_on_every_rank() {
     }
     assert!(kept >= 1, "the block before the hand-off is cut on every rank: {:?}", b.scaling);
 }
+
+/// A set-up loop of two exchanges of whole faces (large messages), then a main loop of 50
+/// iterations of small ones, as NPB LU's right-hand side before and after its warm-up: with the
+/// main loop at one iteration the set-up's bytes are over the target, and the set-up loop runs
+/// once (priced as its two), while the computation cut is made as before.
+#[test]
+fn a_set_up_loop_that_holds_the_bytes_runs_once_when_communication_is_over_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4;
+    let path = ti_trace(dir.path(), n, |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec!["compute 1000000".to_owned()];
+        for _ in 0..2 {
+            v.push("compute 80000".into());
+            v.push(format!("irecv {prev} 0 4000000"));
+            v.push(format!("isend {next} 0 4000000"));
+            v.push("waitall".into());
+        }
+        v.push("barrier".into());
+        v.push("allreduce 1 1".into());
+        for _ in 0..50 {
+            v.push("compute 200000".into());
+            v.push(format!("irecv {prev} 0 512"));
+            v.push(format!("isend {next} 0 512"));
+            v.push("waitall".into());
+            v.push("allreduce 1 1".into());
+        }
+        v
+    });
+    let b = built_for(&path, 0.0115, None);
+    let set_up: Vec<(u64, u64)> = b
+        .skeleton
+        .classes
+        .iter()
+        .flat_map(|c| &c.phases)
+        .filter(|p| p.is_loop && p.name != "main_loop")
+        .map(|p| (p.run, p.full))
+        .collect();
+    let phases: Vec<(&str, u64, u64)> =
+        b.skeleton.classes[0].phases.iter().map(|p| (p.name.as_str(), p.run, p.full)).collect();
+    assert!(
+        !set_up.is_empty() && set_up.iter().all(|&(run, full)| run == 1 && full == 2),
+        "{phases:?} {}",
+        b.scaling.note
+    );
+    let t = b.scaling.traffic.as_ref().unwrap();
+    // Both set-up exchanges would be 8 MB of the 8.05 MB the application sends per rank.
+    assert!(t.bytes_share() < 0.6, "{t:?}");
+    // The program that runs was checked: every rank runs to completion.
+    assert_eq!(b.check.ranks, n as usize);
+}
