@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{compute_of, is_zero, InnerCut, Skeleton, Stmt};
+use crate::program::{compute_of, is_zero, kept_compute_of, InnerCut, Skeleton, Stmt};
 
 /// Iterations of a cut loop that always run: a steady state to time, and enough draws of each
 /// compute block to average. A main loop of at most this many iterations (a few long ones, as
@@ -75,36 +75,15 @@ fn other_loop_cuts(skel: &Skeleton, seconds_of: &dyn Fn(f64) -> f64) -> Vec<(Str
 /// `pipeline::cut_for_traffic`). With them, the lead class's compute that runs in all.
 pub(crate) fn one_iteration_cuts(skel: &Skeleton) -> (Vec<(String, u64, f64)>, f64) {
     let Some(lead) = lead_class(skel) else { return (Vec::new(), 0.0) };
-    let total: f64 = lead.phases.iter().map(|p| kept_of(&p.body) * p.run as f64).sum();
+    let total: f64 = lead.phases.iter().map(|p| kept_compute_of(&p.body) * p.run as f64).sum();
     let mut cuts: Vec<(String, u64, f64)> = lead
         .phases
         .iter()
         .filter(|p| p.is_loop && p.name != "main_loop" && p.run > 1)
-        .map(|p| (p.name.clone(), p.full - 1, kept_of(&p.body) * (p.run - 1) as f64))
+        .map(|p| (p.name.clone(), p.full - 1, kept_compute_of(&p.body) * (p.run - 1) as f64))
         .collect();
     cuts.sort_by(|a, b| b.2.total_cmp(&a.2));
     (cuts, total)
-}
-
-/// Recorded compute seconds one pass over `body` still runs once the computation cut has taken
-/// its part (loops at their counts, guards once; time steps at their mean).
-fn kept_of(body: &[Stmt]) -> f64 {
-    body.iter()
-        .map(|s| match s {
-            Stmt::Compute { seconds, removed, .. } => (seconds - removed).max(0.0),
-            Stmt::Call { .. } => 0.0,
-            Stmt::Loop { count, body, .. } => *count as f64 * kept_of(body),
-            Stmt::Guard { body, .. } => kept_of(body),
-            Stmt::Steps { cases } => {
-                let n: u64 = cases.iter().map(|c| c.full).sum();
-                if n == 0 {
-                    0.0
-                } else {
-                    cases.iter().map(|c| c.full as f64 * kept_of(&c.body)).sum::<f64>() / n as f64
-                }
-            }
-        })
-        .sum()
 }
 
 /// Removes `d` iterations from the loop named `name` in every class.

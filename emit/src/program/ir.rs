@@ -576,6 +576,20 @@ pub fn compute_of(body: &[Stmt]) -> f64 {
         .sum()
 }
 
+/// [`compute_of`] less what the computation cut takes out of each block
+/// ([`crate::compute_cut`]): the recorded seconds one pass over `body` still runs.
+pub fn kept_compute_of(body: &[Stmt]) -> f64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { seconds, removed, .. } => (seconds - removed).max(0.0),
+            Stmt::Call { .. } => 0.0,
+            Stmt::Loop { count, body, .. } => *count as f64 * kept_compute_of(body),
+            Stmt::Guard { body, .. } => kept_compute_of(body),
+            Stmt::Steps { cases } => per_step(cases, kept_compute_of),
+        })
+        .sum()
+}
+
 /// The mean over the application's steps of `f` of a step's body.
 pub(super) fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
     let n: u64 = cases.iter().map(|c| c.full).sum();
