@@ -1,7 +1,7 @@
 /*
  * mpiskel runtime: compute kernel, timers and report. See mpiskel_rt.h.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity: the processors this rank may run on */
 #include "mpiskel_rt.h"
 
 #include <limits.h>
@@ -12,6 +12,9 @@
 
 #ifdef MPISKEL_SMPI
 #include <smpi/smpi.h>
+#else
+#include <sched.h>
+#include <unistd.h>
 #endif
 
 static double sk_rate = 1e9; /* kernel iterations per second on this machine (unused under SMPI) */
@@ -23,9 +26,10 @@ static volatile double sk_sink;
 #endif
 static sk_phase *sk_phases;
 static int sk_nphases;
-/* Per phase, for the computation not run (sk_compute_less): seconds removed, and the seconds
- * asked of and taken by the parts that ran, whose pace prices the removed ones. */
-static double (*sk_cut)[3];
+/* Per phase, for the computation not run (sk_compute_less): seconds removed, the seconds
+ * asked of and taken by the parts that ran, whose pace prices the removed ones, and the
+ * processor seconds those parts took (see sk_cores_floor). */
+static double (*sk_cut)[4];
 static int sk_current = -1;  /* the phase being timed */
 static double sk_t0, sk_begun;
 /* When this rank began its main loop, seconds after the common start (-1: not yet, or it has
@@ -161,6 +165,25 @@ void sk_compute_shrink(double share) {
 
 static void sk_cut_run(double seconds, double removed, double shrink, int clip);
 
+/* Runs the `kept` seconds of a cut block and adds them, with the `removed` seconds that do not
+ * run, to the phase being timed (sk_cut). */
+static void sk_run_kept(double kept, double removed) {
+    double start = MPI_Wtime();
+#ifndef MPISKEL_SMPI
+    double cpu = sk_cpu_now();
+#endif
+    sk_run(kept);
+    double *c = sk_cut[sk_current];
+    c[0] += removed;
+    c[1] += kept;
+    c[2] += MPI_Wtime() - start;
+#ifdef MPISKEL_SMPI
+    c[3] += kept;
+#else
+    c[3] += sk_cpu_now() - cpu;
+#endif
+}
+
 /* Runs `seconds` less `removed`, and of that only `shrink`; adds what did not run to the phase's
  * removed computation. With `clip`, a duration shorter than `removed` runs nothing and still
  * adds `removed`: every rank adds the same, and what counts is the slowest rank's (see
@@ -184,11 +207,7 @@ static void sk_cut_run(double seconds, double removed, double shrink, int clip) 
     /* Each rank's own part shrinks by the same share, its own seconds added back. */
     removed += kept * (1.0 - shrink);
     kept *= shrink;
-    double start = MPI_Wtime();
-    sk_run(kept);
-    sk_cut[sk_current][0] += removed;
-    sk_cut[sk_current][1] += kept;
-    sk_cut[sk_current][2] += MPI_Wtime() - start;
+    sk_run_kept(kept, removed);
 }
 
 void sk_compute_less(double seconds, double removed) {
@@ -221,11 +240,7 @@ void sk_compute_keep(double seconds) {
         sk_run(s);
         return;
     }
-    double start = MPI_Wtime();
-    sk_run(kept);
-    sk_cut[sk_current][0] += s - kept;
-    sk_cut[sk_current][1] += kept;
-    sk_cut[sk_current][2] += MPI_Wtime() - start;
+    sk_run_kept(kept, s - kept);
     sk_keep[sk_current] = 1;
     sk_keep_any = 1;
 }
@@ -506,6 +521,148 @@ static void sk_gather_keep(void) {
     sk_keep_most = of_phase;
 }
 
+#ifndef MPISKEL_SMPI
+/* The CPU quota, in processors, in the cgroup directory `dir` (cgroup v2's cpu.max, v1's
+ * cpu.cfs_quota_us over cpu.cfs_period_us); 0 where it sets none. */
+static double sk_quota_in(const char *dir) {
+    char path[4352];
+    double quota = 0.0, period = 0.0;
+    snprintf(path, sizeof path, "%s/cpu.max", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        char q[32] = "";
+        if (fscanf(f, "%31s %lf", q, &period) != 2 || strcmp(q, "max") == 0) {
+            period = 0.0;
+        } else {
+            quota = atof(q);
+        }
+        fclose(f);
+    } else {
+        snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir);
+        if ((f = fopen(path, "r"))) {
+            if (fscanf(f, "%lf", &quota) != 1) {
+                quota = 0.0;
+            }
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir);
+        if (quota > 0.0 && (f = fopen(path, "r"))) {
+            if (fscanf(f, "%lf", &period) != 1) {
+                period = 0.0;
+            }
+            fclose(f);
+        }
+    }
+    return quota > 0.0 && period > 0.0 ? quota / period : 0.0;
+}
+
+/* The least CPU quota, in processors, of this process's cgroups and their parents (0: none). */
+static double sk_quota(void) {
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f) {
+        return 0.0;
+    }
+    static const char *v1[] = {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"};
+    static const char *v2[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+    char line[4096], dir[4224];
+    double least = 0.0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        /* hierarchy-id:controllers:path; v2 has no controllers, v1's cpu hierarchy lists cpu */
+        char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+        if (!b) {
+            continue;
+        }
+        *b = 0;
+        const char *ctrl = a + 1, *at = b + 1;
+        int is_v2 = ctrl[0] == 0, is_cpu = 0;
+        for (const char *c = ctrl; *c; c += strcspn(c, ",") + (c[strcspn(c, ",")] ? 1 : 0)) {
+            if (strncmp(c, "cpu", 3) == 0 && (c[3] == ',' || c[3] == 0)) {
+                is_cpu = 1;
+            }
+        }
+        if (!is_v2 && !is_cpu) {
+            continue;
+        }
+        for (int k = 0; k < 2; k++) {
+            snprintf(dir, sizeof dir, "%s%s", is_v2 ? v2[k] : v1[k], strcmp(at, "/") ? at : "");
+            size_t root = strlen(is_v2 ? v2[k] : v1[k]);
+            for (;;) {
+                double q = sk_quota_in(dir);
+                if (q > 0.0 && (least == 0.0 || q < least)) {
+                    least = q;
+                }
+                char *slash = strrchr(dir, '/');
+                if (strlen(dir) <= root || !slash || (size_t)(slash - dir) < root) {
+                    break;
+                }
+                *slash = 0;
+            }
+        }
+    }
+    fclose(f);
+    return least;
+}
+
+/* Processors this rank may run on: its CPU affinity, less a cgroup's quota. */
+static double sk_cores(void) {
+    double cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+        cores = (double)CPU_COUNT(&set);
+    }
+    double quota = sk_quota();
+    if (quota > 0.0 && quota < cores) {
+        cores = quota;
+    }
+    return cores > 0.0 ? cores : 1.0;
+}
+
+/* Seconds this rank adds to its prediction because the computation the skeleton did not run
+ * could not have run faster than its node's processors allow. Each rank restores its own
+ * removed computation at the pace its kept parts ran; where a node holds more ranks than
+ * processors (or a CPU quota), those kept parts are short and run between messages, mostly
+ * while the other ranks communicate, so they are not descheduled as the application's whole
+ * blocks were (a task farm of three workers and a master on two cores: every worker restores at
+ * pace 1.0, and the prediction misses the 40 % the workers lost to each other). The removed
+ * processor seconds of all the node's ranks, in the application's iterations, take at least
+ * their sum over the node's processors: a rank that restores less is raised to that. None where
+ * every rank has a processor. */
+static int sk_node_ranks;
+static double sk_node_cores, sk_node_removed;
+
+static double sk_cores_floor(void) {
+    double removed = 0.0, restored = 0.0, node_removed = 0.0;
+    for (int i = 0; i < sk_nphases && sk_cut; i++) {
+        const sk_phase *p = &sk_phases[i];
+        if (p->run <= 0 || sk_cut[i][0] <= 0.0) {
+            continue;
+        }
+        double scale = (double)p->full / (double)p->run;
+        double cpu_per_s = sk_cut[i][1] > 0.0 ? sk_cut[i][3] / sk_cut[i][1] : 1.0;
+        removed += sk_cut[i][0] * cpu_per_s * scale;
+        restored += sk_restored_of(i) * scale;
+    }
+    MPI_Comm node;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS) {
+        return 0.0;
+    }
+    int ranks;
+    MPI_Comm_size(node, &ranks);
+    double cores = sk_cores(), least;
+    MPI_Allreduce(&cores, &least, 1, MPI_DOUBLE, MPI_MIN, node);
+    MPI_Allreduce(&removed, &node_removed, 1, MPI_DOUBLE, MPI_SUM, node);
+    MPI_Comm_free(&node);
+    sk_node_ranks = ranks, sk_node_cores = least, sk_node_removed = node_removed;
+    if ((double)ranks <= least || node_removed <= 0.0) {
+        return 0.0;
+    }
+    double floor = node_removed / least;
+    return floor > restored ? floor - restored : 0.0;
+}
+#endif
+
 void sk_report(const char *name, double factor, double recorded_app_s) {
     double total = MPI_Wtime() - sk_t0;
     MPI_Allreduce(&sk_main_entry, &sk_main_latest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -523,6 +680,9 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
      * norm): it cost every rank the slowest rank's iteration. */
     MPI_Allreduce(&warm, &warm_most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     by_phase += warm_most;
+#ifndef MPISKEL_SMPI
+    by_phase += sk_cores_floor();
+#endif
     double mine[2] = {total, by_phase}, most[2];
     MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     int rank, size;
@@ -535,19 +695,26 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
     printf("mpiskel %s: skeleton %.6g s on %d ranks; predicted application time %.6g s "
            "(by phase), %.6g s (x%.4g); recorded %.6g s\n",
            name, most[0], size, most[1], ratio, factor, recorded_app_s);
+    /* Natively, this rank's node: its ranks, the processors they may use, and the processor
+     * seconds of computation its ranks did not run (in the application's iterations). */
+    char node[160] = "";
+#ifndef MPISKEL_SMPI
+    snprintf(node, sizeof node, "\"node\":{\"ranks\":%d,\"cores\":%.6g,\"removed_s\":%.9g},",
+             sk_node_ranks, sk_node_cores, sk_node_removed);
+#endif
     char json[8192];
     int at = snprintf(json, sizeof json,
                       "{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"%s\",\"ranks\":%d,"
                       "\"skeleton_s\":%.9g,\"predicted_s\":%.9g,\"predicted_ratio_s\":%.9g,"
                       "\"factor\":%.9g,\"recorded_app_s\":%.9g,\"smpi\":%s,"
-                      "\"compute_rate\":%.6g,\"phases\":[",
+                      "\"compute_rate\":%.6g,%s\"phases\":[",
                       name, size, most[0], most[1], ratio, factor, recorded_app_s,
 #ifdef MPISKEL_SMPI
                       "true",
 #else
                       "false",
 #endif
-                      sk_rate);
+                      sk_rate, node);
     for (int i = 0; i < sk_nphases && at < (int)sizeof json - 200; i++) {
         const sk_phase *p = &sk_phases[i];
         at += snprintf(json + at, sizeof json - (size_t)at,

@@ -51,9 +51,10 @@ pub struct Phase {
     /// Iterations this skeleton runs.
     pub run: i64,
     seconds: f64,
-    /// Computation not run (see [`Runtime::compute_less`]): seconds removed, and the seconds
-    /// asked of and taken by the parts that ran, whose pace prices the removed ones.
-    cut: [f64; 3],
+    /// Computation not run (see [`Runtime::compute_less`]): seconds removed, the seconds asked
+    /// of and taken by the parts that ran, whose pace prices the removed ones, and the
+    /// processor seconds those parts took ([`Runtime::cores_floor`]).
+    cut: [f64; 4],
     /// For an inner loop timed on its own: its phase.
     parent: Option<usize>,
     /// Seconds of its first iteration (see [`Runtime::iteration_end`]); for an inner loop, of
@@ -77,7 +78,7 @@ impl Phase {
         if let (true, Some(most)) = (self.keep, self.keep_most) {
             return most;
         }
-        let [removed, kept, took] = self.cut;
+        let [removed, kept, took, _] = self.cut;
         if kept > 0.0 {
             removed * took / kept
         } else {
@@ -92,7 +93,7 @@ impl Phase {
             full,
             run,
             seconds: 0.0,
-            cut: [0.0; 3],
+            cut: [0.0; 4],
             parent: None,
             first: None,
             first_apart: false,
@@ -148,6 +149,9 @@ pub struct Runtime {
     replay_at: Vec<usize>,
     /// Some block of this rank ran only a short part ([`Runtime::compute_keep`]).
     keep_any: bool,
+    /// This rank's node, once the report has asked: its ranks, the processors they may use,
+    /// and the processor seconds of computation they did not run ([`Runtime::cores_floor`]).
+    node: (i32, f64, f64),
     /// Each phase's slot among all classes' phase names, and their number, where the classes'
     /// phases differ ([`Runtime::keep_slots`]).
     keep_slots: Option<(Vec<usize>, usize)>,
@@ -178,6 +182,7 @@ impl Runtime {
             current: None,
             replay_at: Vec::new(),
             keep_any: false,
+            node: (0, 0.0, 0.0),
             keep_slots: None,
         };
         let mut fixed_rate: Option<f64> = None;
@@ -339,14 +344,8 @@ impl Runtime {
             self.run_for(s);
             return;
         };
-        let start = mpi::time();
-        self.run_for(kept);
-        let took = mpi::time() - start;
-        let p = &mut self.phases[i];
-        p.cut[0] += s - kept;
-        p.cut[1] += kept;
-        p.cut[2] += took;
-        p.keep = true;
+        self.run_kept(i, kept, s - kept);
+        self.phases[i].keep = true;
         self.keep_any = true;
     }
 
@@ -369,13 +368,19 @@ impl Runtime {
         };
         // Each rank's own part shrinks by the same share, its own seconds added back.
         let (removed, kept) = (removed + kept * (1.0 - shrink), kept * shrink);
-        let start = mpi::time();
+        self.run_kept(i, kept, removed);
+    }
+
+    /// Runs the `kept` seconds of a cut block and adds them, with the `removed` seconds that do
+    /// not run, to phase `i`.
+    fn run_kept(&mut self, i: usize, kept: f64, removed: f64) {
+        let (start, cpu) = (mpi::time(), cpu_time::ThreadTime::now());
         self.run_for(kept);
-        let took = mpi::time() - start;
         let cut = &mut self.phases[i].cut;
         cut[0] += removed;
         cut[1] += kept;
-        cut[2] += took;
+        cut[2] += mpi::time() - start;
+        cut[3] += cpu.elapsed().as_secs_f64();
     }
 
     /// Busy computation for a duration drawn from distribution `i` (inverse CDF, linear
@@ -587,6 +592,36 @@ impl Runtime {
         }
     }
 
+    /// Seconds this rank adds to its prediction because the computation the skeleton did not
+    /// run could not have run faster than its node's processors allow. Each rank restores its
+    /// own removed computation at the pace its kept parts ran; where a node holds more ranks
+    /// than processors (or a CPU quota), those kept parts are short and run between messages,
+    /// mostly while the other ranks communicate, so they are not descheduled as the
+    /// application's whole blocks were (a task farm of three workers and a master on two cores:
+    /// every worker restores at pace 1.0, and the prediction misses the 40 % the workers lost to
+    /// each other). The removed processor seconds of all the node's ranks, in the application's
+    /// iterations, take at least their sum over the node's processors: a rank that restores
+    /// less is raised to that. None where every rank has a processor.
+    fn cores_floor(&mut self, world: &impl Communicator) -> f64 {
+        let (mut removed, mut restored) = (0.0, 0.0);
+        for p in self.phases.iter().filter(|p| p.run > 0 && p.cut[0] > 0.0) {
+            let scale = p.full as f64 / p.run as f64;
+            let cpu_per_s = if p.cut[1] > 0.0 { p.cut[3] / p.cut[1] } else { 1.0 };
+            removed += p.cut[0] * cpu_per_s * scale;
+            restored += p.restored() * scale;
+        }
+        let node = world.split_shared(0);
+        let mut least = 0.0;
+        node.all_reduce_into(&cores(), &mut least, SystemOperation::min());
+        let mut node_removed = 0.0;
+        node.all_reduce_into(&removed, &mut node_removed, SystemOperation::sum());
+        self.node = (node.size(), least, node_removed);
+        if f64::from(node.size()) <= least || node_removed <= 0.0 {
+            return 0.0;
+        }
+        (node_removed / least - restored).max(0.0)
+    }
+
     /// Phases where blocks ran only a short part on every rank ([`Runtime::compute_keep`])
     /// restore, on every rank, the most any rank restores there. Every rank takes part.
     fn gather_keep(&mut self, world: &impl Communicator) {
@@ -647,6 +682,7 @@ impl Runtime {
         let mut warm_most = 0.0;
         world.all_reduce_into(&warm, &mut warm_most, SystemOperation::max());
         by_phase += warm_most;
+        by_phase += self.cores_floor(world);
         let mine = [total, by_phase];
         let root = world.process_at_rank(0);
         if world.rank() != 0 {
@@ -684,7 +720,7 @@ impl Runtime {
             })
             .collect();
         let json = format!(
-            "{{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"{name}\",\"ranks\":{},\"skeleton_s\":{},\"predicted_s\":{},\"predicted_ratio_s\":{},\"factor\":{},\"recorded_app_s\":{},\"smpi\":false,\"compute_rate\":{},\"phases\":[{}]}}",
+            "{{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"{name}\",\"ranks\":{},\"skeleton_s\":{},\"predicted_s\":{},\"predicted_ratio_s\":{},\"factor\":{},\"recorded_app_s\":{},\"smpi\":false,\"compute_rate\":{},\"node\":{{\"ranks\":{},\"cores\":{},\"removed_s\":{}}},\"phases\":[{}]}}",
             world.size(),
             g(most[0], 9),
             g(most[1], 9),
@@ -692,6 +728,9 @@ impl Runtime {
             g(factor, 9),
             g(recorded_app_s, 9),
             g(self.rate, 6),
+            self.node.0,
+            g(self.node.1, 6),
+            g(self.node.2, 9),
             phases.join(",")
         );
         println!("MPISKEL_REPORT {json}");
@@ -767,6 +806,57 @@ impl Pool {
     pub fn new(slot_bytes: &[usize]) -> Pool {
         Pool { bump: Bump::new(), slots: slot_bytes.iter().map(|&n| vec![1; n]).collect() }
     }
+}
+
+/// Processors this rank may run on: its CPU affinity (as the standard library reads it), less
+/// the least CPU quota of its cgroups and their parents (cgroup v2's `cpu.max`, v1's
+/// `cpu.cfs_quota_us` over `cpu.cfs_period_us`), which may be a fraction of one.
+fn cores() -> f64 {
+    let mut cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+    if let Some(q) = quota().filter(|&q| q < cores) {
+        cores = q;
+    }
+    cores.max(1e-3)
+}
+
+/// The least CPU quota, in processors, of this process's cgroups and their parents.
+fn quota() -> Option<f64> {
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(p).ok();
+    let quota_in = |dir: &std::path::Path| -> Option<f64> {
+        if let Some(max) = read(dir.join("cpu.max")) {
+            let mut f = max.split_whitespace();
+            let (q, p) = (f.next()?.parse::<f64>().ok()?, f.next()?.parse::<f64>().ok()?);
+            return (q > 0.0 && p > 0.0).then(|| q / p);
+        }
+        let q: f64 = read(dir.join("cpu.cfs_quota_us"))?.trim().parse().ok()?;
+        let p: f64 = read(dir.join("cpu.cfs_period_us"))?.trim().parse().ok()?;
+        (q > 0.0 && p > 0.0).then(|| q / p)
+    };
+    let mut least: Option<f64> = None;
+    for line in read("/proc/self/cgroup".into())?.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, ctrl, at) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or("/"));
+        let roots: &[&str] = if ctrl.is_empty() {
+            &["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        } else if ctrl.split(',').any(|c| c == "cpu") {
+            &["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"]
+        } else {
+            continue;
+        };
+        for root in roots {
+            let root = std::path::Path::new(root);
+            let mut dir = root.join(at.trim_start_matches('/'));
+            loop {
+                if let Some(q) = quota_in(&dir) {
+                    least = Some(least.map_or(q, |l: f64| l.min(q)));
+                }
+                if dir == root || !dir.pop() || !dir.starts_with(root) {
+                    break;
+                }
+            }
+        }
+    }
+    least
 }
 
 /// Gives the pool's arena one chunk of `bytes` bytes, written once, so that the scope using it
