@@ -30,6 +30,15 @@ static int sk_nphases;
  * asked of and taken by the parts that ran, whose pace prices the removed ones, and the
  * processor seconds those parts took (see sk_cores_floor). */
 static double (*sk_cut)[4];
+/* Per phase: seconds of computation asked (run, whole or the kept part of a cut block). */
+static double *sk_ran;
+/* Whether the compute blocks are processor time (sk_processor_time), and the processor seconds
+ * one asked second takes here: the recording machine's rate over this one's under
+ * --compute-rate, 1 otherwise. */
+#ifndef MPISKEL_SMPI
+static int sk_cpu_blocks;
+static double sk_cpu_per_asked = 1.0;
+#endif
 static int sk_current = -1;  /* the phase being timed */
 static double sk_t0, sk_begun;
 /* When this rank began its main loop, seconds after the common start (-1: not yet, or it has
@@ -115,10 +124,10 @@ void sk_init(int *argc, char ***argv) {
         sk_uniform();
     }
 #ifndef MPISKEL_SMPI
+    sk_calibrate();
     if (sk_fixed_rate > 0.0) {
+        sk_cpu_per_asked = sk_fixed_rate / sk_rate;
         sk_rate = sk_fixed_rate; /* a fixed amount of work per recorded second */
-    } else {
-        sk_calibrate();
     }
 #endif
 }
@@ -144,6 +153,9 @@ static void sk_run(double seconds) {
     if (seconds <= 0.0) {
         return;
     }
+    if (sk_current >= 0 && sk_ran) {
+        sk_ran[sk_current] += seconds;
+    }
 #ifdef MPISKEL_SMPI
     smpi_execute_flops(seconds * MPISKEL_REF_FLOPS);
 #else
@@ -156,6 +168,12 @@ void sk_compute(double seconds) {
 }
 
 static double sk_shrink = 1.0;
+
+void sk_processor_time(void) {
+#ifndef MPISKEL_SMPI
+    sk_cpu_blocks = 1;
+#endif
+}
 
 void sk_compute_shrink(double share) {
     if (share > 0.0 && share <= 1.0) {
@@ -334,6 +352,8 @@ void sk_start(sk_phase *phases, int n) {
     sk_nphases = n;
     free(sk_cut);
     sk_cut = calloc((size_t)n, sizeof *sk_cut);
+    free(sk_ran);
+    sk_ran = calloc((size_t)n, sizeof *sk_ran);
     free(sk_keep);
     sk_keep = calloc((size_t)n, sizeof *sk_keep);
     free(sk_keep_most);
@@ -362,8 +382,41 @@ void sk_iteration_end(long it) {
     }
 }
 
+/* The computation run and cut in the phase being timed when each timed part (a kind of time
+ * step, a cut inner loop) began, innermost last: sk_phase_add moves what the part added since
+ * to the part's own phase, whose iterations scale it. */
+#define SK_PARTS 8
+static double sk_part_marks[SK_PARTS][5];
+static int sk_nparts;
+
+double sk_part_begin(void) {
+    if (sk_nparts < SK_PARTS && sk_current >= 0 && sk_ran && sk_cut) {
+        double *m = sk_part_marks[sk_nparts];
+        m[0] = sk_ran[sk_current];
+        memcpy(m + 1, sk_cut[sk_current], sizeof sk_cut[0]);
+    }
+    sk_nparts++;
+    return MPI_Wtime();
+}
+
 void sk_phase_add(int i, double seconds) {
     sk_phases[i].seconds += seconds;
+    if (sk_nparts <= 0) {
+        return;
+    }
+    sk_nparts--;
+    int c = sk_current;
+    if (sk_nparts < SK_PARTS && c >= 0 && c != i && sk_ran && sk_cut) {
+        const double *m = sk_part_marks[sk_nparts];
+        double d = sk_ran[c] - m[0];
+        sk_ran[c] -= d;
+        sk_ran[i] += d;
+        for (int k = 0; k < 4; k++) {
+            d = sk_cut[c][k] - m[1 + k];
+            sk_cut[c][k] -= d;
+            sk_cut[i][k] += d;
+        }
+    }
 }
 
 void sk_inner_first(int i, double seconds) {
@@ -629,19 +682,40 @@ static double sk_cores(void) {
  * their sum over the node's processors: a rank that restores less is raised to that. None where
  * every rank has a processor. */
 static int sk_node_ranks;
-static double sk_node_cores, sk_node_removed;
+static double sk_node_cores, sk_node_computed, sk_node_removed;
 
-static double sk_cores_floor(void) {
-    double removed = 0.0, restored = 0.0, node_removed = 0.0;
-    for (int i = 0; i < sk_nphases && sk_cut; i++) {
+/* Seconds this rank adds to its prediction, natively, where the compute blocks are processor
+ * time (sk_processor_time) and this node holds more ranks than processors (its CPU affinity, or
+ * a cgroup's quota): the application's computation on the node could not have run faster than
+ * its processors allow.
+ * - Each rank restores the computation it did not run at the pace its kept parts ran; those
+ *   parts are short and run between messages, mostly while the other ranks communicate, so
+ *   they are not descheduled as the application's whole blocks were (a task farm of three
+ *   workers and a master on two cores: every worker restores at pace 1.0, and the prediction
+ *   misses the 40 % the workers lost to each other). The removed processor seconds of the
+ *   node's ranks take at least their sum over the processors: a rank that restores less is
+ *   raised to that.
+ * - A loop's sampled iterations can meet fewer ranks computing at once than the application's
+ *   steady state did (ranks that arrive at different moments): all the computation the
+ *   prediction stands for, run and removed, in the application's iterations, takes at least
+ *   the node's sum over its processors, and the prediction is raised to that. */
+static double sk_cores_floor(double by_phase) {
+    if (!sk_cpu_blocks || !sk_cut || !sk_ran) {
+        return 0.0;
+    }
+    double mine[2] = {0.0, 0.0}, node_sum[2], restored = 0.0; /* computed, removed */
+    for (int i = 0; i < sk_nphases; i++) {
         const sk_phase *p = &sk_phases[i];
-        if (p->run <= 0 || sk_cut[i][0] <= 0.0) {
+        if (p->run <= 0) {
             continue;
         }
         double scale = (double)p->full / (double)p->run;
-        double cpu_per_s = sk_cut[i][1] > 0.0 ? sk_cut[i][3] / sk_cut[i][1] : 1.0;
-        removed += sk_cut[i][0] * cpu_per_s * scale;
-        restored += sk_restored_of(i) * scale;
+        mine[0] += sk_ran[i] * sk_cpu_per_asked * scale;
+        if (sk_cut[i][0] > 0.0) {
+            double cpu_per_s = sk_cut[i][1] > 0.0 ? sk_cut[i][3] / sk_cut[i][1] : sk_cpu_per_asked;
+            mine[1] += sk_cut[i][0] * cpu_per_s * scale;
+            restored += sk_restored_of(i) * scale;
+        }
     }
     MPI_Comm node;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
@@ -652,14 +726,17 @@ static double sk_cores_floor(void) {
     MPI_Comm_size(node, &ranks);
     double cores = sk_cores(), least;
     MPI_Allreduce(&cores, &least, 1, MPI_DOUBLE, MPI_MIN, node);
-    MPI_Allreduce(&removed, &node_removed, 1, MPI_DOUBLE, MPI_SUM, node);
+    MPI_Allreduce(mine, node_sum, 2, MPI_DOUBLE, MPI_SUM, node);
     MPI_Comm_free(&node);
-    sk_node_ranks = ranks, sk_node_cores = least, sk_node_removed = node_removed;
-    if ((double)ranks <= least || node_removed <= 0.0) {
+    sk_node_ranks = ranks, sk_node_cores = least;
+    sk_node_computed = node_sum[0], sk_node_removed = node_sum[1];
+    if ((double)ranks <= least) {
         return 0.0;
     }
-    double floor = node_removed / least;
-    return floor > restored ? floor - restored : 0.0;
+    double extra = node_sum[1] / least - restored;
+    extra = extra > 0.0 ? extra : 0.0;
+    double all = (node_sum[0] + node_sum[1]) / least - (by_phase + extra);
+    return extra + (all > 0.0 ? all : 0.0);
 }
 #endif
 
@@ -681,7 +758,7 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
     MPI_Allreduce(&warm, &warm_most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     by_phase += warm_most;
 #ifndef MPISKEL_SMPI
-    by_phase += sk_cores_floor();
+    by_phase += sk_cores_floor(by_phase);
 #endif
     double mine[2] = {total, by_phase}, most[2];
     MPI_Reduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -697,10 +774,13 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
            name, most[0], size, most[1], ratio, factor, recorded_app_s);
     /* Natively, this rank's node: its ranks, the processors they may use, and the processor
      * seconds of computation its ranks did not run (in the application's iterations). */
-    char node[160] = "";
+    char node[200] = "";
 #ifndef MPISKEL_SMPI
-    snprintf(node, sizeof node, "\"node\":{\"ranks\":%d,\"cores\":%.6g,\"removed_s\":%.9g},",
-             sk_node_ranks, sk_node_cores, sk_node_removed);
+    if (sk_node_ranks > 0) {
+        snprintf(node, sizeof node,
+                 "\"node\":{\"ranks\":%d,\"cores\":%.6g,\"computed_s\":%.9g,\"removed_s\":%.9g},",
+                 sk_node_ranks, sk_node_cores, sk_node_computed, sk_node_removed);
+    }
 #endif
     char json[8192];
     int at = snprintf(json, sizeof json,

@@ -77,6 +77,12 @@ void sk_compute_keep(double seconds);
  * sk_start) among all classes' phase names, `n` slots in all; sk_compute_keep's phases are
  * gathered by slot. */
 void sk_keep_slots(const int *slots, int n);
+/* The compute blocks are processor time (the trace recorded it). Natively, where a node holds
+ * more ranks than processors (its CPU affinity, or a cgroup's quota), the prediction is then
+ * held to what the node's processors could run: the computation the skeleton did not run, and
+ * all the computation the prediction stands for, take at least their sum over the processors.
+ * Under SimGrid the platform shares the hosts itself. */
+void sk_processor_time(void);
 /* Every block cut with sk_compute_less (not the drawn ones) runs only this share of what it
  * keeps; the rest is added back to the prediction as its removed part is. */
 void sk_compute_shrink(double share);
@@ -106,7 +112,11 @@ void sk_phase_end(int i);
  * once (it absorbs the ranks' different arrival at the loop, which the application waited for
  * once, not in every iteration). */
 void sk_iteration_end(long it);
-/* Adds seconds to phase i (an inner loop timed inside its phase). */
+/* Begins a part of the phase being timed that is timed as a phase of its own (a kind of time
+ * step, a cut inner loop); returns the time. */
+double sk_part_begin(void);
+/* Adds seconds to phase i (the part begun last, timed inside its phase), and moves the
+ * computation the part ran and cut to phase i. */
 void sk_phase_add(int i, double seconds);
 /* Adds the seconds of an inner loop's first iteration (timed inside its phase) to phase i's
  * first: the loop around it ran it once per iteration, and so did the application. */

@@ -55,6 +55,8 @@ pub struct Phase {
     /// of and taken by the parts that ran, whose pace prices the removed ones, and the
     /// processor seconds those parts took ([`Runtime::cores_floor`]).
     cut: [f64; 4],
+    /// Seconds of computation asked (run, whole or the kept part of a cut block).
+    ran: f64,
     /// For an inner loop timed on its own: its phase.
     parent: Option<usize>,
     /// Seconds of its first iteration (see [`Runtime::iteration_end`]); for an inner loop, of
@@ -94,6 +96,7 @@ impl Phase {
             run,
             seconds: 0.0,
             cut: [0.0; 4],
+            ran: 0.0,
             parent: None,
             first: None,
             first_apart: false,
@@ -151,7 +154,15 @@ pub struct Runtime {
     keep_any: bool,
     /// This rank's node, once the report has asked: its ranks, the processors they may use,
     /// and the processor seconds of computation they did not run ([`Runtime::cores_floor`]).
-    node: (i32, f64, f64),
+    node: (i32, f64, f64, f64),
+    /// Whether the compute blocks are processor time ([`Runtime::set_processor_time`]), and
+    /// the processor seconds one asked second takes here: the recording machine's rate over
+    /// this one's under `--compute-rate`, 1 otherwise.
+    processor_time: bool,
+    cpu_per_asked: f64,
+    /// The computation run and cut in the phase being timed when each timed part began,
+    /// innermost last ([`Runtime::part_begin`]).
+    parts: Vec<Option<(f64, [f64; 4])>>,
     /// Each phase's slot among all classes' phase names, and their number, where the classes'
     /// phases differ ([`Runtime::keep_slots`]).
     keep_slots: Option<(Vec<usize>, usize)>,
@@ -182,7 +193,10 @@ impl Runtime {
             current: None,
             replay_at: Vec::new(),
             keep_any: false,
-            node: (0, 0.0, 0.0),
+            node: (0, 0.0, 0.0, 0.0),
+            processor_time: false,
+            cpu_per_asked: 1.0,
+            parts: Vec::new(),
             keep_slots: None,
         };
         let mut fixed_rate: Option<f64> = None;
@@ -206,9 +220,10 @@ impl Runtime {
         for _ in 0..8 {
             rt.uniform();
         }
-        match fixed_rate {
-            Some(r) if r > 0.0 => rt.rate = r,
-            _ => rt.calibrate(),
+        rt.calibrate();
+        if let Some(r) = fixed_rate.filter(|&r| r > 0.0) {
+            rt.cpu_per_asked = r / rt.rate;
+            rt.rate = r;
         }
         rt
     }
@@ -235,6 +250,13 @@ impl Runtime {
         };
         let size = (bytes + messages * 1024) * times as u64;
         usize::try_from(size.min(i32::MAX as u64)).unwrap_or(i32::MAX as usize)
+    }
+
+    /// The compute blocks are processor time (the trace recorded it): where a node holds more
+    /// ranks than processors (its CPU affinity, or a cgroup's quota), the prediction is held
+    /// to what the node's processors could run ([`Runtime::cores_floor`]).
+    pub fn set_processor_time(&mut self) {
+        self.processor_time = true;
     }
 
     /// Every block cut with [`Runtime::compute_less`] runs only `share` of what it keeps; the
@@ -311,6 +333,9 @@ impl Runtime {
 
     /// Busy computation for `seconds`, weight and scale already applied.
     fn run_for(&mut self, seconds: f64) {
+        if let Some(i) = self.current.filter(|_| seconds > 0.0) {
+            self.phases[i].ran += seconds;
+        }
         if seconds > 0.0 {
             self.spin((seconds * self.rate + 0.5) as u64);
         }
@@ -519,9 +544,33 @@ impl Runtime {
         }
     }
 
-    /// Adds seconds to phase `i` (an inner loop timed inside its phase).
+    /// Begins a part of the phase being timed that is timed as a phase of its own (a kind of
+    /// time step, a cut inner loop): marks the computation run and cut so far, which
+    /// [`Runtime::phase_add`] moves to the part's phase, whose iterations scale it. Returns
+    /// the time.
+    pub fn part_begin(&mut self) -> f64 {
+        let mark = self.current.map(|c| {
+            let p = &self.phases[c];
+            (p.ran, p.cut)
+        });
+        self.parts.push(mark);
+        mpi::time()
+    }
+
+    /// Adds seconds to phase `i` (the part begun last, timed inside its phase), and moves the
+    /// computation the part ran and cut to phase `i`.
     pub fn phase_add(&mut self, i: usize, seconds: f64) {
         self.phases[i].seconds += seconds;
+        let Some(Some((ran, cut))) = self.parts.pop() else { return };
+        let Some(c) = self.current.filter(|&c| c != i) else { return };
+        let d = self.phases[c].ran - ran;
+        self.phases[c].ran -= d;
+        self.phases[i].ran += d;
+        for (k, mark) in cut.iter().enumerate() {
+            let d = self.phases[c].cut[k] - mark;
+            self.phases[c].cut[k] -= d;
+            self.phases[i].cut[k] += d;
+        }
     }
 
     /// Adds the seconds of an inner loop's first iteration (timed inside its phase) to phase
@@ -592,34 +641,46 @@ impl Runtime {
         }
     }
 
-    /// Seconds this rank adds to its prediction because the computation the skeleton did not
-    /// run could not have run faster than its node's processors allow. Each rank restores its
-    /// own removed computation at the pace its kept parts ran; where a node holds more ranks
-    /// than processors (or a CPU quota), those kept parts are short and run between messages,
-    /// mostly while the other ranks communicate, so they are not descheduled as the
-    /// application's whole blocks were (a task farm of three workers and a master on two cores:
-    /// every worker restores at pace 1.0, and the prediction misses the 40 % the workers lost to
-    /// each other). The removed processor seconds of all the node's ranks, in the application's
-    /// iterations, take at least their sum over the node's processors: a rank that restores
-    /// less is raised to that. None where every rank has a processor.
-    fn cores_floor(&mut self, world: &impl Communicator) -> f64 {
-        let (mut removed, mut restored) = (0.0, 0.0);
-        for p in self.phases.iter().filter(|p| p.run > 0 && p.cut[0] > 0.0) {
+    /// Seconds this rank adds to its prediction where the compute blocks are processor time
+    /// ([`Runtime::set_processor_time`]) and its node holds more ranks than processors (its CPU
+    /// affinity, or a cgroup's quota): the application's computation on the node could not
+    /// have run faster than its processors allow.
+    /// - Each rank restores the computation it did not run at the pace its kept parts ran;
+    ///   those parts are short and run between messages, mostly while the other ranks
+    ///   communicate, so they are not descheduled as the application's whole blocks were (a
+    ///   task farm of three workers and a master on two cores: every worker restores at pace
+    ///   1.0, and the prediction misses the 40 % the workers lost to each other). The removed
+    ///   processor seconds of the node's ranks take at least their sum over the processors: a
+    ///   rank that restores less is raised to that.
+    /// - A loop's sampled iterations can meet fewer ranks computing at once than the
+    ///   application's steady state did: all the computation the prediction stands for, run
+    ///   and removed, in the application's iterations, takes at least the node's sum over its
+    ///   processors, and the prediction is raised to that.
+    fn cores_floor(&mut self, world: &impl Communicator, by_phase: f64) -> f64 {
+        if !self.processor_time {
+            return 0.0;
+        }
+        let (mut mine, mut restored) = ([0.0f64; 2], 0.0);
+        for p in self.phases.iter().filter(|p| p.run > 0) {
             let scale = p.full as f64 / p.run as f64;
-            let cpu_per_s = if p.cut[1] > 0.0 { p.cut[3] / p.cut[1] } else { 1.0 };
-            removed += p.cut[0] * cpu_per_s * scale;
-            restored += p.restored() * scale;
+            mine[0] += p.ran * self.cpu_per_asked * scale;
+            if p.cut[0] > 0.0 {
+                let cpu_per_s = if p.cut[1] > 0.0 { p.cut[3] / p.cut[1] } else { self.cpu_per_asked };
+                mine[1] += p.cut[0] * cpu_per_s * scale;
+                restored += p.restored() * scale;
+            }
         }
         let node = world.split_shared(0);
         let mut least = 0.0;
         node.all_reduce_into(&cores(), &mut least, SystemOperation::min());
-        let mut node_removed = 0.0;
-        node.all_reduce_into(&removed, &mut node_removed, SystemOperation::sum());
-        self.node = (node.size(), least, node_removed);
-        if f64::from(node.size()) <= least || node_removed <= 0.0 {
+        let mut sum = [0.0f64; 2];
+        node.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
+        self.node = (node.size(), least, sum[0], sum[1]);
+        if f64::from(node.size()) <= least {
             return 0.0;
         }
-        (node_removed / least - restored).max(0.0)
+        let extra = (sum[1] / least - restored).max(0.0);
+        extra + ((sum[0] + sum[1]) / least - (by_phase + extra)).max(0.0)
     }
 
     /// Phases where blocks ran only a short part on every rank ([`Runtime::compute_keep`])
@@ -682,7 +743,7 @@ impl Runtime {
         let mut warm_most = 0.0;
         world.all_reduce_into(&warm, &mut warm_most, SystemOperation::max());
         by_phase += warm_most;
-        by_phase += self.cores_floor(world);
+        by_phase += self.cores_floor(world, by_phase);
         let mine = [total, by_phase];
         let root = world.process_at_rank(0);
         if world.rank() != 0 {
@@ -719,8 +780,18 @@ impl Runtime {
                 )
             })
             .collect();
+        // Rank 0's node, where the prediction was held to its processors' capacity.
+        let node = match self.node {
+            (0, ..) => String::new(),
+            (ranks, cores, computed, removed) => format!(
+                "\"node\":{{\"ranks\":{ranks},\"cores\":{},\"computed_s\":{},\"removed_s\":{}}},",
+                g(cores, 6),
+                g(computed, 9),
+                g(removed, 9)
+            ),
+        };
         let json = format!(
-            "{{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"{name}\",\"ranks\":{},\"skeleton_s\":{},\"predicted_s\":{},\"predicted_ratio_s\":{},\"factor\":{},\"recorded_app_s\":{},\"smpi\":false,\"compute_rate\":{},\"node\":{{\"ranks\":{},\"cores\":{},\"removed_s\":{}}},\"phases\":[{}]}}",
+            "{{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"{name}\",\"ranks\":{},\"skeleton_s\":{},\"predicted_s\":{},\"predicted_ratio_s\":{},\"factor\":{},\"recorded_app_s\":{},\"smpi\":false,\"compute_rate\":{},{}\"phases\":[{}]}}",
             world.size(),
             g(most[0], 9),
             g(most[1], 9),
@@ -728,9 +799,7 @@ impl Runtime {
             g(factor, 9),
             g(recorded_app_s, 9),
             g(self.rate, 6),
-            self.node.0,
-            g(self.node.1, 6),
-            g(self.node.2, 9),
+            node,
             phases.join(",")
         );
         println!("MPISKEL_REPORT {json}");

@@ -106,23 +106,29 @@ pub struct RunReport {
     pub smpi: bool,
     /// Kernel iterations per second measured at start-up.
     pub compute_rate: f64,
-    /// Natively, rank 0's node: what the prediction's processor floor saw.
+    /// Natively, where the compute blocks are processor time, rank 0's node: what the
+    /// prediction's processor floor saw.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<NodeReport>,
     /// Phases of rank 0.
     pub phases: Vec<PhaseReport>,
 }
 
-/// A node of a native run, as the runtime saw it when pricing the computation the skeleton did
-/// not run: where the node's ranks outnumber its processors, that computation cannot take less
-/// than `removed_s` over `cores` (`sk_cores_floor` in `mpiskel_rt.c`), and a rank that restored
-/// less at its own pace adds the difference to its prediction.
+/// A node of a native run, as the runtime saw it when holding the prediction to the node's
+/// processors (`sk_cores_floor` in `mpiskel_rt.c`): where the node's ranks outnumber its
+/// processors, the computation the skeleton did not run takes at least `removed_s` over `cores`
+/// (a rank that restored less at its own pace adds the difference), and the prediction is at
+/// least `computed_s` + `removed_s` over `cores`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NodeReport {
     /// Ranks on the node.
     pub ranks: u32,
     /// Processors they may use: the CPU affinity, less a cgroup's CPU quota (may be a fraction).
     pub cores: f64,
+    /// Processor seconds of computation the node's ranks ran, in the application's iterations
+    /// (each phase's scaled as its time is).
+    #[serde(default)]
+    pub computed_s: f64,
     /// Processor seconds of computation the node's ranks did not run, in the application's
     /// iterations.
     pub removed_s: f64,

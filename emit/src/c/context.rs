@@ -142,6 +142,7 @@ pub(super) fn program(skel: &Skeleton) -> Value {
             .map(|t| table_lines(&t.iter().map(|f| format!("{f:.4}")).collect::<Vec<_>>(), 8))
             .collect::<Vec<_>>(),
         send_buffer => skel.send_buffer,
+        processor_time => skel.processor_time,
         replays => skel.replays.iter().map(|r| {
             let class = &skel.classes[r.class];
             let rows = r.seconds.len();
@@ -483,7 +484,9 @@ fn time_steps(
             warmup: 0,
         });
     }
-    lines.push("double t_step = MPI_Wtime(); /* each kind of step is timed on its own */".into());
+    lines.push(
+        "double t_step = sk_part_begin(); /* each kind of step is timed on its own */".into(),
+    );
     lines.push(format!("switch ({table}[it]) {{"));
     for (k, case) in cases.iter().enumerate() {
         lines.push(format!(
@@ -521,7 +524,7 @@ fn body_lines(
                     warmup: 0,
                 });
                 lines.push(format!(
-                    "double t_inner = MPI_Wtime(); /* the inner loop runs {} of its {} iterations, timed on its own (its first apart) */",
+                    "double t_inner = sk_part_begin(); /* the inner loop runs {} of its {} iterations, timed on its own (its first apart) */",
                     ic.run, ic.full
                 ));
                 match st {

@@ -195,6 +195,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         compute_factors: tables.compute_factors,
         send_buffer: None,
         replays: Vec::new(),
+        processor_time: lt.processor_time,
     })
 }
 

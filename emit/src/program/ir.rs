@@ -506,6 +506,12 @@ pub struct Skeleton {
     /// Recorded durations of the compute blocks that replay them (see [`crate::replay`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<crate::replay::Replay>,
+    /// Whether the compute blocks are processor time (the trace recorded it): natively, the
+    /// runtime then holds the prediction to what the node's processors could run
+    /// (`sk_processor_time` in `mpiskel_rt.c`). Wall-time blocks of ranks that shared their
+    /// cores hold the waiting for a core already.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processor_time: bool,
 }
 
 /// What the buffered sends of a skeleton need: the most any rank sends buffered in one run of

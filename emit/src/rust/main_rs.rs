@@ -85,7 +85,7 @@ pub(super) fn main_rs(
         quote! { program(&k, &mut sk, &mut b, &mut pool, #program_pool_pass); }
     };
     let (universe_mut, attach, detach) = buffered_sends(skel);
-    let settings = runtime_settings(scaling, has_dists, has_weights);
+    let settings = runtime_settings(scaling, has_dists, has_weights, skel.processor_time);
 
     let program_pool_let = if any_program_scope {
         quote! { let mut program_pool = Pool::new(&[]); }
@@ -167,7 +167,24 @@ pub(super) fn main_rs(
 
 /// What `main` sets in the runtime before the class runs: the compute distributions, the
 /// ranks' weights, the share cut blocks run.
-fn runtime_settings(scaling: &Scaling, has_dists: bool, has_weights: bool) -> TokenStream {
+fn runtime_settings(
+    scaling: &Scaling,
+    has_dists: bool,
+    has_weights: bool,
+    processor_time: bool,
+) -> TokenStream {
+    let set_processor_time = if processor_time {
+        let n = note(
+            "the compute blocks are processor time: the prediction is held to what the node's \
+             processors could run",
+        );
+        quote! {
+            #n
+            sk.set_processor_time();
+        }
+    } else {
+        quote! {}
+    };
     let set_dists = if has_dists {
         quote! { sk.set_distributions(&GAP_DIST); }
     } else {
@@ -194,6 +211,7 @@ fn runtime_settings(scaling: &Scaling, has_dists: bool, has_weights: bool) -> To
         #set_dists
         #set_weights
         #set_shrink
+        #set_processor_time
     }
 }
 

@@ -510,7 +510,7 @@ impl Gen<'_> {
             body.extend(quote! {
                 #table
                 const KIND: [u8; #n] = [#(#kinds),*];
-                let t_step = mpi::time();
+                let t_step = sk.part_begin();
                 match KIND[it as usize] {
                     #(#arms)*
                     _ => {}
@@ -546,7 +546,7 @@ impl Gen<'_> {
                     };
                     body.extend(quote! {
                         #n
-                        let t_inner = mpi::time();
+                        let t_inner = sk.part_begin();
                         #inner
                         sk.phase_add(#sub_timer, mpi::time() - t_inner);
                     });

@@ -283,6 +283,10 @@ pub struct LogicalTrace {
     /// once ([`crate::common::shared_variation`]), where the trace tells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_variation: Option<f64>,
+    /// Whether the compute blocks are processor time: every rank's trace recorded it (`mpiskel
+    /// trace --cpu-time`); otherwise they are wall time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processor_time: bool,
 }
 
 impl LogicalTrace {
@@ -378,6 +382,7 @@ struct Found {
     dropped_pairs: usize,
     ident: Identification,
     shared_variation: Option<f64>,
+    processor_time: bool,
 }
 
 impl Found {
@@ -414,6 +419,7 @@ fn find_topology(set: &TraceSet) -> Found {
         dropped_pairs,
         ident,
         shared_variation: crate::common::shared_variation(set),
+        processor_time: !set.ranks.is_empty() && set.ranks.iter().all(|r| r.info.has_cpu_time),
     }
 }
 
@@ -577,6 +583,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         classes,
         exceptions,
         shared_variation: found.shared_variation,
+        processor_time: found.processor_time,
         matrix: found.matrix,
         dropped_pairs: found.dropped_pairs,
         identification: found.ident,
