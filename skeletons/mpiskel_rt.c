@@ -657,16 +657,32 @@ static double sk_quota(void) {
     return least;
 }
 
-/* Processors this rank may run on: its CPU affinity, less a cgroup's quota. */
-static double sk_cores(void) {
-    double cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
+/* Processors the ranks of `node` may run on: the union of their CPU affinities (each rank may
+ * be bound to a core of its own: its mask alone would count one), less the least cgroup quota
+ * of any of them. */
+static double sk_cores(MPI_Comm node) {
+    enum { WORDS = CPU_SETSIZE / 64 };
+    unsigned long long mine[WORDS], all[WORDS];
+    memset(mine, 0, sizeof mine);
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
-        cores = (double)CPU_COUNT(&set);
+    int known = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0;
+    for (int c = 0; known && c < CPU_SETSIZE; c++) {
+        if (CPU_ISSET(c, &set)) {
+            mine[c / 64] |= 1ULL << (c % 64);
+        }
     }
-    double quota = sk_quota();
-    if (quota > 0.0 && quota < cores) {
-        cores = quota;
+    double cores = 0.0, quota = sk_quota(), least;
+    MPI_Allreduce(mine, all, WORDS, MPI_UNSIGNED_LONG_LONG, MPI_BOR, node);
+    for (int w = 0; w < WORDS; w++) {
+        cores += (double)__builtin_popcountll(all[w]);
+    }
+    if (cores <= 0.0) {
+        cores = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    quota = quota > 0.0 ? quota : cores;
+    MPI_Allreduce(&quota, &least, 1, MPI_DOUBLE, MPI_MIN, node);
+    if (least < cores) {
+        cores = least;
     }
     return cores > 0.0 ? cores : 1.0;
 }
@@ -724,8 +740,7 @@ static double sk_cores_floor(double by_phase) {
     }
     int ranks;
     MPI_Comm_size(node, &ranks);
-    double cores = sk_cores(), least;
-    MPI_Allreduce(&cores, &least, 1, MPI_DOUBLE, MPI_MIN, node);
+    double least = sk_cores(node);
     MPI_Allreduce(mine, node_sum, 2, MPI_DOUBLE, MPI_SUM, node);
     MPI_Comm_free(&node);
     sk_node_ranks = ranks, sk_node_cores = least;

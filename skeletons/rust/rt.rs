@@ -671,8 +671,7 @@ impl Runtime {
             }
         }
         let node = world.split_shared(0);
-        let mut least = 0.0;
-        node.all_reduce_into(&cores(), &mut least, SystemOperation::min());
+        let least = cores(&node);
         let mut sum = [0.0f64; 2];
         node.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
         self.node = (node.size(), least, sum[0], sum[1]);
@@ -877,15 +876,33 @@ impl Pool {
     }
 }
 
-/// Processors this rank may run on: its CPU affinity (as the standard library reads it), less
-/// the least CPU quota of its cgroups and their parents (cgroup v2's `cpu.max`, v1's
-/// `cpu.cfs_quota_us` over `cpu.cfs_period_us`), which may be a fraction of one.
-fn cores() -> f64 {
-    let mut cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
-    if let Some(q) = quota().filter(|&q| q < cores) {
-        cores = q;
+/// Processors the ranks of `node` may run on: the union of their CPU affinities (each rank may
+/// be bound to a core of its own: its mask alone would count one; read from `Cpus_allowed` in
+/// `/proc/self/status`), less the least CPU quota of their cgroups and the cgroups' parents
+/// (cgroup v2's `cpu.max`, v1's `cpu.cfs_quota_us` over `cpu.cfs_period_us`), which may be a
+/// fraction of one.
+fn cores(node: &impl Communicator) -> f64 {
+    const WORDS: usize = 16;
+    let mut mine = [0u64; WORDS];
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    if let Some(mask) = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed:")) {
+        // Comma-separated 32-bit words in hex, the most significant first.
+        let words: Vec<u64> =
+            mask.trim().split(',').filter_map(|w| u64::from_str_radix(w, 16).ok()).collect();
+        for (k, w) in words.iter().rev().enumerate().filter(|(k, _)| k / 2 < WORDS) {
+            mine[k / 2] |= w << (32 * (k % 2));
+        }
     }
-    cores.max(1e-3)
+    let mut all = [0u64; WORDS];
+    node.all_reduce_into(&mine[..], &mut all[..], SystemOperation::bitwise_or());
+    let mut cores = all.iter().map(|w| w.count_ones()).sum::<u32>() as f64;
+    if cores <= 0.0 {
+        cores = std::thread::available_parallelism().map_or(1.0, |n| n.get() as f64);
+    }
+    let quota = quota().unwrap_or(cores);
+    let mut least = 0.0;
+    node.all_reduce_into(&quota, &mut least, SystemOperation::min());
+    cores.min(least).max(1e-3)
 }
 
 /// The least CPU quota, in processors, of this process's cgroups and their parents.

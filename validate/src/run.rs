@@ -123,7 +123,7 @@ pub struct RunReport {
 pub struct NodeReport {
     /// Ranks on the node.
     pub ranks: u32,
-    /// Processors they may use: the CPU affinity, less a cgroup's CPU quota (may be a fraction).
+    /// Processors they may use: the union of their CPU affinities, less a cgroup's CPU quota (may be a fraction).
     pub cores: f64,
     /// Processor seconds of computation the node's ranks ran, in the application's iterations
     /// (each phase's scaled as its time is).
