@@ -489,7 +489,8 @@ fn sends_the_run_buffered_are_buffered_unless_strict() {
 /// check refuses it; the build pins each any-source receive to the source the traced run gave it,
 /// says so, cuts each worker's computation by the same share, and the skeleton runs under both
 /// MPI libraries, its prediction holding the workers' removed computation to what the node's
-/// processors could have run.
+/// processors could have run: the processors of the machine, of one (`taskset`), and of half a
+/// processor's quota (a CPU cgroup).
 #[test]
 fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     let out_dir = scratch("taskfarm");
@@ -572,6 +573,19 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     assert_eq!(node["cores"].as_f64(), Some(1.0), "{r}");
     let all = node["computed_s"].as_f64().unwrap() + node["removed_s"].as_f64().unwrap();
     assert!(r["predicted_s"].as_f64().unwrap() >= 0.999 * all, "{r}");
+    // Under a CPU quota of half a processor (a cgroup, as `mpiskel validate` makes for its
+    // shared-processor scenarios): the node's processors are the quota.
+    let cgroup = mpiskel_validate::harness::Cgroup::create(50).expect("a CPU cgroup (as root)");
+    let mut cmd = Command::new(&cgroup.prefix()[0]);
+    cmd.args(&cgroup.prefix()[1..]).arg(env!("CARGO_BIN_EXE_mpiskel"));
+    cmd.args(["run", "--json", "--mpi", "openmpi", "--timeout", "300"]).arg(&dir);
+    let out = support::run_with_timeout(cmd, 360);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let node = &r["node"];
+    assert_eq!(node["cores"].as_f64(), Some(0.5), "{r}");
+    let all = node["computed_s"].as_f64().unwrap() + node["removed_s"].as_f64().unwrap();
+    assert!(r["predicted_s"].as_f64().unwrap() >= 0.999 * all / 0.5, "{r}");
 }
 
 /// An interrupted `mpiskel run` stops the skeleton's ranks and leaves no partly linked binary:
