@@ -687,22 +687,14 @@ static double sk_cores(MPI_Comm node) {
     return cores > 0.0 ? cores : 1.0;
 }
 
-/* Seconds this rank adds to its prediction because the computation the skeleton did not run
- * could not have run faster than its node's processors allow. Each rank restores its own
- * removed computation at the pace its kept parts ran; where a node holds more ranks than
- * processors (or a CPU quota), those kept parts are short and run between messages, mostly
- * while the other ranks communicate, so they are not descheduled as the application's whole
- * blocks were (a task farm of three workers and a master on two cores: every worker restores at
- * pace 1.0, and the prediction misses the 40 % the workers lost to each other). The removed
- * processor seconds of all the node's ranks, in the application's iterations, take at least
- * their sum over the node's processors: a rank that restores less is raised to that. None where
- * every rank has a processor. */
+/* Rank 0's node as the floor below saw it, for the report: its ranks, processors, and processor
+ * seconds of computation run and not run in the application's iterations. */
 static int sk_node_ranks;
 static double sk_node_cores, sk_node_computed, sk_node_removed;
 
 /* Seconds this rank adds to its prediction, natively, where the compute blocks are processor
- * time (sk_processor_time) and this node holds more ranks than processors (its CPU affinity, or
- * a cgroup's quota): the application's computation on the node could not have run faster than
+ * time (sk_processor_time) and this node holds more ranks than processors (the union of their
+ * CPU affinities, or a cgroup's quota): the application's computation on the node could not have run faster than
  * its processors allow.
  * - Each rank restores the computation it did not run at the pace its kept parts ran; those
  *   parts are short and run between messages, mostly while the other ranks communicate, so

@@ -78,9 +78,10 @@ void sk_compute_keep(double seconds);
  * gathered by slot. */
 void sk_keep_slots(const int *slots, int n);
 /* The compute blocks are processor time (the trace recorded it). Natively, where a node holds
- * more ranks than processors (its CPU affinity, or a cgroup's quota), the prediction is then
- * held to what the node's processors could run: the computation the skeleton did not run, and
- * all the computation the prediction stands for, take at least their sum over the processors.
+ * more ranks than processors (the union of their CPU affinities, or a cgroup's quota), the
+ * prediction is then held to what the node's processors could run: the computation the
+ * skeleton did not run, and all the computation the prediction stands for, take at least their
+ * sum over the processors.
  * Under SimGrid the platform shares the hosts itself. */
 void sk_processor_time(void);
 /* Every block cut with sk_compute_less (not the drawn ones) runs only this share of what it

@@ -560,32 +560,29 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
         let least = (computed + removed) / cores;
         assert!(predicted >= 0.999 * least, "{mpi}: {predicted} s < {least} s: {r}");
     }
+    // Run with `wrap` before the command, the node's processors are `cores`, and the prediction
+    // is at least all the node's computation over them.
+    let run_under = |wrap: &[&std::ffi::OsStr], cores: f64| {
+        let mut cmd = Command::new(wrap[0]);
+        cmd.args(&wrap[1..]).arg(env!("CARGO_BIN_EXE_mpiskel"));
+        cmd.args(["run", "--json", "--mpi", "openmpi", "--timeout", "300"]).arg(&dir);
+        let out = support::run_with_timeout(cmd, 360);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let node = &r["node"];
+        assert_eq!(node["cores"].as_f64(), Some(cores), "{r}");
+        let all = node["computed_s"].as_f64().unwrap() + node["removed_s"].as_f64().unwrap();
+        assert!(r["predicted_s"].as_f64().unwrap() >= 0.999 * all / cores, "{r}");
+    };
     // On one processor (`taskset -c 0`, which every rank inherits) the three workers' removed
     // computation runs one after another: each restored at the pace of its own kept parts, the
     // prediction would be about the busiest worker's alone.
-    let mut cmd = Command::new("taskset");
-    cmd.args(["-c", "0"]).arg(env!("CARGO_BIN_EXE_mpiskel"));
-    cmd.args(["run", "--json", "--mpi", "openmpi", "--timeout", "300"]).arg(&dir);
-    let out = support::run_with_timeout(cmd, 360);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let node = &r["node"];
-    assert_eq!(node["cores"].as_f64(), Some(1.0), "{r}");
-    let all = node["computed_s"].as_f64().unwrap() + node["removed_s"].as_f64().unwrap();
-    assert!(r["predicted_s"].as_f64().unwrap() >= 0.999 * all, "{r}");
+    run_under(&["taskset".as_ref(), "-c".as_ref(), "0".as_ref()], 1.0);
     // Under a CPU quota of half a processor (a cgroup, as `mpiskel validate` makes for its
     // shared-processor scenarios): the node's processors are the quota.
     let cgroup = mpiskel_validate::harness::Cgroup::create(50).expect("a CPU cgroup (as root)");
-    let mut cmd = Command::new(&cgroup.prefix()[0]);
-    cmd.args(&cgroup.prefix()[1..]).arg(env!("CARGO_BIN_EXE_mpiskel"));
-    cmd.args(["run", "--json", "--mpi", "openmpi", "--timeout", "300"]).arg(&dir);
-    let out = support::run_with_timeout(cmd, 360);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let node = &r["node"];
-    assert_eq!(node["cores"].as_f64(), Some(0.5), "{r}");
-    let all = node["computed_s"].as_f64().unwrap() + node["removed_s"].as_f64().unwrap();
-    assert!(r["predicted_s"].as_f64().unwrap() >= 0.999 * all / 0.5, "{r}");
+    let prefix = cgroup.prefix();
+    run_under(&prefix.iter().map(|w| w.as_os_str()).collect::<Vec<_>>(), 0.5);
 }
 
 /// An interrupted `mpiskel run` stops the skeleton's ranks and leaves no partly linked binary:

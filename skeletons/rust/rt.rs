@@ -253,8 +253,8 @@ impl Runtime {
     }
 
     /// The compute blocks are processor time (the trace recorded it): where a node holds more
-    /// ranks than processors (its CPU affinity, or a cgroup's quota), the prediction is held
-    /// to what the node's processors could run ([`Runtime::cores_floor`]).
+    /// ranks than processors (the union of their CPU affinities, or a cgroup's quota), the
+    /// prediction is held to what the node's processors could run ([`Runtime::cores_floor`]).
     pub fn set_processor_time(&mut self) {
         self.processor_time = true;
     }
@@ -642,8 +642,8 @@ impl Runtime {
     }
 
     /// Seconds this rank adds to its prediction where the compute blocks are processor time
-    /// ([`Runtime::set_processor_time`]) and its node holds more ranks than processors (its CPU
-    /// affinity, or a cgroup's quota): the application's computation on the node could not
+    /// ([`Runtime::set_processor_time`]) and its node holds more ranks than processors (the union
+    /// of their CPU affinities, or a cgroup's quota): the application's computation on the node could not
     /// have run faster than its processors allow.
     /// - Each rank restores the computation it did not run at the pace its kept parts ran;
     ///   those parts are short and run between messages, mostly while the other ranks
