@@ -11,6 +11,7 @@ mod progress;
 mod record;
 mod report;
 mod run;
+mod simulate;
 mod synth;
 mod validate;
 
@@ -61,6 +62,7 @@ enum Command {
     Tracer(record::TracerArgs),
     Validate(validate::ValidateArgs),
     Retune(validate::RetuneArgs),
+    Simulate(simulate::SimulateArgs),
     Synth(synth::SynthArgs),
     Report(report::ReportArgs),
 }
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
         Command::Export(a) => export::export(a),
         Command::Tracer(a) => record::tracer(a),
         Command::Validate(a) => validate::validate(a),
+        Command::Simulate(a) => simulate::run(a),
         Command::Retune(a) => validate::retune(a),
         Command::Synth(a) => synth::synth(a),
         Command::Report(a) => report::report(a),

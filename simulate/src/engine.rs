@@ -1,0 +1,897 @@
+//! The discrete-event simulation of a trace's program on a platform.
+//!
+//! Every rank runs its recorded calls in order: the compute block before each call becomes a
+//! computation of its flops on the rank's host (or of its recorded seconds at the speed of the
+//! machine that recorded it), each call becomes the messages MPI would send for it (a collective,
+//! those of its algorithm, [`crate::collectives`]), and a rank blocks where MPI would: in a
+//! receive or a wait until the message has arrived, in a send above the eager threshold until
+//! it has left. A message is matched as MPI matches it (source, tag and communicator, in the
+//! order posted) and then moves as a flow ([`crate::model`], [`crate::fluid`]); the simulated
+//! time is the last rank's end.
+//!
+//! Cost: O(E log E) for E calls and messages, plus the sharing solves, each over the component
+//! of concurrent flows a message joins or leaves.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace, RequestId, Work};
+use serde::Serialize;
+
+use crate::collectives::{schedule, CollCall, CollStep};
+use crate::error::{Result, SimulateError};
+use crate::fluid::{Change, System};
+use crate::model::Model;
+use crate::platform::{Platform, Sharing};
+
+/// How to simulate.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The performance model.
+    pub model: Model,
+    /// Flop/s of the machine that recorded compute blocks as seconds (traces without flop
+    /// counts): a block of t seconds is t × this many flops here.
+    pub trace_speed: f64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options { model: Model::smpi(), trace_speed: 1e9 }
+    }
+}
+
+/// One rank's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RankFigures {
+    /// The rank.
+    pub rank: u32,
+    /// The host it ran on.
+    pub host: String,
+    /// When it ended, seconds.
+    pub end_s: f64,
+    /// Seconds it computed.
+    pub compute_s: f64,
+}
+
+/// A rank that never ended: the program, as recorded, cannot go on there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stuck {
+    /// The rank.
+    pub rank: u32,
+    /// The call it was in (position in its trace).
+    pub call: usize,
+    /// Which call.
+    pub op: String,
+}
+
+/// What a simulation found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Simulation {
+    /// Predicted time: the last rank's end, seconds.
+    pub predicted_s: f64,
+    /// Per rank.
+    pub ranks: Vec<RankFigures>,
+    /// Messages moved (point-to-point and inside collectives).
+    pub messages: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
+    /// Ranks that never ended (empty for a program that completes).
+    pub stuck: Vec<Stuck>,
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Compute(f64),
+    Send { to: u32, tag: i64, ctx: u32, bytes: u64, req: u32, sync: bool },
+    Recv { from: Option<u32>, tag: Option<i64>, ctx: u32, req: u32 },
+    Wait(Vec<u32>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Ready,
+    Blocked,
+    Done,
+}
+
+#[derive(Debug)]
+struct RankState {
+    host: usize,
+    next: usize,
+    steps: VecDeque<Step>,
+    waiting: u32,
+    state: State,
+    end: f64,
+    compute: f64,
+    user_reqs: HashMap<RequestId, u32>,
+    /// CommId → (context, members as world ranks).
+    comms: HashMap<u32, (u32, Arc<[Rank]>)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Req {
+    done: bool,
+    waiter: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingSend {
+    src: u32,
+    tag: i64,
+    bytes: u64,
+    req: u32,
+    sync: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PendingRecv {
+    from: Option<u32>,
+    tag: Option<i64>,
+    req: u32,
+}
+
+#[derive(Debug, Default)]
+struct Queues {
+    sends: VecDeque<PendingSend>,
+    recvs: VecDeque<PendingRecv>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ActKind {
+    Compute { rank: u32 },
+    Flow { recv_req: u32, send_req: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Act {
+    kind: ActKind,
+    remaining: f64,
+    factor: f64,
+    rate: f64,
+    last: f64,
+    start: f64,
+    penalty: f64,
+    /// Stamp of the activity's valid event (unique over the whole run: ids are reused).
+    version: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ev {
+    t: f64,
+    seq: u64,
+    var: usize,
+    version: u64,
+    latency: bool,
+}
+
+impl PartialEq for Ev {
+    fn eq(&self, o: &Ev) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Ev {}
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, o: &Ev) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ev {
+    /// Earliest first (the heap is a max-heap, so reversed).
+    fn cmp(&self, o: &Ev) -> Ordering {
+        o.t.total_cmp(&self.t).then(o.seq.cmp(&self.seq))
+    }
+}
+
+struct Sim<'a> {
+    traces: &'a [RankTrace],
+    platform: &'a Platform,
+    placement: &'a [usize],
+    opts: &'a Options,
+    now: f64,
+    ranks: Vec<RankState>,
+    reqs: Vec<Req>,
+    queues: HashMap<(u32, u32), Queues>,
+    system: System,
+    acts: Vec<Option<Act>>,
+    heap: BinaryHeap<Ev>,
+    seq: u64,
+    ready: Vec<u32>,
+    changes: Vec<Change>,
+    cpu_base: usize,
+    messages: u64,
+    bytes: u64,
+}
+
+/// Simulates `traces` (every rank of one run) on `platform`, rank `r` on host `placement[r]`.
+pub fn simulate(
+    traces: &[RankTrace],
+    platform: &Platform,
+    placement: &[usize],
+    opts: &Options,
+) -> Result<Simulation> {
+    if placement.len() != traces.len() {
+        return Err(SimulateError::Model {
+            name: "placement".into(),
+            what: format!("{} hosts for {} ranks", placement.len(), traces.len()),
+        });
+    }
+    if let Some(&h) = placement.iter().find(|&&h| h >= platform.hosts.len()) {
+        return Err(SimulateError::Model {
+            name: "placement".into(),
+            what: format!("host {h} of a platform of {}", platform.hosts.len()),
+        });
+    }
+    let mut system = System::default();
+    for l in &platform.links {
+        system.add_resource(l.bandwidth, l.sharing == Sharing::Fatpipe);
+    }
+    let cpu_base = platform.links.len();
+    for h in &platform.hosts {
+        system.add_resource(h.speed * f64::from(h.cores), false);
+    }
+    // Communicators: one context per distinct member list.
+    let mut ctx_of: HashMap<Arc<[Rank]>, u32> = HashMap::new();
+    let ranks = traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let comms = t
+                .comms
+                .iter()
+                .map(|(id, m)| {
+                    let n = ctx_of.len() as u32;
+                    let c = *ctx_of.entry(m.clone()).or_insert(n);
+                    (id.0, (c, m.clone()))
+                })
+                .collect();
+            RankState {
+                host: placement[i],
+                next: 0,
+                steps: VecDeque::new(),
+                waiting: 0,
+                state: State::Ready,
+                end: 0.0,
+                compute: 0.0,
+                user_reqs: HashMap::new(),
+                comms,
+            }
+        })
+        .collect();
+    let mut sim = Sim {
+        traces,
+        platform,
+        placement,
+        opts,
+        now: 0.0,
+        ranks,
+        reqs: Vec::new(),
+        queues: HashMap::new(),
+        system,
+        acts: Vec::new(),
+        heap: BinaryHeap::new(),
+        seq: 0,
+        ready: (0..traces.len() as u32).rev().collect(),
+        changes: Vec::new(),
+        cpu_base,
+        messages: 0,
+        bytes: 0,
+    };
+    sim.run()?;
+    let stuck: Vec<Stuck> = sim
+        .ranks
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.state != State::Done)
+        .map(|(i, r)| {
+            let call = r.next.saturating_sub(1);
+            Stuck {
+                rank: i as u32,
+                call,
+                op: traces[i].events.get(call).map(|e| e.op.name().to_string()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let figures: Vec<RankFigures> = sim
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RankFigures {
+            rank: i as u32,
+            host: platform.hosts[r.host].name.clone(),
+            end_s: r.end,
+            compute_s: r.compute,
+        })
+        .collect();
+    Ok(Simulation {
+        predicted_s: figures.iter().map(|f| f.end_s).fold(0.0, f64::max),
+        ranks: figures,
+        messages: sim.messages,
+        bytes: sim.bytes,
+        stuck,
+    })
+}
+
+fn trace_err(rank: usize, call: usize, e: &Event, what: String) -> SimulateError {
+    SimulateError::Trace { rank: rank as u32, call, op: e.op.name().into(), what }
+}
+
+impl Sim<'_> {
+    fn run(&mut self) -> Result<()> {
+        loop {
+            while let Some(r) = self.ready.pop() {
+                self.advance(r as usize)?;
+            }
+            let Some(ev) = self.heap.pop() else { break };
+            let Some(act) = self.acts[ev.var] else { continue };
+            if act.version != ev.version {
+                continue;
+            }
+            self.now = ev.t;
+            if ev.latency {
+                self.system.set_penalty(ev.var, act.penalty);
+                let seeds = self.system.resources_of(ev.var);
+                self.resolve(&seeds);
+                // A flow with nothing to move ends with its latency.
+                if let Some(a) = self.acts[ev.var] {
+                    if a.remaining <= 0.0 {
+                        self.finish(ev.var);
+                    }
+                }
+            } else {
+                self.finish(ev.var);
+            }
+        }
+        Ok(())
+    }
+
+    fn push_event(&mut self, t: f64, var: usize, version: u64, latency: bool) {
+        self.seq += 1;
+        self.heap.push(Ev { t, seq: self.seq, var, version, latency });
+    }
+
+    /// Re-solves the sharing around `seeds` and reschedules every activity whose rate changed.
+    fn resolve(&mut self, seeds: &[usize]) {
+        let mut changes = std::mem::take(&mut self.changes);
+        self.system.solve_from(seeds, &mut changes);
+        for &(v, _old, new) in &changes {
+            let Some(a) = self.acts[v].as_mut() else { continue };
+            a.remaining = (a.remaining - a.rate * (self.now - a.last)).max(0.0);
+            a.last = self.now;
+            a.rate = new * a.factor;
+            self.seq += 1;
+            a.version = self.seq;
+            let (version, remaining, rate) = (a.version, a.remaining, a.rate);
+            if rate > 0.0 {
+                let t = if rate.is_finite() { self.now + remaining / rate } else { self.now };
+                self.push_event(t, v, version, false);
+            }
+        }
+        self.changes = changes;
+    }
+
+    fn new_act(
+        &mut self,
+        uses: Vec<(usize, f64)>,
+        penalty: f64,
+        bound: f64,
+        mut act: Act,
+        latency: f64,
+    ) {
+        self.seq += 1;
+        act.version = self.seq;
+        let share = if latency > 0.0 { 0.0 } else { penalty };
+        let v = self.system.add_var(uses, share, bound);
+        if self.acts.len() <= v {
+            self.acts.resize(v + 1, None);
+        }
+        self.acts[v] = Some(act);
+        if latency > 0.0 {
+            self.push_event(self.now + latency, v, act.version, true);
+        } else {
+            let seeds = self.system.resources_of(v);
+            self.resolve(&seeds);
+            if act.remaining <= 0.0 {
+                self.finish(v);
+            }
+        }
+    }
+
+    fn finish(&mut self, v: usize) {
+        let Some(act) = self.acts[v].take() else { return };
+        let seeds = self.system.resources_of(v);
+        self.system.remove_var(v);
+        self.resolve(&seeds);
+        match act.kind {
+            ActKind::Compute { rank } => {
+                let r = &mut self.ranks[rank as usize];
+                r.compute += self.now - act.start;
+                r.state = State::Ready;
+                self.ready.push(rank);
+            }
+            ActKind::Flow { recv_req, send_req } => {
+                self.complete(recv_req);
+                if send_req != NONE {
+                    self.complete(send_req);
+                }
+            }
+        }
+    }
+
+    fn complete(&mut self, req: u32) {
+        let q = &mut self.reqs[req as usize];
+        if q.done {
+            return;
+        }
+        q.done = true;
+        let w = q.waiter;
+        if w != NONE {
+            let r = &mut self.ranks[w as usize];
+            r.waiting -= 1;
+            if r.waiting == 0 && r.state == State::Blocked {
+                r.state = State::Ready;
+                self.ready.push(w);
+            }
+        }
+    }
+
+    fn new_req(&mut self) -> u32 {
+        self.reqs.push(Req { done: false, waiter: NONE });
+        (self.reqs.len() - 1) as u32
+    }
+
+    /// Runs rank `r` until it blocks or ends.
+    fn advance(&mut self, r: usize) -> Result<()> {
+        loop {
+            if self.ranks[r].state != State::Ready {
+                return Ok(());
+            }
+            let Some(step) = self.ranks[r].steps.pop_front() else {
+                let traces = self.traces;
+                let rs = &self.ranks[r];
+                let t = &traces[r];
+                if rs.next < t.events.len() {
+                    let i = rs.next;
+                    self.ranks[r].next += 1;
+                    self.expand(r, i)?;
+                    continue;
+                }
+                if rs.next == t.events.len() && t.trailing_gap_ns > 0 {
+                    self.ranks[r].next += 1;
+                    let f = t.trailing_gap_ns as f64 * 1e-9 * self.opts.trace_speed;
+                    self.ranks[r].steps.push_back(Step::Compute(f));
+                    continue;
+                }
+                let rs = &mut self.ranks[r];
+                rs.state = State::Done;
+                rs.end = self.now;
+                return Ok(());
+            };
+            match step {
+                Step::Compute(flops) => {
+                    if flops <= 0.0 {
+                        continue;
+                    }
+                    let host = self.ranks[r].host;
+                    let speed = self.platform.hosts[host].speed;
+                    self.ranks[r].state = State::Blocked;
+                    let act = Act {
+                        kind: ActKind::Compute { rank: r as u32 },
+                        remaining: flops,
+                        factor: 1.0,
+                        rate: 0.0,
+                        last: self.now,
+                        start: self.now,
+                        penalty: 1.0,
+                        version: 0,
+                    };
+                    self.new_act(vec![(self.cpu_base + host, 1.0)], 1.0, speed, act, 0.0);
+                    return Ok(());
+                }
+                Step::Send { to, tag, ctx, bytes, req, sync } => {
+                    self.post_send(r as u32, to, tag, ctx, bytes, req, sync);
+                }
+                Step::Recv { from, tag, ctx, req } => {
+                    self.post_recv(r as u32, from, tag, ctx, req);
+                }
+                Step::Wait(reqs) => {
+                    let mut n = 0;
+                    for q in reqs {
+                        let rq = &mut self.reqs[q as usize];
+                        if !rq.done {
+                            rq.waiter = r as u32;
+                            n += 1;
+                        }
+                    }
+                    if n > 0 {
+                        let rs = &mut self.ranks[r];
+                        rs.waiting = n;
+                        rs.state = State::Blocked;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn post_send(
+        &mut self,
+        src: u32,
+        dst: u32,
+        tag: i64,
+        ctx: u32,
+        bytes: u64,
+        req: u32,
+        sync: bool,
+    ) {
+        let eager = !sync && bytes < self.opts.model.eager_threshold;
+        if eager {
+            self.complete(req);
+        }
+        let q = self.queues.entry((dst, ctx)).or_default();
+        let hit = q
+            .recvs
+            .iter()
+            .position(|p| p.from.is_none_or(|f| f == src) && p.tag.is_none_or(|t| t == tag));
+        match hit {
+            Some(i) => {
+                let p = q.recvs.remove(i).expect("position is in range");
+                self.start_flow(src, dst, bytes, p.req, if eager { NONE } else { req });
+            }
+            None => q.sends.push_back(PendingSend { src, tag, bytes, req, sync: !eager }),
+        }
+    }
+
+    fn post_recv(&mut self, me: u32, from: Option<u32>, tag: Option<i64>, ctx: u32, req: u32) {
+        let q = self.queues.entry((me, ctx)).or_default();
+        let hit = q
+            .sends
+            .iter()
+            .position(|s| from.is_none_or(|f| f == s.src) && tag.is_none_or(|t| t == s.tag));
+        match hit {
+            Some(i) => {
+                let s = q.sends.remove(i).expect("position is in range");
+                self.start_flow(s.src, me, s.bytes, req, if s.sync { s.req } else { NONE });
+            }
+            None => q.recvs.push_back(PendingRecv { from, tag, req }),
+        }
+    }
+
+    fn start_flow(&mut self, src: u32, dst: u32, bytes: u64, recv_req: u32, send_req: u32) {
+        self.messages += 1;
+        self.bytes += bytes;
+        let m = &self.opts.model;
+        let (hs, hd) = (self.placement[src as usize], self.placement[dst as usize]);
+        let route = self.platform.route(hs, hd);
+        let size = (bytes + m.envelope) as f64;
+        let links = &self.platform.links;
+        let lat_sum: f64 = route.links().iter().map(|&l| links[l].latency).sum();
+        let latency = lat_sum * m.latency_factor.at(size);
+        let mut penalty = lat_sum;
+        if m.weight_s > 0.0 {
+            penalty += route.links().iter().map(|&l| m.weight_s / links[l].bandwidth).sum::<f64>();
+        }
+        if lat_sum <= 0.0 {
+            penalty = 1.0;
+        }
+        let mut bound =
+            route.links().iter().map(|&l| links[l].bandwidth).fold(f64::INFINITY, f64::min);
+        if m.tcp_gamma > 0.0 && lat_sum > 0.0 {
+            bound = bound.min(m.tcp_gamma / (2.0 * lat_sum));
+        }
+        let mut uses: Vec<(usize, f64)> = route.links().iter().map(|&l| (l, 1.0)).collect();
+        if m.crosstraffic > 0.0 {
+            for &l in self.platform.route(hd, hs).links() {
+                match uses.iter_mut().find(|u| u.0 == l) {
+                    Some(u) => u.1 += m.crosstraffic,
+                    None => uses.push((l, m.crosstraffic)),
+                }
+            }
+        }
+        let act = Act {
+            kind: ActKind::Flow { recv_req, send_req },
+            remaining: size,
+            factor: m.bandwidth_factor.at(size),
+            rate: 0.0,
+            last: self.now,
+            start: self.now,
+            penalty,
+            version: 0,
+        };
+        self.new_act(uses, penalty, bound, act, latency);
+    }
+
+    /// The steps of rank `r`'s call `i`.
+    fn expand(&mut self, r: usize, i: usize) -> Result<()> {
+        let traces = self.traces;
+        let e = &traces[r].events[i];
+        let flops = match e.gap_work {
+            Some(Work::Flops(f)) => f,
+            _ => e.gap_ns as f64 * 1e-9 * self.opts.trace_speed,
+        };
+        if flops > 0.0 {
+            self.ranks[r].steps.push_back(Step::Compute(flops));
+        }
+        let n = self.traces.len() as u32;
+        let world = |p: Peer| -> Result<Option<u32>> {
+            match p {
+                Peer::Rank(x) if x.0 < n => Ok(Some(x.0)),
+                Peer::Rank(x) => Err(trace_err(r, i, e, format!("peer {x} of a run of {n} ranks"))),
+                Peer::Any | Peer::Null => Ok(None),
+            }
+        };
+        let ctx_of =
+            |sim: &Self, comm: mpiskel_trace::CommId| -> Result<(u32, Arc<[Rank]>)> {
+                sim.ranks[r].comms.get(&comm.0).cloned().ok_or_else(|| {
+                    trace_err(r, i, e, format!("communicator {comm} is not defined"))
+                })
+            };
+        match (&e.payload, e.op) {
+            (Payload::P2p { peer, tag, bytes, comm, request, wildcards }, op) => {
+                let (ctx, _) = ctx_of(self, *comm)?;
+                let ctx = ctx * 2;
+                match op {
+                    Op::Send
+                    | Op::Ssend
+                    | Op::Rsend
+                    | Op::Bsend
+                    | Op::Isend
+                    | Op::Issend
+                    | Op::Irsend => {
+                        let Some(to) = world(*peer)? else { return Ok(()) };
+                        let req = self.new_req();
+                        let sync = matches!(op, Op::Ssend | Op::Issend);
+                        let s =
+                            Step::Send { to, tag: i64::from(*tag), ctx, bytes: *bytes, req, sync };
+                        self.ranks[r].steps.push_back(s);
+                        if matches!(op, Op::Isend | Op::Issend | Op::Irsend) {
+                            if let Some(id) = request {
+                                self.ranks[r].user_reqs.insert(*id, req);
+                            }
+                        } else {
+                            self.ranks[r].steps.push_back(Step::Wait(vec![req]));
+                        }
+                    }
+                    Op::Recv | Op::Irecv => {
+                        if *peer == Peer::Null {
+                            return Ok(());
+                        }
+                        let from = if wildcards.source && *peer == Peer::Any {
+                            None
+                        } else {
+                            world(*peer)?
+                        };
+                        if from.is_none() && *peer != Peer::Any {
+                            return Ok(());
+                        }
+                        let tag = (!(wildcards.tag && *tag < 0)).then_some(i64::from(*tag));
+                        let req = self.new_req();
+                        self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
+                        if op == Op::Irecv {
+                            if let Some(id) = request {
+                                self.ranks[r].user_reqs.insert(*id, req);
+                            }
+                        } else {
+                            self.ranks[r].steps.push_back(Step::Wait(vec![req]));
+                        }
+                    }
+                    _ => {} // probes take no time here
+                }
+            }
+            (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, comm, .. }, _) => {
+                let me = Some(r as u32);
+                let (to, from) = (world(*dest)?, world(*source)?);
+                if to == me && from == me {
+                    return Ok(());
+                }
+                let (ctx, _) = ctx_of(self, *comm)?;
+                let ctx = ctx * 2;
+                let mut wait = Vec::new();
+                if let Some(to) = to {
+                    let req = self.new_req();
+                    let s = Step::Send {
+                        to,
+                        tag: i64::from(*send_tag),
+                        ctx,
+                        bytes: *send_bytes,
+                        req,
+                        sync: false,
+                    };
+                    self.ranks[r].steps.push_back(s);
+                    wait.push(req);
+                }
+                if *source != Peer::Null {
+                    let req = self.new_req();
+                    let tag = (*recv_tag >= 0).then_some(i64::from(*recv_tag));
+                    self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
+                    wait.push(req);
+                }
+                self.ranks[r].steps.push_back(Step::Wait(wait));
+            }
+            (Payload::Completion { completed, .. }, _) => {
+                let rs = &mut self.ranks[r];
+                let reqs: Vec<u32> = completed
+                    .iter()
+                    .filter_map(|c| c.request.and_then(|id| rs.user_reqs.remove(&id)))
+                    .collect();
+                if !reqs.is_empty() {
+                    rs.steps.push_back(Step::Wait(reqs));
+                }
+            }
+            (
+                Payload::Collective {
+                    comm,
+                    root,
+                    send_bytes,
+                    recv_bytes,
+                    send_counts,
+                    recv_counts,
+                    request,
+                },
+                op,
+            ) => {
+                let (ctx, members) = ctx_of(self, *comm)?;
+                let me = members.iter().position(|m| m.0 as usize == r).ok_or_else(|| {
+                    trace_err(r, i, e, format!("rank {r} is not a member of communicator {comm}"))
+                })?;
+                let root = match root {
+                    Some(w) => members.iter().position(|m| m == w).ok_or_else(|| {
+                        trace_err(
+                            r,
+                            i,
+                            e,
+                            format!("root {w} is not a member of communicator {comm}"),
+                        )
+                    })?,
+                    None => 0,
+                };
+                let call = CollCall {
+                    op,
+                    me,
+                    size: members.len(),
+                    root,
+                    send_bytes: *send_bytes,
+                    recv_bytes: *recv_bytes,
+                    send_counts: send_counts.as_deref(),
+                    recv_counts: recv_counts.as_deref(),
+                };
+                let (steps, n) = schedule(&call);
+                let base = self.reqs.len() as u32;
+                for _ in 0..n {
+                    self.new_req();
+                }
+                let ctx = ctx * 2 + 1;
+                let w = |c: usize| members[c].0;
+                let rs = &mut self.ranks[r];
+                for s in steps {
+                    rs.steps.push_back(match s {
+                        CollStep::Send { to, tag, bytes, req } => Step::Send {
+                            to: w(to),
+                            tag,
+                            ctx,
+                            bytes,
+                            req: base + req as u32,
+                            sync: false,
+                        },
+                        CollStep::Recv { from, tag, req } => Step::Recv {
+                            from: Some(w(from)),
+                            tag: Some(tag),
+                            ctx,
+                            req: base + req as u32,
+                        },
+                        CollStep::Wait(q) => {
+                            Step::Wait(q.into_iter().map(|x| base + x as u32).collect())
+                        }
+                    });
+                }
+                // A non-blocking collective runs as its blocking form; its request is done.
+                if let Some(id) = request {
+                    let q = self.new_req();
+                    self.reqs[q as usize].done = true;
+                    self.ranks[r].user_reqs.insert(*id, q);
+                }
+            }
+            (Payload::None | Payload::Comm { .. }, _) => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::ClusterSpec;
+    use mpiskel_trace::model::world_members;
+    use mpiskel_trace::{CommId, RankInfo};
+
+    pub(crate) fn cluster(n: usize, bw: f64, lat: f64) -> Platform {
+        Platform::cluster(&ClusterSpec {
+            name: "t".into(),
+            host_names: (0..n).map(|i| format!("h{i}")).collect(),
+            speed: 1e9,
+            cores: 1,
+            bandwidth: bw,
+            latency: lat,
+            split_duplex: true,
+            fatpipe: false,
+            backbone: None,
+            loopback: (1e11, 1e-7),
+        })
+    }
+
+    pub(crate) fn ev(op: Op, gap_flops: f64, payload: Payload) -> Event {
+        Event {
+            op,
+            enter_ns: 0,
+            exit_ns: 0,
+            gap_ns: (gap_flops) as u64,
+            gap_work: (gap_flops > 0.0).then_some(Work::Flops(gap_flops)),
+            gap_cpu_ns: None,
+            gap_polls: 0,
+            payload,
+        }
+    }
+
+    pub(crate) fn rank(r: u32, n: u32, events: Vec<Event>) -> RankTrace {
+        RankTrace {
+            rank: Rank(r),
+            info: RankInfo { n_ranks: n, clock: "simulated".into(), ..Default::default() },
+            events,
+            trailing_gap_ns: 0,
+            comms: [(CommId::WORLD, world_members(n))].into_iter().collect(),
+            record_counts: Default::default(),
+        }
+    }
+
+    #[test]
+    fn ranks_sharing_one_core_take_turns_and_ranks_on_their_own_do_not() {
+        let traces: Vec<RankTrace> = (0..4)
+            .map(|r| rank(r, 4, vec![ev(Op::Finalize, 1e9 * f64::from(r + 1), Payload::None)]))
+            .collect();
+        let pf = cluster(4, 1e9, 1e-6);
+        let sim = simulate(&traces, &pf, &[0, 0, 0, 0], &Options::default()).unwrap();
+        // 1+2+3+4 seconds of work on one core: the last ends at 10 s.
+        assert!((sim.predicted_s - 10.0).abs() < 1e-9, "{}", sim.predicted_s);
+        let sim = simulate(&traces, &pf, &[0, 1, 2, 3], &Options::default()).unwrap();
+        assert!((sim.predicted_s - 4.0).abs() < 1e-9, "{}", sim.predicted_s);
+    }
+}
+
+#[cfg(test)]
+mod more_tests {
+    use super::tests::*;
+    use super::*;
+    use mpiskel_trace::{CommId, Wildcards};
+
+    fn p2p(peer: u32, bytes: u64) -> Payload {
+        Payload::P2p {
+            peer: Peer::Rank(Rank(peer)),
+            tag: 0,
+            bytes,
+            comm: CommId::WORLD,
+            request: None,
+            wildcards: Wildcards::default(),
+        }
+    }
+
+    #[test]
+    fn computing_ranks_that_exchange_on_one_core_still_share_it() {
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for _ in 0..10 {
+            a.push(ev(Op::Send, 1e8, p2p(1, 8)));
+            a.push(ev(Op::Recv, 0.0, p2p(1, 8)));
+            b.push(ev(Op::Recv, 1e8, p2p(0, 8)));
+            b.push(ev(Op::Send, 0.0, p2p(0, 8)));
+        }
+        let traces = vec![rank(0, 2, a), rank(1, 2, b)];
+        let pf = cluster(2, 1e9, 1e-6);
+        let sim = simulate(&traces, &pf, &[0, 0], &Options::default()).unwrap();
+        assert!(sim.stuck.is_empty());
+        assert!(sim.predicted_s >= 2.0, "{}", sim.predicted_s);
+        assert!(sim.predicted_s < 2.01, "{}", sim.predicted_s);
+    }
+}

@@ -1,0 +1,223 @@
+//! `mpiskel simulate`: what-if without a cluster.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use mpiskel_simulate::engine::{simulate, Options, Simulation};
+use mpiskel_simulate::model::Model;
+use mpiskel_simulate::platform::{parse_unit, placement, Platform, Unit};
+use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
+use serde::Serialize;
+
+/// The performance model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModelArg {
+    /// SimGrid 3.32's SMPI model: latency and bandwidth factors by message size, a 16-byte
+    /// envelope, acknowledgements on the reverse route, eager sends below 64 KiB.
+    Smpi,
+    /// Plain flows: latency plus size over the shared bandwidth, nothing else.
+    Plain,
+}
+
+/// Simulate a trace's program on a modelled platform: how long the application would take on a
+/// cluster nobody has yet, with a slower network, a higher latency, slower processors or more
+/// ranks per host, in a fraction of a second per question.
+///
+/// Every rank's recorded calls run against the platform: compute blocks as their flops on the
+/// rank's host (or their recorded seconds at --trace-speed), messages as flows that share the
+/// links they cross (max-min fairness) with SimGrid's SMPI factors by size, collectives as the
+/// messages of the algorithms SimGrid chooses by default. The platform is a SimGrid platform
+/// file holding one <cluster> (as `smpirun -platform` takes it) or a TOML file:
+///
+///   [cluster]
+///   hosts = 16
+///   speed = "1Gf"
+///   bandwidth = "10Gbps"
+///   latency = "1us"
+///   sharing = "splitduplex"        # shared | splitduplex | fatpipe
+///   loopback_bandwidth = "100Gbps"
+///   loopback_latency = "0.1us"
+///
+/// --hostfile places ranks as `smpirun -hostfile` does (one host per line, or host:N); without
+/// it rank k runs on host k, wrapping around. --sweep asks one question per value of one
+/// parameter and prints a table: bandwidth (of every link between hosts), latency, or speed (of
+/// every host).
+///
+/// Output: the predicted time (the last rank's end), the slowest rank, messages and bytes, and
+/// how long the simulation took; --json prints {predicted_s, ranks: [{rank, host, end_s,
+/// compute_s}], messages, bytes, stuck, wall_s} (or {sweep: [{value, predicted_s}]}). A program
+/// whose recorded calls cannot all complete (a receive nothing sends) lists its stuck ranks and
+/// exits 1.
+///
+/// Examples:
+///   mpiskel simulate lu.S.4/trace.txt --platform cluster.xml
+///   mpiskel simulate bt.S.16 --platform ref.xml --hostfile hostfile_4perhost.txt --json
+///   mpiskel simulate app.trace --platform cluster.toml --sweep bandwidth=10Gbps,1Gbps,100MBps
+#[derive(Debug, Args)]
+#[command(
+    verbatim_doc_comment,
+    about = "Simulate a trace's program on a modelled platform (what-if without a cluster)."
+)]
+pub struct SimulateArgs {
+    /// The trace (any format `mpiskel inspect` reads).
+    path: PathBuf,
+    /// The platform: a SimGrid platform file with one <cluster>, or mpiskel's TOML.
+    #[arg(long, value_name = "FILE")]
+    platform: PathBuf,
+    /// Where each rank runs (SMPI's hostfile format).
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// Speed of the machine that recorded compute blocks as seconds (traces without flop
+    /// counts); SimGrid traces carry flops and ignore it.
+    #[arg(long, value_name = "SPEED", default_value = "1Gf")]
+    trace_speed: String,
+    /// The performance model.
+    #[arg(long, value_enum, default_value_t = ModelArg::Smpi)]
+    model: ModelArg,
+    /// Ask one question per value: bandwidth=V,V,…, latency=V,…, or speed=V,… (SimGrid units).
+    #[arg(long, value_name = "PARAM=V,V,…")]
+    sweep: Option<String>,
+    /// Print one JSON document.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    trace: String,
+    platform: String,
+    #[serde(flatten)]
+    sim: &'a Simulation,
+    wall_s: f64,
+}
+
+#[derive(Serialize)]
+struct SweepRow {
+    value: String,
+    predicted_s: f64,
+    wall_s: f64,
+}
+
+pub fn run(a: SimulateArgs) -> Result<ExitCode> {
+    let trace_speed = parse_unit(&a.trace_speed, Unit::Speed)
+        .map_err(|e| anyhow::anyhow!("--trace-speed {}: {e}", a.trace_speed))?;
+    anyhow::ensure!(trace_speed > 0.0, "--trace-speed must be positive");
+    let platform = Platform::open(&a.platform)?;
+    let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
+    let set = {
+        let _bar = crate::progress::Stages::bars_only().reading("reading");
+        TraceSet::open(&a.path, &opts)?
+    };
+    let place = placement(&platform, a.hostfile.as_deref(), set.n_ranks())?;
+    let model = match a.model {
+        ModelArg::Smpi => Model::smpi(),
+        ModelArg::Plain => Model::plain(),
+    };
+    let options = Options { model, trace_speed };
+    if let Some(sweep) = &a.sweep {
+        let (param, values) =
+            sweep.split_once('=').with_context(|| format!("--sweep {sweep}: give PARAM=V,V,…"))?;
+        let unit = match param {
+            "bandwidth" => Unit::Bandwidth,
+            "latency" => Unit::Time,
+            "speed" => Unit::Speed,
+            p => bail!("--sweep: \"{p}\" is not bandwidth, latency or speed"),
+        };
+        let mut rows = Vec::new();
+        for v in values.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            let x = parse_unit(v, unit).map_err(|e| anyhow::anyhow!("--sweep {param}={v}: {e}"))?;
+            anyhow::ensure!(x > 0.0, "--sweep {param}={v}: must be positive");
+            let mut pf = platform.clone();
+            match unit {
+                Unit::Bandwidth => pf.set_bandwidth(x),
+                Unit::Time => pf.set_latency(x),
+                Unit::Speed => pf.set_speed(x),
+            }
+            let t = Instant::now();
+            let sim = simulate(&set.ranks, &pf, &place, &options)?;
+            if !sim.stuck.is_empty() {
+                bail!(
+                    "{param}={v}: {} ranks never end (first: rank {} in call {} {})",
+                    sim.stuck.len(),
+                    sim.stuck[0].rank,
+                    sim.stuck[0].call,
+                    sim.stuck[0].op
+                );
+            }
+            rows.push(SweepRow {
+                value: v.to_string(),
+                predicted_s: sim.predicted_s,
+                wall_s: t.elapsed().as_secs_f64(),
+            });
+        }
+        if a.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &serde_json::json!({ "parameter": param, "sweep": rows })
+                )?
+            );
+        } else {
+            println!(
+                "{} on {} ({} ranks), {param} swept:",
+                a.path.display(),
+                platform.name,
+                set.n_ranks()
+            );
+            println!("{:>14}  {:>12}  {:>9}", param, "predicted s", "vs first");
+            let first = rows.first().map(|r| r.predicted_s).unwrap_or(1.0);
+            for r in &rows {
+                println!(
+                    "{:>14}  {:>12.6}  {:>8.2}×",
+                    r.value,
+                    r.predicted_s,
+                    r.predicted_s / first
+                );
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let t = Instant::now();
+    let sim = simulate(&set.ranks, &platform, &place, &options)?;
+    let wall_s = t.elapsed().as_secs_f64();
+    if a.json {
+        let r = Report {
+            trace: a.path.display().to_string(),
+            platform: a.platform.display().to_string(),
+            sim: &sim,
+            wall_s,
+        };
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        let slowest = sim.ranks.iter().max_by(|x, y| x.end_s.total_cmp(&y.end_s));
+        println!(
+            "{}: {} ranks on {} ({} hosts): predicted {:.6} s",
+            a.path.display(),
+            set.n_ranks(),
+            platform.name,
+            platform.hosts.len(),
+            sim.predicted_s
+        );
+        if let Some(s) = slowest {
+            println!(
+                "  slowest rank {} on {}: {:.6} s computing, {:.6} s in MPI",
+                s.rank,
+                s.host,
+                s.compute_s,
+                (s.end_s - s.compute_s).max(0.0)
+            );
+        }
+        println!("  {} messages, {} bytes; simulated in {:.3} s", sim.messages, sim.bytes, wall_s);
+    }
+    if !sim.stuck.is_empty() {
+        for s in sim.stuck.iter().take(8) {
+            eprintln!("error: rank {} never ends: stuck in call {} ({})", s.rank, s.call, s.op);
+        }
+        eprintln!("error: {} ranks never end; the prediction covers what ran", sim.stuck.len());
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
