@@ -12,8 +12,7 @@
 //! Cost: O(E log E) for E calls and messages, plus the sharing solves, each over the component
 //! of concurrent flows a message joins or leaves.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace, RequestId, Work};
@@ -22,6 +21,7 @@ use serde::Serialize;
 use crate::collectives::{schedule, CollCall, CollStep};
 use crate::error::{Result, SimulateError};
 use crate::fluid::{Change, System};
+use crate::heap::{Deadlines, Entry};
 use crate::model::Model;
 use crate::platform::{Platform, Sharing};
 
@@ -81,6 +81,9 @@ pub struct Simulation {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// Most resources an activity uses: a route of three links and its reverse.
+const MAX_USES: usize = 8;
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -154,35 +157,6 @@ struct Act {
     last: f64,
     start: f64,
     penalty: f64,
-    /// Stamp of the activity's valid event (unique over the whole run: ids are reused).
-    version: u64,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Ev {
-    t: f64,
-    seq: u64,
-    var: usize,
-    version: u64,
-    latency: bool,
-}
-
-impl PartialEq for Ev {
-    fn eq(&self, o: &Ev) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Ev) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ev {
-    /// Earliest first (the heap is a max-heap, so reversed).
-    fn cmp(&self, o: &Ev) -> Ordering {
-        o.t.total_cmp(&self.t).then(o.seq.cmp(&self.seq))
-    }
 }
 
 struct Sim<'a> {
@@ -196,7 +170,7 @@ struct Sim<'a> {
     queues: HashMap<(u32, u32), Queues>,
     system: System,
     acts: Vec<Option<Act>>,
-    heap: BinaryHeap<Ev>,
+    heap: Deadlines,
     seq: u64,
     ready: Vec<u32>,
     changes: Vec<Change>,
@@ -271,7 +245,7 @@ pub fn simulate(
         queues: HashMap::new(),
         system,
         acts: Vec::new(),
-        heap: BinaryHeap::new(),
+        heap: Deadlines::default(),
         seq: 0,
         ready: (0..traces.len() as u32).rev().collect(),
         changes: Vec::new(),
@@ -324,32 +298,30 @@ impl Sim<'_> {
             while let Some(r) = self.ready.pop() {
                 self.advance(r as usize)?;
             }
-            let Some(ev) = self.heap.pop() else { break };
-            let Some(act) = self.acts[ev.var] else { continue };
-            if act.version != ev.version {
-                continue;
-            }
+            let Some((var, ev)) = self.heap.pop() else { break };
+            let Some(act) = self.acts[var] else { continue };
             self.now = ev.t;
             if ev.latency {
-                self.system.set_penalty(ev.var, act.penalty);
-                let seeds = self.system.resources_of(ev.var);
-                self.resolve(&seeds);
+                self.system.set_penalty(var, act.penalty);
+                let mut seeds = [0usize; MAX_USES];
+                let k = self.system.resources_of(var, &mut seeds);
+                self.resolve(&seeds[..k]);
                 // A flow with nothing to move ends with its latency.
-                if let Some(a) = self.acts[ev.var] {
+                if let Some(a) = self.acts[var] {
                     if a.remaining <= 0.0 {
-                        self.finish(ev.var);
+                        self.finish(var);
                     }
                 }
             } else {
-                self.finish(ev.var);
+                self.finish(var);
             }
         }
         Ok(())
     }
 
-    fn push_event(&mut self, t: f64, var: usize, version: u64, latency: bool) {
+    fn push_event(&mut self, t: f64, var: usize, latency: bool) {
         self.seq += 1;
-        self.heap.push(Ev { t, seq: self.seq, var, version, latency });
+        self.heap.set(var, Entry { t, seq: self.seq, latency });
     }
 
     /// Re-solves the sharing around `seeds` and reschedules every activity whose rate changed.
@@ -360,13 +332,17 @@ impl Sim<'_> {
             let Some(a) = self.acts[v].as_mut() else { continue };
             a.remaining = (a.remaining - a.rate * (self.now - a.last)).max(0.0);
             a.last = self.now;
+            let old_rate = a.rate;
             a.rate = new * a.factor;
-            self.seq += 1;
-            a.version = self.seq;
-            let (version, remaining, rate) = (a.version, a.remaining, a.rate);
+            let (remaining, rate) = (a.remaining, a.rate);
             if rate > 0.0 {
-                let t = if rate.is_finite() { self.now + remaining / rate } else { self.now };
-                self.push_event(t, v, version, false);
+                // An unchanged rate keeps its event where it is.
+                if rate != old_rate || !self.heap.contains(v) {
+                    let t = if rate.is_finite() { self.now + remaining / rate } else { self.now };
+                    self.push_event(t, v, false);
+                }
+            } else {
+                self.heap.remove(v);
             }
         }
         self.changes = changes;
@@ -374,14 +350,12 @@ impl Sim<'_> {
 
     fn new_act(
         &mut self,
-        uses: Vec<(usize, f64)>,
+        uses: &[(usize, f64)],
         penalty: f64,
         bound: f64,
-        mut act: Act,
+        act: Act,
         latency: f64,
     ) {
-        self.seq += 1;
-        act.version = self.seq;
         let share = if latency > 0.0 { 0.0 } else { penalty };
         let v = self.system.add_var(uses, share, bound);
         if self.acts.len() <= v {
@@ -389,10 +363,11 @@ impl Sim<'_> {
         }
         self.acts[v] = Some(act);
         if latency > 0.0 {
-            self.push_event(self.now + latency, v, act.version, true);
+            self.push_event(self.now + latency, v, true);
         } else {
-            let seeds = self.system.resources_of(v);
-            self.resolve(&seeds);
+            let mut seeds = [0usize; MAX_USES];
+            let k = self.system.resources_of(v, &mut seeds);
+            self.resolve(&seeds[..k]);
             if act.remaining <= 0.0 {
                 self.finish(v);
             }
@@ -401,9 +376,11 @@ impl Sim<'_> {
 
     fn finish(&mut self, v: usize) {
         let Some(act) = self.acts[v].take() else { return };
-        let seeds = self.system.resources_of(v);
+        let mut seeds = [0usize; MAX_USES];
+        let k = self.system.resources_of(v, &mut seeds);
         self.system.remove_var(v);
-        self.resolve(&seeds);
+        self.heap.remove(v);
+        self.resolve(&seeds[..k]);
         match act.kind {
             ActKind::Compute { rank } => {
                 let r = &mut self.ranks[rank as usize];
@@ -485,9 +462,8 @@ impl Sim<'_> {
                         last: self.now,
                         start: self.now,
                         penalty: 1.0,
-                        version: 0,
                     };
-                    self.new_act(vec![(self.cpu_base + host, 1.0)], 1.0, speed, act, 0.0);
+                    self.new_act(&[(self.cpu_base + host, 1.0)], 1.0, speed, act, 0.0);
                     return Ok(());
                 }
                 Step::Send { to, tag, ctx, bytes, req, sync } => {
@@ -582,15 +558,24 @@ impl Sim<'_> {
         if m.tcp_gamma > 0.0 && lat_sum > 0.0 {
             bound = bound.min(m.tcp_gamma / (2.0 * lat_sum));
         }
-        let mut uses: Vec<(usize, f64)> = route.links().iter().map(|&l| (l, 1.0)).collect();
+        let mut uses = [(0usize, 0f64); MAX_USES];
+        let mut n = 0;
+        for &l in route.links() {
+            uses[n] = (l, 1.0);
+            n += 1;
+        }
         if m.crosstraffic > 0.0 {
             for &l in self.platform.route(hd, hs).links() {
-                match uses.iter_mut().find(|u| u.0 == l) {
+                match uses[..n].iter_mut().find(|u| u.0 == l) {
                     Some(u) => u.1 += m.crosstraffic,
-                    None => uses.push((l, m.crosstraffic)),
+                    None => {
+                        uses[n] = (l, m.crosstraffic);
+                        n += 1;
+                    }
                 }
             }
         }
+        let uses = &uses[..n];
         let act = Act {
             kind: ActKind::Flow { recv_req, send_req },
             remaining: size,
@@ -599,7 +584,6 @@ impl Sim<'_> {
             last: self.now,
             start: self.now,
             penalty,
-            version: 0,
         };
         self.new_act(uses, penalty, bound, act, latency);
     }

@@ -28,7 +28,6 @@ struct Var {
     penalty: f64,
     bound: f64,
     value: f64,
-    alive: bool,
 }
 
 /// The sharing system.
@@ -37,10 +36,24 @@ pub struct System {
     resources: Vec<Resource>,
     vars: Vec<Var>,
     free: Vec<usize>,
-    // Scratch, kept to avoid reallocating per solve.
+    // Scratch, kept between solves so that a solve allocates nothing once warm.
     mark_res: Vec<u32>,
     mark_var: Vec<u32>,
+    /// Per resource: its index in the component being solved.
+    local: Vec<u32>,
     epoch: u32,
+    comp_res: Vec<usize>,
+    comp_vars: Vec<usize>,
+    remaining: Vec<f64>,
+    load: Vec<f64>,
+    saturated: Vec<bool>,
+    limit: Vec<f64>,
+    order: Vec<u32>,
+    fixed: Vec<bool>,
+    /// Per variable: its index in the component being solved.
+    var_local: Vec<u32>,
+    /// Per component resource: how many of its variables are not fixed yet.
+    count: Vec<u32>,
 }
 
 /// A rate that changed: the variable, its value before and after.
@@ -51,20 +64,26 @@ impl System {
     pub fn add_resource(&mut self, capacity: f64, fatpipe: bool) -> usize {
         self.resources.push(Resource { capacity, fatpipe, vars: Vec::new() });
         self.mark_res.push(0);
+        self.local.push(0);
         self.resources.len() - 1
     }
 
     /// Adds a variable; it shares its resources once its penalty is positive. Returns its id.
-    pub fn add_var(&mut self, uses: Vec<(usize, f64)>, penalty: f64, bound: f64) -> usize {
-        let v = Var { uses, penalty: 0.0, bound, value: 0.0, alive: true };
+    pub fn add_var(&mut self, uses: &[(usize, f64)], penalty: f64, bound: f64) -> usize {
         let id = match self.free.pop() {
             Some(i) => {
-                self.vars[i] = v;
+                let v = &mut self.vars[i];
+                v.uses.clear();
+                v.uses.extend_from_slice(uses);
+                v.penalty = 0.0;
+                v.bound = bound;
+                v.value = 0.0;
                 i
             }
             None => {
-                self.vars.push(v);
+                self.vars.push(Var { uses: uses.to_vec(), penalty: 0.0, bound, value: 0.0 });
                 self.mark_var.push(0);
+                self.var_local.push(0);
                 self.vars.len() - 1
             }
         };
@@ -98,14 +117,17 @@ impl System {
     /// Removes a variable; its id may be reused.
     pub fn remove_var(&mut self, id: usize) {
         self.set_penalty(id, 0.0);
-        self.vars[id].alive = false;
-        self.vars[id].uses.clear();
         self.free.push(id);
     }
 
-    /// The resources a variable uses.
-    pub fn resources_of(&self, id: usize) -> Vec<usize> {
-        self.vars[id].uses.iter().map(|u| u.0).collect()
+    /// The resources a variable uses, copied into `out` (at most its length); returns how many.
+    pub fn resources_of(&self, id: usize, out: &mut [usize]) -> usize {
+        let mut n = 0;
+        for (slot, &(r, _)) in out.iter_mut().zip(&self.vars[id].uses) {
+            *slot = r;
+            n += 1;
+        }
+        n
     }
 
     /// A variable's current value.
@@ -113,8 +135,8 @@ impl System {
         self.vars[id].value
     }
 
-    /// Solves the component reachable from `seeds` (resources) again; returns every variable of
-    /// it with its value before and after.
+    /// Solves the component reachable from `seeds` (resources) again; `out` receives every
+    /// variable of it with its value before and after.
     pub fn solve_from(&mut self, seeds: &[usize], out: &mut Vec<Change>) {
         out.clear();
         self.epoch = self.epoch.wrapping_add(1);
@@ -125,17 +147,17 @@ impl System {
         }
         let e = self.epoch;
         // Breadth-first over resources and the sharing variables on them.
-        let mut res: Vec<usize> = Vec::new();
-        let mut vars: Vec<usize> = Vec::new();
+        self.comp_res.clear();
+        self.comp_vars.clear();
         for &s in seeds {
             if self.mark_res[s] != e {
                 self.mark_res[s] = e;
-                res.push(s);
+                self.comp_res.push(s);
             }
         }
         let mut i = 0;
-        while i < res.len() {
-            let r = res[i];
+        while i < self.comp_res.len() {
+            let r = self.comp_res[i];
             i += 1;
             for k in 0..self.resources[r].vars.len() {
                 let v = self.resources[r].vars[k];
@@ -143,108 +165,150 @@ impl System {
                     continue;
                 }
                 self.mark_var[v] = e;
-                vars.push(v);
+                self.var_local[v] = self.comp_vars.len() as u32;
+                self.comp_vars.push(v);
                 for &(r2, _) in &self.vars[v].uses {
                     if self.mark_res[r2] != e {
                         self.mark_res[r2] = e;
-                        res.push(r2);
+                        self.comp_res.push(r2);
                     }
                 }
             }
         }
-        if vars.is_empty() {
+        let n = self.comp_vars.len();
+        if n == 0 {
             return;
         }
-        // Local numbering.
-        let local_res: std::collections::HashMap<usize, usize> =
-            res.iter().enumerate().map(|(i, &r)| (r, i)).collect();
-        let mut remaining: Vec<f64> = res.iter().map(|&r| self.resources[r].capacity).collect();
-        let fat: Vec<bool> = res.iter().map(|&r| self.resources[r].fatpipe).collect();
-        // Effective bound: the variable's own, and each fat pipe's capacity over its coefficient.
-        let bound: Vec<f64> = vars
-            .iter()
-            .map(|&v| {
-                let var = &self.vars[v];
-                var.uses
-                    .iter()
-                    .filter(|(r, c)| self.resources[*r].fatpipe && *c > 0.0)
-                    .map(|(r, c)| self.resources[*r].capacity / c)
-                    .fold(var.bound, f64::min)
-            })
-            .collect();
-        let uses: Vec<Vec<(usize, f64)>> = vars
-            .iter()
-            .map(|&v| {
-                self.vars[v]
-                    .uses
-                    .iter()
-                    .filter(|(r, c)| !fat[local_res[r]] && *c > 0.0)
-                    .map(|(r, c)| (local_res[r], *c))
-                    .collect()
-            })
-            .collect();
-        let pen: Vec<f64> = vars.iter().map(|&v| self.vars[v].penalty).collect();
-        let mut value = vec![0.0f64; vars.len()];
-        let mut fixed = vec![false; vars.len()];
-        let mut unfixed = vars.len();
-        let mut load = vec![0.0f64; res.len()];
-        while unfixed > 0 {
-            load.iter_mut().for_each(|l| *l = 0.0);
-            for (j, u) in uses.iter().enumerate() {
-                if !fixed[j] {
-                    for &(r, c) in u {
-                        load[r] += c / pen[j];
+        for (i, &r) in self.comp_res.iter().enumerate() {
+            self.local[r] = i as u32;
+        }
+        let nr = self.comp_res.len();
+        self.remaining.clear();
+        self.remaining.extend(self.comp_res.iter().map(|&r| self.resources[r].capacity));
+        self.load.clear();
+        self.load.resize(nr, 0.0);
+        self.saturated.clear();
+        self.saturated.resize(nr, false);
+        self.count.clear();
+        self.count.resize(nr, 0);
+        // Each variable's own limit on the fair level: its bound (and each fat pipe's capacity
+        // over its coefficient) times its penalty.
+        self.limit.clear();
+        for &v in &self.comp_vars {
+            let var = &self.vars[v];
+            let mut b = var.bound;
+            for &(r, c) in &var.uses {
+                let res = &self.resources[r];
+                if c > 0.0 {
+                    if res.fatpipe {
+                        b = b.min(res.capacity / c);
+                    } else {
+                        let l = self.local[r] as usize;
+                        self.load[l] += c / var.penalty;
+                        self.count[l] += 1;
                     }
                 }
             }
+            self.limit.push(b * var.penalty);
+        }
+        self.order.clear();
+        self.order.extend(0..n as u32);
+        let limit = &self.limit;
+        self.order.sort_unstable_by(|&a, &b| limit[a as usize].total_cmp(&limit[b as usize]));
+        self.fixed.clear();
+        self.fixed.resize(n, false);
+        let mut values = std::mem::take(out);
+        values.extend(self.comp_vars.iter().map(|&v| (v, self.vars[v].value, 0.0)));
+        let mut unfixed = n;
+        let mut next_bound = 0;
+        while unfixed > 0 {
             let mut level = f64::INFINITY;
-            for (r, &l) in load.iter().enumerate() {
-                if l > 0.0 {
-                    level = level.min(remaining[r].max(0.0) / l);
+            for r in 0..nr {
+                if self.count[r] > 0 {
+                    level = level.min(self.remaining[r].max(0.0) / self.load[r]);
                 }
             }
-            for j in 0..vars.len() {
-                if !fixed[j] {
-                    level = level.min(bound[j] * pen[j]);
-                }
+            while next_bound < n && self.fixed[self.order[next_bound] as usize] {
+                next_bound += 1;
+            }
+            if next_bound < n {
+                level = level.min(self.limit[self.order[next_bound] as usize]);
             }
             if !level.is_finite() {
-                // Nothing limits these variables: unbounded rates.
-                for j in 0..vars.len() {
-                    if !fixed[j] {
-                        value[j] = f64::INFINITY;
-                        fixed[j] = true;
+                for j in 0..n {
+                    if !self.fixed[j] {
+                        values[j].2 = f64::INFINITY;
+                        self.fixed[j] = true;
                     }
                 }
                 break;
             }
             let tol = level * 1e-12;
-            let saturated: Vec<bool> = load
-                .iter()
-                .enumerate()
-                .map(|(r, &l)| l > 0.0 && remaining[r].max(0.0) / l <= level + tol)
-                .collect();
-            for j in 0..vars.len() {
-                if fixed[j] {
+            // Variables whose own limit is reached first.
+            let mut fixed_now = 0;
+            while next_bound < n {
+                let j = self.order[next_bound] as usize;
+                if self.fixed[j] {
+                    next_bound += 1;
                     continue;
                 }
-                let at_bound = bound[j] * pen[j] <= level + tol;
-                let on_sat = uses[j].iter().any(|&(r, _)| saturated[r]);
-                if at_bound || on_sat {
-                    let v = if at_bound { bound[j] } else { level / pen[j] };
-                    value[j] = v;
-                    fixed[j] = true;
-                    unfixed -= 1;
-                    for &(r, c) in &uses[j] {
-                        remaining[r] -= c * v;
+                if self.limit[j] > level + tol {
+                    break;
+                }
+                self.fix(j, self.limit[j] / self.vars[self.comp_vars[j]].penalty, &mut values);
+                fixed_now += 1;
+                next_bound += 1;
+            }
+            // Then every variable on a resource that saturates at this level.
+            for r in 0..nr {
+                self.saturated[r] =
+                    self.count[r] > 0 && self.remaining[r].max(0.0) / self.load[r] <= level + tol;
+            }
+            for r in 0..nr {
+                if !self.saturated[r] {
+                    continue;
+                }
+                let gr = self.comp_res[r];
+                for k in 0..self.resources[gr].vars.len() {
+                    let v = self.resources[gr].vars[k];
+                    let j = self.var_local[v] as usize;
+                    if !self.fixed[j] {
+                        self.fix(j, level / self.vars[v].penalty, &mut values);
+                        fixed_now += 1;
                     }
                 }
             }
+            unfixed -= fixed_now;
+            if fixed_now == 0 {
+                // Numerical corner: nothing reached the level; fix the rest at it.
+                for j in 0..n {
+                    if !self.fixed[j] {
+                        let v = self.comp_vars[j];
+                        self.fix(j, level / self.vars[v].penalty, &mut values);
+                    }
+                }
+                break;
+            }
         }
-        for (j, &v) in vars.iter().enumerate() {
-            let old = self.vars[v].value;
-            self.vars[v].value = value[j];
-            out.push((v, old, value[j]));
+        for &(v, _, new) in &values {
+            self.vars[v].value = new;
+        }
+        *out = values;
+    }
+
+    /// Fixes component variable `j` at `value`: its load leaves its resources.
+    fn fix(&mut self, j: usize, value: f64, values: &mut [Change]) {
+        self.fixed[j] = true;
+        values[j].2 = value;
+        let v = self.comp_vars[j];
+        let pen = self.vars[v].penalty;
+        for &(r, c) in &self.vars[v].uses {
+            if c > 0.0 && !self.resources[r].fatpipe {
+                let l = self.local[r] as usize;
+                self.remaining[l] -= c * value;
+                self.load[l] -= c / pen;
+                self.count[l] -= 1;
+            }
         }
     }
 }
@@ -267,8 +331,8 @@ mod tests {
         let a = s.add_resource(10.0, false);
         let b = s.add_resource(2.0, false);
         // Two flows on a, one of which also crosses b (capacity 2).
-        s.add_var(vec![(a, 1.0)], 1.0, f64::INFINITY);
-        s.add_var(vec![(a, 1.0), (b, 1.0)], 1.0, f64::INFINITY);
+        s.add_var(&[(a, 1.0)], 1.0, f64::INFINITY);
+        s.add_var(&[(a, 1.0), (b, 1.0)], 1.0, f64::INFINITY);
         assert_eq!(solve(&mut s, &[a]), [8.0, 2.0]);
     }
 
@@ -276,18 +340,18 @@ mod tests {
     fn penalties_weigh_shares_bounds_cap_them_and_fat_pipes_do_not_share() {
         let mut s = System::default();
         let a = s.add_resource(9.0, false);
-        s.add_var(vec![(a, 1.0)], 1.0, f64::INFINITY);
-        s.add_var(vec![(a, 1.0)], 2.0, f64::INFINITY);
+        s.add_var(&[(a, 1.0)], 1.0, f64::INFINITY);
+        s.add_var(&[(a, 1.0)], 2.0, f64::INFINITY);
         assert_eq!(solve(&mut s, &[a]), [6.0, 3.0]);
         let mut s = System::default();
         let a = s.add_resource(9.0, false);
-        s.add_var(vec![(a, 1.0)], 1.0, 1.0);
-        s.add_var(vec![(a, 1.0)], 1.0, f64::INFINITY);
+        s.add_var(&[(a, 1.0)], 1.0, 1.0);
+        s.add_var(&[(a, 1.0)], 1.0, f64::INFINITY);
         assert_eq!(solve(&mut s, &[a]), [1.0, 8.0]);
         let mut s = System::default();
         let f = s.add_resource(5.0, true);
-        s.add_var(vec![(f, 1.0)], 1.0, f64::INFINITY);
-        s.add_var(vec![(f, 1.0)], 1.0, f64::INFINITY);
+        s.add_var(&[(f, 1.0)], 1.0, f64::INFINITY);
+        s.add_var(&[(f, 1.0)], 1.0, f64::INFINITY);
         assert_eq!(solve(&mut s, &[f]), [5.0, 5.0]);
     }
 
@@ -295,8 +359,8 @@ mod tests {
     fn a_variable_paying_its_latency_takes_no_share_until_its_penalty_is_set() {
         let mut s = System::default();
         let a = s.add_resource(4.0, false);
-        let x = s.add_var(vec![(a, 1.0)], 1.0, f64::INFINITY);
-        let y = s.add_var(vec![(a, 1.0)], 0.0, f64::INFINITY);
+        let x = s.add_var(&[(a, 1.0)], 1.0, f64::INFINITY);
+        let y = s.add_var(&[(a, 1.0)], 0.0, f64::INFINITY);
         assert_eq!(solve(&mut s, &[a]), [4.0]);
         s.set_penalty(y, 1.0);
         assert_eq!(solve(&mut s, &[a]), [2.0, 2.0]);

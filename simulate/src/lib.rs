@@ -29,6 +29,7 @@ pub mod collectives;
 pub mod engine;
 mod error;
 pub mod fluid;
+mod heap;
 pub mod model;
 pub mod platform;
 
