@@ -80,6 +80,10 @@ pub struct SimulateArgs {
     /// Ask one question per value: bandwidth=V,V,…, latency=V,…, or speed=V,… (SimGrid units).
     #[arg(long, value_name = "PARAM=V,V,…")]
     sweep: Option<String>,
+    /// Simulate every iteration of the main loop (by default, once a few iterations have set
+    /// the pace, the rest are skipped and priced at it).
+    #[arg(long)]
+    exact: bool,
     /// Print one JSON document.
     #[arg(long)]
     json: bool,
@@ -116,7 +120,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         ModelArg::Smpi => Model::smpi(),
         ModelArg::Plain => Model::plain(),
     };
-    let options = Options { model, trace_speed };
+    let options = Options { model, trace_speed, fast_forward: !a.exact };
     if let Some(sweep) = &a.sweep {
         let (param, values) =
             sweep.split_once('=').with_context(|| format!("--sweep {sweep}: give PARAM=V,V,…"))?;
@@ -209,6 +213,17 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 s.compute_s,
                 (s.end_s - s.compute_s).max(0.0)
             );
+        }
+        match &sim.fast_forward {
+            Some(f) if f.skipped > 0 => println!(
+                "  main loop: {} of {} iterations skipped at {:.6} s each ({:.6} s in all)",
+                f.skipped, f.iterations, f.pace_s, f.skipped_s
+            ),
+            Some(f) => println!(
+                "  main loop simulated whole: {}",
+                f.reason.as_deref().unwrap_or("nothing to skip")
+            ),
+            None => {}
         }
         println!("  {} messages, {} bytes; simulated in {:.3} s", sim.messages, sim.bytes, wall_s);
     }

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::collectives::{schedule, CollCall, CollStep};
 use crate::error::{Result, SimulateError};
+use crate::fastforward;
 use crate::fluid::{Change, System};
 use crate::heap::{Deadlines, Entry};
 use crate::model::Model;
@@ -33,12 +34,29 @@ pub struct Options {
     /// Flop/s of the machine that recorded compute blocks as seconds (traces without flop
     /// counts): a block of t seconds is t × this many flops here.
     pub trace_speed: f64,
+    /// Skip the main loop's iterations once their pace is known ([`crate::fastforward`]).
+    pub fast_forward: bool,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { model: Model::smpi(), trace_speed: 1e9 }
+        Options { model: Model::smpi(), trace_speed: 1e9, fast_forward: true }
     }
+}
+
+/// What the fast-forward did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FastForward {
+    /// Iterations of the main loop.
+    pub iterations: usize,
+    /// Iterations skipped (0 where it did not apply).
+    pub skipped: usize,
+    /// The measured seconds per iteration.
+    pub pace_s: f64,
+    /// Seconds the skipped iterations were priced at.
+    pub skipped_s: f64,
+    /// Why nothing was skipped, where nothing was.
+    pub reason: Option<String>,
 }
 
 /// One rank's figures.
@@ -78,6 +96,8 @@ pub struct Simulation {
     pub bytes: u64,
     /// Ranks that never ended (empty for a program that completes).
     pub stuck: Vec<Stuck>,
+    /// How the main loop was fast-forwarded (absent where it was not asked for).
+    pub fast_forward: Option<FastForward>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -91,6 +111,7 @@ enum Step {
     Send { to: u32, tag: i64, ctx: u32, bytes: u64, req: u32, sync: bool },
     Recv { from: Option<u32>, tag: Option<i64>, ctx: u32, req: u32 },
     Wait(Vec<u32>),
+    Sleep(f64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +166,7 @@ struct Queues {
 #[derive(Debug, Clone, Copy)]
 enum ActKind {
     Compute { rank: u32 },
+    Timer { rank: u32 },
     Flow { recv_req: u32, send_req: u32 },
 }
 
@@ -177,6 +199,19 @@ struct Sim<'a> {
     cpu_base: usize,
     messages: u64,
     bytes: u64,
+    ff: Option<Ff>,
+}
+
+/// The fast-forward's state.
+#[derive(Debug)]
+struct Ff {
+    plan: fastforward::Plan,
+    /// Per rank: when it started each iteration so far.
+    arrivals: Vec<Vec<f64>>,
+    /// The boundary every rank jumps at, the iterations it skips, and what they take.
+    jump: Option<(usize, usize, f64)>,
+    pace: f64,
+    refused: Option<String>,
 }
 
 /// Simulates `traces` (every rank of one run) on `platform`, rank `r` on host `placement[r]`.
@@ -252,8 +287,36 @@ pub fn simulate(
         cpu_base,
         messages: 0,
         bytes: 0,
+        ff: None,
     };
+    if opts.fast_forward {
+        sim.ff = Some(match fastforward::plan(traces) {
+            Ok(plan) => Ff {
+                arrivals: vec![Vec::new(); traces.len()],
+                plan,
+                jump: None,
+                pace: 0.0,
+                refused: None,
+            },
+            Err(why) => Ff {
+                plan: fastforward::Plan { iterations: 0, loops: vec![], flops: vec![] },
+                arrivals: vec![],
+                jump: None,
+                pace: 0.0,
+                refused: Some(why),
+            },
+        });
+    }
     sim.run()?;
+    let fast_forward = sim.ff.as_ref().map(|f| FastForward {
+        iterations: f.plan.iterations,
+        skipped: f.jump.map_or(0, |j| j.1),
+        pace_s: f.pace,
+        skipped_s: f.jump.map_or(0.0, |j| j.2),
+        reason: f.refused.clone().or_else(|| {
+            f.jump.is_none().then(|| "the program ended before the pace was known".to_string())
+        }),
+    });
     let stuck: Vec<Stuck> = sim
         .ranks
         .iter()
@@ -285,6 +348,7 @@ pub fn simulate(
         messages: sim.messages,
         bytes: sim.bytes,
         stuck,
+        fast_forward,
     })
 }
 
@@ -348,14 +412,7 @@ impl Sim<'_> {
         self.changes = changes;
     }
 
-    fn new_act(
-        &mut self,
-        uses: &[(usize, f64)],
-        penalty: f64,
-        bound: f64,
-        act: Act,
-        latency: f64,
-    ) {
+    fn new_act(&mut self, uses: &[(usize, f64)], penalty: f64, bound: f64, act: Act, latency: f64) {
         let share = if latency > 0.0 { 0.0 } else { penalty };
         let v = self.system.add_var(uses, share, bound);
         if self.acts.len() <= v {
@@ -386,6 +443,10 @@ impl Sim<'_> {
                 let r = &mut self.ranks[rank as usize];
                 r.compute += self.now - act.start;
                 r.state = State::Ready;
+                self.ready.push(rank);
+            }
+            ActKind::Timer { rank } => {
+                self.ranks[rank as usize].state = State::Ready;
                 self.ready.push(rank);
             }
             ActKind::Flow { recv_req, send_req } => {
@@ -431,6 +492,9 @@ impl Sim<'_> {
                 let t = &traces[r];
                 if rs.next < t.events.len() {
                     let i = rs.next;
+                    if self.at_boundary(r, i) {
+                        continue;
+                    }
                     self.ranks[r].next += 1;
                     self.expand(r, i)?;
                     continue;
@@ -466,6 +530,28 @@ impl Sim<'_> {
                     self.new_act(&[(self.cpu_base + host, 1.0)], 1.0, speed, act, 0.0);
                     return Ok(());
                 }
+                Step::Sleep(seconds) => {
+                    if seconds <= 0.0 {
+                        continue;
+                    }
+                    self.ranks[r].state = State::Blocked;
+                    let act = Act {
+                        kind: ActKind::Timer { rank: r as u32 },
+                        remaining: 0.0,
+                        factor: 1.0,
+                        rate: 0.0,
+                        last: self.now,
+                        start: self.now,
+                        penalty: 0.0,
+                    };
+                    let v = self.system.add_var(&[], 0.0, f64::INFINITY);
+                    if self.acts.len() <= v {
+                        self.acts.resize(v + 1, None);
+                    }
+                    self.acts[v] = Some(act);
+                    self.push_event(self.now + seconds, v, false);
+                    return Ok(());
+                }
                 Step::Send { to, tag, ctx, bytes, req, sync } => {
                     self.post_send(r as u32, to, tag, ctx, bytes, req, sync);
                 }
@@ -490,6 +576,78 @@ impl Sim<'_> {
                 }
             }
         }
+    }
+
+    /// Notes rank `r` starting an iteration of the main loop at call `i`; decides the jump once
+    /// every rank has run the warm-up and the window, and makes it. True where the rank jumped
+    /// (its next call and a wait are set).
+    fn at_boundary(&mut self, r: usize, i: usize) -> bool {
+        let now = self.now;
+        let Some(ff) = self.ff.as_mut() else { return false };
+        if ff.refused.is_some() {
+            return false;
+        }
+        let lp = ff.plan.loops[r];
+        let Some(b) = lp.iteration_at(i) else { return false };
+        if ff.arrivals[r].len() != b {
+            return false;
+        }
+        if let Some((h, m, shift)) = ff.jump {
+            if b == h {
+                ff.arrivals[r].push(now);
+                self.ranks[r].next = lp.iteration_start(b + m);
+                self.ranks[r].steps.push_back(Step::Sleep(shift));
+                return true;
+            }
+            ff.arrivals[r].push(now);
+            return false;
+        }
+        ff.arrivals[r].push(now);
+        let (warmup, window_len) = fastforward::window(ff.plan.iterations);
+        let need = warmup + window_len + 1;
+        if ff.arrivals.iter().any(|a| a.len() < need) {
+            return false;
+        }
+        // Every rank has started the iteration after the window: the pace is known.
+        let (w0, w1) = (warmup, warmup + window_len);
+        let n = ff.arrivals.len() as f64;
+        let pace = ff.arrivals.iter().map(|a| (a[w1] - a[w0]) / window_len as f64).sum::<f64>() / n;
+        let h = ff.arrivals.iter().map(Vec::len).max().unwrap_or(0);
+        let total = ff.plan.iterations;
+        if h + 2 > total {
+            ff.refused = Some(format!(
+                "the main loop's {total} iterations are too few to measure a pace and skip any"
+            ));
+            return false;
+        }
+        let m = total - 1 - h;
+        // The busiest host's computation per iteration, at this platform's speed: its ranks'
+        // flops over its cores (one rank per host: the slowest rank's).
+        let hosts = self.platform.hosts.len();
+        let per_flop: Vec<f64> = (0..self.traces.len())
+            .map(|r| match self.traces[r].events.first().and_then(|e| e.gap_work) {
+                Some(Work::Flops(_)) => 1.0,
+                _ => self.opts.trace_speed * 1e-9,
+            })
+            .collect();
+        let critical = |it: usize| -> f64 {
+            let mut load = vec![0.0f64; hosts];
+            let mut most = vec![0.0f64; hosts];
+            for (r, &host) in self.placement.iter().enumerate() {
+                let t = ff.plan.flops[r][it] * per_flop[r] / self.platform.hosts[host].speed;
+                load[host] += t;
+                most[host] = most[host].max(t);
+            }
+            (0..hosts)
+                .map(|h| (load[h] / f64::from(self.platform.hosts[h].cores.max(1))).max(most[h]))
+                .fold(0.0, f64::max)
+        };
+        let window: f64 = (w0..w1).map(critical).sum::<f64>() / window_len as f64;
+        let skipped: f64 = (h..h + m).map(critical).sum();
+        let shift = (m as f64 * pace + skipped - m as f64 * window).max(0.0);
+        ff.pace = pace;
+        ff.jump = Some((h, m, shift));
+        false
     }
 
     #[allow(clippy::too_many_arguments)]

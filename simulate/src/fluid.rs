@@ -235,10 +235,11 @@ impl System {
                 level = level.min(self.limit[self.order[next_bound] as usize]);
             }
             if !level.is_finite() {
-                for j in 0..n {
-                    if !self.fixed[j] {
-                        values[j].2 = f64::INFINITY;
-                        self.fixed[j] = true;
+                // Nothing limits these variables: unbounded rates.
+                for (v, fixed) in values.iter_mut().zip(self.fixed.iter_mut()) {
+                    if !*fixed {
+                        v.2 = f64::INFINITY;
+                        *fixed = true;
                     }
                 }
                 break;

@@ -12,6 +12,7 @@
 //! - [`fluid`]: max-min fair sharing of links and processors among concurrent activities.
 //! - [`collectives`]: collectives as the messages of their algorithms.
 //! - [`engine`]: the discrete-event simulation itself.
+//! - [`fastforward`]: the main loop skipped once its pace is known.
 //!
 //! ```no_run
 //! use mpiskel_simulate::{engine, platform};
@@ -28,6 +29,7 @@
 pub mod collectives;
 pub mod engine;
 mod error;
+pub mod fastforward;
 pub mod fluid;
 mod heap;
 pub mod model;
