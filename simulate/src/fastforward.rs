@@ -325,3 +325,136 @@ fn requests_closed(t: &RankTrace, a: usize, b: usize) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{simulate, Options};
+    use crate::platform::{ClusterSpec, Platform};
+    use mpiskel_trace::model::world_members;
+    use mpiskel_trace::{CommId, Op, Rank, RankInfo, RequestId, Wildcards};
+
+    fn ev(op: Op, flops: f64, payload: Payload) -> Event {
+        Event {
+            op,
+            enter_ns: 0,
+            exit_ns: 0,
+            gap_ns: flops as u64,
+            gap_work: (flops > 0.0).then_some(Work::Flops(flops)),
+            gap_cpu_ns: None,
+            gap_polls: 0,
+            payload,
+        }
+    }
+
+    fn p2p(peer: u32, request: Option<u32>) -> Payload {
+        Payload::P2p {
+            peer: Peer::Rank(Rank(peer)),
+            tag: 7,
+            bytes: 40_000,
+            comm: CommId::WORLD,
+            request: request.map(RequestId),
+            wildcards: Wildcards::default(),
+        }
+    }
+
+    fn wait(request: u32) -> Payload {
+        Payload::Completion {
+            n_given: 1,
+            completed: vec![mpiskel_trace::Completed {
+                request: Some(RequestId(request)),
+                source: None,
+                tag: None,
+                bytes: None,
+            }],
+        }
+    }
+
+    /// A ring: each step computes (rank 0 a little more every tenth step), sends right,
+    /// receives left; `lagged` waits for each step's receive one step later.
+    fn ring(n: u32, steps: u32, lagged: bool) -> Vec<RankTrace> {
+        (0..n)
+            .map(|r| {
+                let (right, left) = ((r + 1) % n, (r + n - 1) % n);
+                let mut events = vec![ev(Op::Init, 0.0, Payload::None)];
+                let mut q = 1;
+                for s in 0..steps {
+                    let extra = if r == 0 && s % 10 == 3 { 2e5 } else { 0.0 };
+                    events.push(ev(Op::Irecv, 1e6 + extra, p2p(left, Some(q))));
+                    events.push(ev(Op::Send, 0.0, p2p(right, None)));
+                    if !lagged {
+                        events.push(ev(Op::Wait, 0.0, wait(q)));
+                    } else if s > 0 {
+                        events.push(ev(Op::Wait, 0.0, wait(q - 1)));
+                    }
+                    q += 1;
+                }
+                if lagged {
+                    events.push(ev(Op::Wait, 0.0, wait(q - 1)));
+                }
+                events.push(ev(Op::Finalize, 0.0, Payload::None));
+                RankTrace {
+                    rank: Rank(r),
+                    info: RankInfo { n_ranks: n, clock: "simulated".into(), ..Default::default() },
+                    events,
+                    trailing_gap_ns: 0,
+                    comms: [(CommId::WORLD, world_members(n))].into_iter().collect(),
+                    record_counts: Default::default(),
+                }
+            })
+            .collect()
+    }
+
+    fn cluster(n: usize) -> Platform {
+        Platform::cluster(&ClusterSpec {
+            name: "t".into(),
+            host_names: (0..n).map(|i| format!("h{i}")).collect(),
+            speed: 1e9,
+            cores: 1,
+            bandwidth: 12.5e6,
+            latency: 1e-5,
+            split_duplex: true,
+            fatpipe: false,
+            backbone: None,
+            loopback: (1e10, 0.0),
+        })
+    }
+
+    #[test]
+    fn a_loop_of_closed_iterations_is_skipped_and_priced_within_a_percent() {
+        let traces = ring(6, 200, false);
+        let plan = plan(&traces).unwrap();
+        assert_eq!(plan.iterations, 200);
+        assert_eq!((plan.loops[0].start, plan.loops[0].len), (1, 3));
+        let pf = cluster(6);
+        let place: Vec<usize> = (0..6).collect();
+        let exact = Options { fast_forward: false, ..Options::default() };
+        let whole = simulate(&traces, &pf, &place, &exact).unwrap();
+        let fast = simulate(&traces, &pf, &place, &Options::default()).unwrap();
+        let ff = fast.fast_forward.clone().unwrap();
+        assert!(ff.skipped > 100, "{ff:?}");
+        assert!(fast.messages < whole.messages / 2);
+        let err = fast.predicted_s / whole.predicted_s - 1.0;
+        assert!(err.abs() < 0.01, "{} vs {}", fast.predicted_s, whole.predicted_s);
+        // Two ranks per host: the computations share a core, and the pace sees it.
+        let crowded: Vec<usize> = (0..6).map(|r| r / 2).collect();
+        let whole = simulate(&traces, &pf, &crowded, &exact).unwrap();
+        let fast = simulate(&traces, &pf, &crowded, &Options::default()).unwrap();
+        let err = fast.predicted_s / whole.predicted_s - 1.0;
+        assert!(err.abs() < 0.01, "{} vs {}", fast.predicted_s, whole.predicted_s);
+    }
+
+    #[test]
+    fn iterations_whose_requests_outlive_them_are_simulated_whole() {
+        let traces = ring(4, 50, true);
+        let why = plan(&traces).unwrap_err();
+        assert!(why.contains("request"), "{why}");
+        let pf = cluster(4);
+        let place: Vec<usize> = (0..4).collect();
+        let sim = simulate(&traces, &pf, &place, &Options::default()).unwrap();
+        let ff = sim.fast_forward.unwrap();
+        assert_eq!(ff.skipped, 0);
+        assert!(ff.reason.unwrap().contains("request"));
+        assert!(sim.stuck.is_empty());
+    }
+}

@@ -1,0 +1,179 @@
+//! `mpiskel simulate` against SimGrid's replay of the same NPB traces (the fixtures' ground
+//! truth), and its what-if sweep, platforms and errors.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::{mpiskel, scratch, shared};
+
+fn npb() -> PathBuf {
+    shared().join("fixtures").join("npb")
+}
+
+/// SimGrid's replay time of `trace` in `scenario`, from the fixtures' ground truth.
+fn replay(trace: &str, scenario: &str) -> f64 {
+    let csv = std::fs::read_to_string(npb().join("ground-truth.csv")).unwrap();
+    let mut parts = trace.split('.');
+    let (b, c, n) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+    for line in csv.lines() {
+        let f: Vec<&str> = line.trim_end().split(',').collect();
+        if f.len() >= 10 && f[0] == b && f[1] == c && f[2] == n && f[3] == scenario {
+            return f[9].parse().unwrap_or_else(|_| panic!("{trace} {scenario}: no replay figure"));
+        }
+    }
+    panic!("{trace} {scenario}: not in ground-truth.csv");
+}
+
+fn simulate(trace: &str, platform: &str, per_host: u32, extra: &[&str]) -> serde_json::Value {
+    let p = npb().join("platforms");
+    let out = mpiskel()
+        .arg("simulate")
+        .arg(npb().join(trace))
+        .arg("--platform")
+        .arg(p.join(platform))
+        .arg("--hostfile")
+        .arg(p.join(format!("hostfile_{per_host}perhost.txt")))
+        .arg("--json")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn simulated_npb_runs_match_simgrids_replay_in_every_kind_of_scenario() {
+    // (trace, scenario, platform, ranks per host): a stencil, a wavefront, all-to-alls, a
+    // collective-only program; reference, slow links, high latency, slow and shared processors.
+    let cases = [
+        ("bt.S.16", "ref", "ref.xml", 1),
+        ("lu.S.4", "bw5MBps", "bw5MBps.xml", 1),
+        ("cg.S.8", "lat10x", "lat10x.xml", 1),
+        ("ft.W.16", "share4", "ref.xml", 4),
+        ("is.W.16", "speedhalf", "speedhalf.xml", 1),
+        ("mg.S.16", "share2", "ref.xml", 2),
+    ];
+    for (trace, scenario, platform, per_host) in cases {
+        let truth = replay(trace, scenario);
+        let exact = simulate(trace, platform, per_host, &["--exact"]);
+        let t = exact["predicted_s"].as_f64().unwrap();
+        assert!((t / truth - 1.0).abs() < 0.001, "{trace} {scenario}: {t} vs replay {truth}");
+        assert!(exact["stuck"].as_array().unwrap().is_empty());
+        let fast = simulate(trace, platform, per_host, &[]);
+        let f = fast["predicted_s"].as_f64().unwrap();
+        assert!((f / truth - 1.0).abs() < 0.05, "{trace} {scenario}: {f} vs replay {truth}");
+    }
+}
+
+#[test]
+fn a_long_main_loop_is_fast_forwarded_and_still_predicts_the_replay() {
+    let truth = replay("bt.W.16", "bw20MBps");
+    let j = simulate("bt.W.16", "bw20MBps.xml", 1, &[]);
+    let ff = &j["fast_forward"];
+    assert_eq!(ff["iterations"], 200);
+    assert!(ff["skipped"].as_u64().unwrap() > 100, "{ff}");
+    let t = j["predicted_s"].as_f64().unwrap();
+    assert!((t / truth - 1.0).abs() < 0.02, "{t} vs replay {truth}");
+}
+
+#[test]
+fn a_sweep_answers_one_question_per_value_and_slower_links_take_longer() {
+    let p = npb().join("platforms");
+    let out = mpiskel()
+        .args(["simulate", "--json", "--sweep", "bandwidth=10Gbps,50MBps,5MBps", "--platform"])
+        .arg(p.join("ref.xml"))
+        .arg(npb().join("cg.S.4"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t: Vec<f64> =
+        j["sweep"].as_array().unwrap().iter().map(|r| r["predicted_s"].as_f64().unwrap()).collect();
+    assert_eq!(t.len(), 3);
+    assert!(t[0] < t[1] && t[1] < t[2], "{t:?}");
+    // The 5 MB/s row is the bw5MBps platform's answer (one rank per host, as without a hostfile).
+    let truth = replay("cg.S.4", "bw5MBps");
+    assert!((t[2] / truth - 1.0).abs() < 0.02, "{} vs {truth}", t[2]);
+    let text = mpiskel()
+        .args(["simulate", "--sweep", "speed=1Gf,0.5Gf", "--platform"])
+        .arg(p.join("ref.xml"))
+        .arg(npb().join("cg.S.4"))
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&text.stdout);
+    assert!(s.contains("speed swept") && s.contains("0.5Gf"), "{s}");
+}
+
+#[test]
+fn a_toml_cluster_answers_as_the_simgrid_file_it_describes() {
+    let dir = scratch("simulate-toml");
+    let toml = dir.join("ref.toml");
+    std::fs::write(
+        &toml,
+        "[cluster]\nhosts = 16\nspeed = \"1Gf\"\nbandwidth = \"10Gbps\"\nlatency = \"1us\"\n\
+         sharing = \"splitduplex\"\nloopback_bandwidth = \"100Gbps\"\nloopback_latency = \"0.1us\"\n",
+    )
+    .unwrap();
+    let run = |platform: &Path| -> f64 {
+        let out = mpiskel()
+            .args(["simulate", "--json", "--platform"])
+            .arg(platform)
+            .arg(npb().join("lu.S.16"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        j["predicted_s"].as_f64().unwrap()
+    };
+    let xml = npb().join("platforms").join("ref.xml");
+    assert_eq!(run(&toml), run(&xml));
+}
+
+#[test]
+fn bad_platforms_and_hostfiles_are_named_with_their_line() {
+    let dir = scratch("simulate-bad");
+    let xml = dir.join("bad.xml");
+    std::fs::write(&xml, "<platform version=\"4.1\">\n  <cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-3\"\n    speed=\"fast\" bw=\"1Gbps\" lat=\"1us\"/>\n</platform>\n").unwrap();
+    let out = mpiskel()
+        .args(["simulate", "--platform"])
+        .arg(&xml)
+        .arg(npb().join("cg.S.4"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("bad.xml") && e.contains("line 2") && e.contains("speed"), "{e}");
+    let hosts = dir.join("hosts.txt");
+    std::fs::write(&hosts, "node-0.ref\nnowhere\n").unwrap();
+    let out = mpiskel()
+        .args(["simulate", "--platform"])
+        .arg(npb().join("platforms").join("ref.xml"))
+        .arg("--hostfile")
+        .arg(&hosts)
+        .arg(npb().join("cg.S.4"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("hosts.txt") && e.contains("line 2") && e.contains("nowhere"), "{e}");
+}
+
+#[test]
+fn a_receive_that_nothing_sends_leaves_its_rank_stuck_and_fails() {
+    let dir = scratch("simulate-stuck");
+    let idx = dir.join("trace.txt");
+    std::fs::write(dir.join("r0.txt"), "0 init\n0 compute 1000\n0 recv 1 3 8\n0 finalize\n")
+        .unwrap();
+    std::fs::write(dir.join("r1.txt"), "1 init\n1 compute 1000\n1 finalize\n").unwrap();
+    std::fs::write(&idx, "r0.txt\nr1.txt\n").unwrap();
+    let out = mpiskel()
+        .args(["simulate", "--platform"])
+        .arg(npb().join("platforms").join("ref.xml"))
+        .arg(&idx)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("rank 0 never ends") && e.contains("Recv"), "{e}");
+}
