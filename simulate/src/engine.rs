@@ -152,15 +152,59 @@ struct PendingSend {
 
 #[derive(Debug, Clone, Copy)]
 struct PendingRecv {
-    from: Option<u32>,
     tag: Option<i64>,
     req: u32,
 }
 
+/// The unmatched sends to one rank and its unmatched receives, on one context. Kept per
+/// source so that matching costs O(1) however many ranks send to one (a linear reduction at
+/// 16,384 ranks); a posting number keeps MPI's order between a wildcard and a named source.
 #[derive(Debug, Default)]
 struct Queues {
-    sends: VecDeque<PendingSend>,
-    recvs: VecDeque<PendingRecv>,
+    sends: HashMap<u32, VecDeque<(u64, PendingSend)>>,
+    recvs: HashMap<u32, VecDeque<(u64, PendingRecv)>>,
+    any_recvs: VecDeque<(u64, PendingRecv)>,
+    posted: u64,
+}
+
+impl Queues {
+    /// Takes the first receive a send from `src` with `tag` matches.
+    fn match_send(&mut self, src: u32, tag: i64) -> Option<PendingRecv> {
+        let ok = |p: &PendingRecv| p.tag.is_none_or(|t| t == tag);
+        let named = self.recvs.get(&src).and_then(|q| q.iter().position(|(_, p)| ok(p)));
+        let any = self.any_recvs.iter().position(|(_, p)| ok(p));
+        let named_seq = named.map(|i| self.recvs[&src][i].0);
+        let any_seq = any.map(|i| self.any_recvs[i].0);
+        match (named_seq, any_seq) {
+            (Some(a), Some(b)) if b < a => self.any_recvs.remove(any?).map(|x| x.1),
+            (Some(_), _) => self.recvs.get_mut(&src)?.remove(named?).map(|x| x.1),
+            (None, Some(_)) => self.any_recvs.remove(any?).map(|x| x.1),
+            (None, None) => None,
+        }
+    }
+
+    /// Takes the first send a receive from `from` (any source where `None`) with `tag` matches.
+    fn match_recv(&mut self, from: Option<u32>, tag: Option<i64>) -> Option<PendingSend> {
+        let ok = |s: &PendingSend| tag.is_none_or(|t| t == s.tag);
+        match from {
+            Some(f) => {
+                let q = self.sends.get_mut(&f)?;
+                let i = q.iter().position(|(_, s)| ok(s))?;
+                q.remove(i).map(|x| x.1)
+            }
+            None => {
+                let (src, i) = self
+                    .sends
+                    .iter()
+                    .filter_map(|(&src, q)| {
+                        q.iter().position(|(_, s)| ok(s)).map(|i| (q[i].0, src, i))
+                    })
+                    .min()
+                    .map(|(_, src, i)| (src, i))?;
+                self.sends.get_mut(&src)?.remove(i).map(|x| x.1)
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -243,6 +287,8 @@ pub fn simulate(
     }
     // Communicators: one context per distinct member list.
     let mut ctx_of: HashMap<Arc<[Rank]>, u32> = HashMap::new();
+    // Most ranks share their member lists (one world list for all): look them up by address.
+    let mut by_address: HashMap<usize, u32> = HashMap::new();
     let ranks = traces
         .iter()
         .enumerate()
@@ -251,8 +297,16 @@ pub fn simulate(
                 .comms
                 .iter()
                 .map(|(id, m)| {
-                    let n = ctx_of.len() as u32;
-                    let c = *ctx_of.entry(m.clone()).or_insert(n);
+                    let address = m.as_ptr() as usize;
+                    let c = match by_address.get(&address) {
+                        Some(&c) => c,
+                        None => {
+                            let n = ctx_of.len() as u32;
+                            let c = *ctx_of.entry(m.clone()).or_insert(n);
+                            by_address.insert(address, c);
+                            c
+                        }
+                    };
                     (id.0, (c, m.clone()))
                 })
                 .collect();
@@ -666,31 +720,28 @@ impl Sim<'_> {
             self.complete(req);
         }
         let q = self.queues.entry((dst, ctx)).or_default();
-        let hit = q
-            .recvs
-            .iter()
-            .position(|p| p.from.is_none_or(|f| f == src) && p.tag.is_none_or(|t| t == tag));
-        match hit {
-            Some(i) => {
-                let p = q.recvs.remove(i).expect("position is in range");
-                self.start_flow(src, dst, bytes, p.req, if eager { NONE } else { req });
+        match q.match_send(src, tag) {
+            Some(p) => self.start_flow(src, dst, bytes, p.req, if eager { NONE } else { req }),
+            None => {
+                q.posted += 1;
+                let s = PendingSend { src, tag, bytes, req, sync: !eager };
+                q.sends.entry(src).or_default().push_back((q.posted, s));
             }
-            None => q.sends.push_back(PendingSend { src, tag, bytes, req, sync: !eager }),
         }
     }
 
     fn post_recv(&mut self, me: u32, from: Option<u32>, tag: Option<i64>, ctx: u32, req: u32) {
         let q = self.queues.entry((me, ctx)).or_default();
-        let hit = q
-            .sends
-            .iter()
-            .position(|s| from.is_none_or(|f| f == s.src) && tag.is_none_or(|t| t == s.tag));
-        match hit {
-            Some(i) => {
-                let s = q.sends.remove(i).expect("position is in range");
-                self.start_flow(s.src, me, s.bytes, req, if s.sync { s.req } else { NONE });
+        match q.match_recv(from, tag) {
+            Some(s) => self.start_flow(s.src, me, s.bytes, req, if s.sync { s.req } else { NONE }),
+            None => {
+                q.posted += 1;
+                let p = PendingRecv { tag, req };
+                match from {
+                    Some(f) => q.recvs.entry(f).or_default().push_back((q.posted, p)),
+                    None => q.any_recvs.push_back((q.posted, p)),
+                }
             }
-            None => q.recvs.push_back(PendingRecv { from, tag, req }),
         }
     }
 

@@ -17,6 +17,8 @@
 struct Resource {
     capacity: f64,
     fatpipe: bool,
+    /// Σ coefficient × value of the variables sharing it.
+    used: f64,
     /// Variables that currently share it (penalty > 0).
     vars: Vec<usize>,
 }
@@ -46,7 +48,6 @@ pub struct System {
     comp_vars: Vec<usize>,
     remaining: Vec<f64>,
     load: Vec<f64>,
-    saturated: Vec<bool>,
     limit: Vec<f64>,
     order: Vec<u32>,
     fixed: Vec<bool>,
@@ -54,7 +55,45 @@ pub struct System {
     var_local: Vec<u32>,
     /// Per component resource: how many of its variables are not fixed yet.
     count: Vec<u32>,
+    /// Component resources by the level at which they saturate (lazy: stale entries carry an
+    /// old version).
+    levels: std::collections::BinaryHeap<Level>,
+    version: Vec<u32>,
 }
+
+/// A resource's saturation level in the solve's heap, least first.
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    level: f64,
+    res: u32,
+    version: u32,
+}
+
+impl PartialEq for Level {
+    fn eq(&self, o: &Level) -> bool {
+        self.cmp(o).is_eq()
+    }
+}
+impl Eq for Level {}
+impl PartialOrd for Level {
+    fn partial_cmp(&self, o: &Level) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Level {
+    fn cmp(&self, o: &Level) -> std::cmp::Ordering {
+        o.level.total_cmp(&self.level).then(o.res.cmp(&self.res))
+    }
+}
+
+/// A change re-solves its whole component (exact max-min) where the component holds at most
+/// about this many variables (an all-to-all among 16 ranks has 240 flows). A larger one is
+/// re-solved only around the change: the variables on the changed resources get a fair share of
+/// what the others leave, the others keep their rates. A change's effect on flows two links
+/// away is then left out; it is small where flows are short next to their latency (halo
+/// exchanges at scale), and exact max-min over thousands of flows per message would cost
+/// O(flows) per event.
+pub const EXACT_LIMIT: usize = 300;
 
 /// A rate that changed: the variable, its value before and after.
 pub type Change = (usize, f64, f64);
@@ -62,7 +101,7 @@ pub type Change = (usize, f64, f64);
 impl System {
     /// Adds a resource of `capacity` units per second.
     pub fn add_resource(&mut self, capacity: f64, fatpipe: bool) -> usize {
-        self.resources.push(Resource { capacity, fatpipe, vars: Vec::new() });
+        self.resources.push(Resource { capacity, fatpipe, used: 0.0, vars: Vec::new() });
         self.mark_res.push(0);
         self.local.push(0);
         self.resources.len() - 1
@@ -110,6 +149,13 @@ impl System {
             }
         }
         if !now {
+            let value = self.vars[id].value;
+            if value > 0.0 && value.is_finite() {
+                for k in 0..self.vars[id].uses.len() {
+                    let (r, c) = self.vars[id].uses[k];
+                    self.resources[r].used -= c * value;
+                }
+            }
             self.vars[id].value = 0.0;
         }
     }
@@ -156,9 +202,14 @@ impl System {
             }
         }
         let mut i = 0;
+        let mut local_only = false;
         while i < self.comp_res.len() {
             let r = self.comp_res[i];
             i += 1;
+            if self.comp_vars.len() > EXACT_LIMIT {
+                local_only = true;
+                break;
+            }
             for k in 0..self.resources[r].vars.len() {
                 let v = self.resources[r].vars[k];
                 if self.mark_var[v] == e {
@@ -175,6 +226,39 @@ impl System {
                 }
             }
         }
+        if local_only {
+            // Too large a component to solve whole: re-solve the variables on the seeds'
+            // resources only, the others keeping their rates (and their share of capacity).
+            self.epoch = self.epoch.wrapping_add(1).max(1);
+            let e = self.epoch;
+            self.comp_vars.clear();
+            let seed_res: Vec<usize> = seeds.to_vec();
+            self.comp_res.clear();
+            for &s in &seed_res {
+                if self.mark_res[s] != e {
+                    self.mark_res[s] = e;
+                    self.comp_res.push(s);
+                }
+            }
+            for &r in &seed_res {
+                for k in 0..self.resources[r].vars.len() {
+                    let v = self.resources[r].vars[k];
+                    if self.mark_var[v] == e {
+                        continue;
+                    }
+                    self.mark_var[v] = e;
+                    self.var_local[v] = self.comp_vars.len() as u32;
+                    self.comp_vars.push(v);
+                    for &(r2, _) in &self.vars[v].uses {
+                        if self.mark_res[r2] != e {
+                            self.mark_res[r2] = e;
+                            self.comp_res.push(r2);
+                        }
+                    }
+                }
+            }
+        }
+        let e = self.epoch;
         let n = self.comp_vars.len();
         if n == 0 {
             return;
@@ -183,12 +267,21 @@ impl System {
             self.local[r] = i as u32;
         }
         let nr = self.comp_res.len();
+        // What the variables outside the set use stays theirs.
         self.remaining.clear();
-        self.remaining.extend(self.comp_res.iter().map(|&r| self.resources[r].capacity));
+        self.remaining.extend(
+            self.comp_res.iter().map(|&r| self.resources[r].capacity - self.resources[r].used),
+        );
+        for &v in &self.comp_vars {
+            let value = self.vars[v].value;
+            if value > 0.0 && value.is_finite() {
+                for &(r, c) in &self.vars[v].uses {
+                    self.remaining[self.local[r] as usize] += c * value;
+                }
+            }
+        }
         self.load.clear();
         self.load.resize(nr, 0.0);
-        self.saturated.clear();
-        self.saturated.resize(nr, false);
         self.count.clear();
         self.count.resize(nr, 0);
         // Each variable's own limit on the fair level: its bound (and each fat pipe's capacity
@@ -219,13 +312,27 @@ impl System {
         self.fixed.resize(n, false);
         let mut values = std::mem::take(out);
         values.extend(self.comp_vars.iter().map(|&v| (v, self.vars[v].value, 0.0)));
+        self.levels.clear();
+        self.version.clear();
+        self.version.resize(nr, 0);
+        for r in 0..nr {
+            if self.count[r] > 0 {
+                let level = self.remaining[r].max(0.0) / self.load[r];
+                self.levels.push(Level { level, res: r as u32, version: 0 });
+            }
+        }
         let mut unfixed = n;
         let mut next_bound = 0;
+        let mut saturated: Vec<usize> = Vec::new();
         while unfixed > 0 {
             let mut level = f64::INFINITY;
-            for r in 0..nr {
-                if self.count[r] > 0 {
-                    level = level.min(self.remaining[r].max(0.0) / self.load[r]);
+            while let Some(top) = self.levels.peek() {
+                let r = top.res as usize;
+                if top.version != self.version[r] || self.count[r] == 0 {
+                    self.levels.pop();
+                } else {
+                    level = top.level;
+                    break;
                 }
             }
             while next_bound < n && self.fixed[self.order[next_bound] as usize] {
@@ -261,17 +368,26 @@ impl System {
                 next_bound += 1;
             }
             // Then every variable on a resource that saturates at this level.
-            for r in 0..nr {
-                self.saturated[r] =
-                    self.count[r] > 0 && self.remaining[r].max(0.0) / self.load[r] <= level + tol;
-            }
-            for r in 0..nr {
-                if !self.saturated[r] {
+            saturated.clear();
+            while let Some(top) = self.levels.peek().copied() {
+                let r = top.res as usize;
+                if top.version != self.version[r] || self.count[r] == 0 {
+                    self.levels.pop();
                     continue;
                 }
+                if top.level > level + tol {
+                    break;
+                }
+                self.levels.pop();
+                saturated.push(r);
+            }
+            for &r in &saturated {
                 let gr = self.comp_res[r];
                 for k in 0..self.resources[gr].vars.len() {
                     let v = self.resources[gr].vars[k];
+                    if self.mark_var[v] != e {
+                        continue;
+                    }
                     let j = self.var_local[v] as usize;
                     if !self.fixed[j] {
                         self.fix(j, level / self.vars[v].penalty, &mut values);
@@ -291,8 +407,16 @@ impl System {
                 break;
             }
         }
-        for &(v, _, new) in &values {
+        for &(v, old, new) in &values {
             self.vars[v].value = new;
+            let (old, new) =
+                (if old.is_finite() { old } else { 0.0 }, if new.is_finite() { new } else { 0.0 });
+            if old != new {
+                for k in 0..self.vars[v].uses.len() {
+                    let (r, c) = self.vars[v].uses[k];
+                    self.resources[r].used += c * (new - old);
+                }
+            }
         }
         *out = values;
     }
@@ -309,6 +433,11 @@ impl System {
                 self.remaining[l] -= c * value;
                 self.load[l] -= c / pen;
                 self.count[l] -= 1;
+                self.version[l] += 1;
+                if self.count[l] > 0 {
+                    let level = self.remaining[l].max(0.0) / self.load[l];
+                    self.levels.push(Level { level, res: l as u32, version: self.version[l] });
+                }
             }
         }
     }

@@ -1,0 +1,146 @@
+//! `mpiskel simulate` against SimGrid's replay of the full trace: every NPB fixture of
+//! `../shared/fixtures/npb` in every scenario that has a replay figure (its error, fast-forwarded
+//! and exact), and the wall time of both, with SimGrid's replay run again here on the
+//! reference platform (`smpirun -replay`, the fixtures' command) to time it.
+//!
+//! Run with `cargo bench --bench simulate`. `SIM_ONLY=bt.S.16,lu.W.16` restricts the traces;
+//! `SIM_REPLAY=0` skips timing SimGrid. Prints Markdown tables; VALIDATION.md and BENCHMARKS.md
+//! record their results.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+fn shared() -> PathBuf {
+    std::env::var_os("MPISKEL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"))
+}
+
+/// Scenario → (platform file, ranks per host, SimGrid's extra options).
+fn scenarios() -> Vec<(&'static str, &'static str, u32)> {
+    vec![
+        ("ref", "ref.xml", 1),
+        ("bw50MBps", "bw50MBps.xml", 1),
+        ("bw20MBps", "bw20MBps.xml", 1),
+        ("bw5MBps", "bw5MBps.xml", 1),
+        ("lat10x", "lat10x.xml", 1),
+        ("speedhalf", "speedhalf.xml", 1),
+        ("share2", "ref.xml", 2),
+        ("share4", "ref.xml", 4),
+    ]
+}
+
+fn class(s: &str) -> &'static str {
+    match s {
+        "ref" => "reference",
+        s if s.starts_with("bw") => "bandwidth",
+        "lat10x" => "latency",
+        "speedhalf" => "CPU speed",
+        _ => "shared processors",
+    }
+}
+
+/// `mpiskel simulate --json`: (predicted s, whole command's wall s, simulation's own s).
+fn simulate(trace: &Path, platform: &Path, hostfile: &Path, exact: bool) -> (f64, f64, f64) {
+    let t = Instant::now();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_mpiskel"));
+    c.arg("simulate").arg(trace).arg("--platform").arg(platform);
+    c.arg("--hostfile").arg(hostfile).arg("--json");
+    if exact {
+        c.arg("--exact");
+    }
+    let o = c.output().expect("mpiskel");
+    let wall = t.elapsed().as_secs_f64();
+    assert!(o.status.success(), "{}: {}", trace.display(), String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    (j["predicted_s"].as_f64().unwrap(), wall, j["wall_s"].as_f64().unwrap())
+}
+
+/// SimGrid's replay of `trace` on the reference platform: its wall time, seconds.
+fn replay_wall(trace: &Path, ranks: &str, platforms: &Path) -> Option<f64> {
+    let t = Instant::now();
+    let o = Command::new("smpirun")
+        .current_dir(trace)
+        .args(["-np", ranks, "-platform"])
+        .arg(platforms.join("ref.xml"))
+        .arg("-hostfile")
+        .arg(platforms.join("hostfile_1perhost.txt"))
+        .args(["--cfg=smpi/host-speed:1Gf", "-replay", "trace.txt"])
+        .arg("/usr/lib/x86_64-linux-gnu/simgrid/smpireplaymain")
+        .output()
+        .ok()?;
+    o.status.success().then(|| t.elapsed().as_secs_f64())
+}
+
+fn main() {
+    let npb = shared().join("fixtures").join("npb");
+    let platforms = npb.join("platforms");
+    let csv = std::fs::read_to_string(npb.join("ground-truth.csv")).expect("ground-truth.csv");
+    let mut truth: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.trim_end().split(',').collect();
+        if f.len() >= 10 {
+            if let Ok(r) = f[9].parse::<f64>() {
+                truth.insert((format!("{}.{}.{}", f[0], f[1], f[2]), f[3].to_string()), r);
+            }
+        }
+    }
+    let only: Option<Vec<String>> =
+        std::env::var("SIM_ONLY").ok().map(|v| v.split(',').map(String::from).collect());
+    let time_replay = std::env::var("SIM_REPLAY").map(|v| v != "0").unwrap_or(true);
+    let mut traces: Vec<String> = truth.keys().map(|k| k.0.clone()).collect();
+    traces.dedup();
+    traces.retain(|t| only.as_ref().is_none_or(|o| o.contains(t)));
+    println!("| trace | scenario | replay (s) | simulated (s) | error | exact (s) | error |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut errs: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut speed = Vec::new();
+    for t in &traces {
+        for (s, pf, per_host) in scenarios() {
+            let Some(&r) = truth.get(&(t.clone(), s.to_string())) else { continue };
+            let hf = platforms.join(format!("hostfile_{per_host}perhost.txt"));
+            let (f, wall, own) = simulate(&npb.join(t), &platforms.join(pf), &hf, false);
+            let (x, xwall, xown) = simulate(&npb.join(t), &platforms.join(pf), &hf, true);
+            let (ef, ex) = ((f / r - 1.0) * 100.0, (x / r - 1.0) * 100.0);
+            println!("| {t} | {s} | {r:.6} | {f:.6} | {ef:+.2} % | {x:.6} | {ex:+.2} % |");
+            let e = errs.entry(class(s)).or_default();
+            e.0.push(ef.abs());
+            e.1.push(ex.abs());
+            if s == "ref" {
+                speed.push((t.clone(), wall, own, xwall, xown));
+            }
+        }
+    }
+    println!();
+    println!("| class | cases | simulated: mean / max |error| | exact: mean / max |error| |");
+    println!("|---|---|---|---|");
+    let stats =
+        |v: &[f64]| (v.iter().sum::<f64>() / v.len() as f64, v.iter().copied().fold(0.0, f64::max));
+    let (mut all_f, mut all_x) = (Vec::new(), Vec::new());
+    for (c, (f, x)) in &errs {
+        let (fm, fx) = stats(f);
+        let (xm, xx) = stats(x);
+        println!("| {c} | {} | {fm:.2} / {fx:.2} % | {xm:.2} / {xx:.2} % |", f.len());
+        all_f.extend(f);
+        all_x.extend(x);
+    }
+    if !all_f.is_empty() {
+        let (fm, fx) = stats(&all_f);
+        let (xm, xx) = stats(&all_x);
+        println!("| **all** | {} | {fm:.2} / {fx:.2} % | {xm:.2} / {xx:.2} % |", all_f.len());
+    }
+    println!();
+    println!("| trace (reference platform) | SimGrid replay (s) | simulate, command (s) | simulation alone (s) | speed-up (command) | exact, command (s) | exact, simulation (s) |");
+    println!("|---|---|---|---|---|---|---|");
+    for (t, wall, own, xwall, xown) in speed {
+        let ranks = t.rsplit('.').next().unwrap_or("16").to_string();
+        let rep = if time_replay { replay_wall(&npb.join(&t), &ranks, &platforms) } else { None };
+        let (rs, up) = match rep {
+            Some(w) => (format!("{w:.3}"), format!("{:.1}×", w / wall)),
+            None => ("–".into(), "–".into()),
+        };
+        println!("| {t} | {rs} | {wall:.3} | {own:.4} | {up} | {xwall:.3} | {xown:.4} |");
+    }
+}
