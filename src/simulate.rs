@@ -6,11 +6,21 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use mpiskel_simulate::collectives::Selector;
 use mpiskel_simulate::engine::{simulate, Options, Simulation};
 use mpiskel_simulate::model::Model;
 use mpiskel_simulate::platform::{parse_unit, placement, Platform, Unit};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::Serialize;
+
+/// Whose collective algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CollArg {
+    /// SimGrid's default selector.
+    Default,
+    /// Open MPI 4's decision (binomial broadcasts).
+    Ompi,
+}
 
 /// The performance model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,6 +90,11 @@ pub struct SimulateArgs {
     /// Ask one question per value: bandwidth=V,V,…, latency=V,…, or speed=V,… (SimGrid units).
     #[arg(long, value_name = "PARAM=V,V,…")]
     sweep: Option<String>,
+    /// Whose choice of collective algorithms to follow: SimGrid's default selector, or Open
+    /// MPI 4's fixed decision (as `smpirun --cfg=smpi/coll-selector:ompi
+    /// --cfg=smpi/bcast:default`: broadcasts stay binomial).
+    #[arg(long, value_enum, default_value_t = CollArg::Default)]
+    collectives: CollArg,
     /// Simulate every iteration of the main loop (by default, once a few iterations have set
     /// the pace, the rest are skipped and priced at it).
     #[arg(long)]
@@ -120,7 +135,11 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         ModelArg::Smpi => Model::smpi(),
         ModelArg::Plain => Model::plain(),
     };
-    let options = Options { model, trace_speed, fast_forward: !a.exact };
+    let selector = match a.collectives {
+        CollArg::Default => Selector::Default,
+        CollArg::Ompi => Selector::Ompi,
+    };
+    let options = Options { model, trace_speed, fast_forward: !a.exact, selector };
     if let Some(sweep) = &a.sweep {
         let (param, values) =
             sweep.split_once('=').with_context(|| format!("--sweep {sweep}: give PARAM=V,V,…"))?;

@@ -53,14 +53,19 @@ fn simulated_npb_runs_match_simgrids_replay_in_every_kind_of_scenario() {
         ("ft.W.16", "share4", "ref.xml", 4),
         ("is.W.16", "speedhalf", "speedhalf.xml", 1),
         ("mg.S.16", "share2", "ref.xml", 2),
+        ("is.W.16", "coll_ompi_nb", "ref.xml", 1),
+        ("lu.W.16", "coll_ompi_nb", "ref.xml", 1),
     ];
     for (trace, scenario, platform, per_host) in cases {
         let truth = replay(trace, scenario);
-        let exact = simulate(trace, platform, per_host, &["--exact"]);
+        // SimGrid ran these with Open MPI's choice of collectives (and binomial broadcasts).
+        let ompi: &[&str] =
+            if scenario == "coll_ompi_nb" { &["--collectives", "ompi"] } else { &[] };
+        let exact = simulate(trace, platform, per_host, &[&["--exact"], ompi].concat());
         let t = exact["predicted_s"].as_f64().unwrap();
         assert!((t / truth - 1.0).abs() < 0.001, "{trace} {scenario}: {t} vs replay {truth}");
         assert!(exact["stuck"].as_array().unwrap().is_empty());
-        let fast = simulate(trace, platform, per_host, &[]);
+        let fast = simulate(trace, platform, per_host, ompi);
         let f = fast["predicted_s"].as_f64().unwrap();
         assert!((f / truth - 1.0).abs() < 0.05, "{trace} {scenario}: {f} vs replay {truth}");
     }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace, RequestId, Work};
 use serde::Serialize;
 
-use crate::collectives::{schedule, CollCall, CollStep};
+use crate::collectives::{schedule, CollCall, CollStep, Selector};
 use crate::error::{Result, SimulateError};
 use crate::fastforward;
 use crate::fluid::{Change, System};
@@ -36,11 +36,18 @@ pub struct Options {
     pub trace_speed: f64,
     /// Skip the main loop's iterations once their pace is known ([`crate::fastforward`]).
     pub fast_forward: bool,
+    /// Whose choice of collective algorithms to follow.
+    pub selector: Selector,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { model: Model::smpi(), trace_speed: 1e9, fast_forward: true }
+        Options {
+            model: Model::smpi(),
+            trace_speed: 1e9,
+            fast_forward: true,
+            selector: Selector::Default,
+        }
     }
 }
 
@@ -240,6 +247,8 @@ struct Sim<'a> {
     seq: u64,
     ready: Vec<u32>,
     changes: Vec<Change>,
+    /// Resources whose sharing changed since the last solve.
+    dirty: Vec<usize>,
     cpu_base: usize,
     messages: u64,
     bytes: u64,
@@ -338,6 +347,7 @@ pub fn simulate(
         seq: 0,
         ready: (0..traces.len() as u32).rev().collect(),
         changes: Vec::new(),
+        dirty: Vec::new(),
         cpu_base,
         messages: 0,
         bytes: 0,
@@ -416,14 +426,14 @@ impl Sim<'_> {
             while let Some(r) = self.ready.pop() {
                 self.advance(r as usize)?;
             }
+            // Every change made at this instant is solved at once.
+            self.flush();
             let Some((var, ev)) = self.heap.pop() else { break };
             let Some(act) = self.acts[var] else { continue };
             self.now = ev.t;
             if ev.latency {
                 self.system.set_penalty(var, act.penalty);
-                let mut seeds = [0usize; MAX_USES];
-                let k = self.system.resources_of(var, &mut seeds);
-                self.resolve(&seeds[..k]);
+                self.mark_dirty(var);
                 // A flow with nothing to move ends with its latency.
                 if let Some(a) = self.acts[var] {
                     if a.remaining <= 0.0 {
@@ -440,6 +450,26 @@ impl Sim<'_> {
     fn push_event(&mut self, t: f64, var: usize, latency: bool) {
         self.seq += 1;
         self.heap.set(var, Entry { t, seq: self.seq, latency });
+    }
+
+    /// Notes that the sharing around variable `v`'s resources must be solved again.
+    fn mark_dirty(&mut self, v: usize) {
+        let mut seeds = [0usize; MAX_USES];
+        let k = self.system.resources_of(v, &mut seeds);
+        self.dirty.extend_from_slice(&seeds[..k]);
+    }
+
+    /// Solves again around every resource marked since the last solve.
+    fn flush(&mut self) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        let mut seeds = std::mem::take(&mut self.dirty);
+        seeds.sort_unstable();
+        seeds.dedup();
+        self.resolve(&seeds);
+        seeds.clear();
+        self.dirty = seeds;
     }
 
     /// Re-solves the sharing around `seeds` and reschedules every activity whose rate changed.
@@ -476,9 +506,7 @@ impl Sim<'_> {
         if latency > 0.0 {
             self.push_event(self.now + latency, v, true);
         } else {
-            let mut seeds = [0usize; MAX_USES];
-            let k = self.system.resources_of(v, &mut seeds);
-            self.resolve(&seeds[..k]);
+            self.mark_dirty(v);
             if act.remaining <= 0.0 {
                 self.finish(v);
             }
@@ -487,11 +515,9 @@ impl Sim<'_> {
 
     fn finish(&mut self, v: usize) {
         let Some(act) = self.acts[v].take() else { return };
-        let mut seeds = [0usize; MAX_USES];
-        let k = self.system.resources_of(v, &mut seeds);
+        self.mark_dirty(v);
         self.system.remove_var(v);
         self.heap.remove(v);
-        self.resolve(&seeds[..k]);
         match act.kind {
             ActKind::Compute { rank } => {
                 let r = &mut self.ranks[rank as usize];
@@ -950,6 +976,7 @@ impl Sim<'_> {
                     recv_bytes: *recv_bytes,
                     send_counts: send_counts.as_deref(),
                     recv_counts: recv_counts.as_deref(),
+                    selector: self.opts.selector,
                 };
                 let (steps, n) = schedule(&call);
                 let base = self.reqs.len() as u32;

@@ -51,39 +51,12 @@ pub struct System {
     limit: Vec<f64>,
     order: Vec<u32>,
     fixed: Vec<bool>,
+    /// The component resources that saturate at the current level.
+    saturated: Vec<usize>,
     /// Per variable: its index in the component being solved.
     var_local: Vec<u32>,
     /// Per component resource: how many of its variables are not fixed yet.
     count: Vec<u32>,
-    /// Component resources by the level at which they saturate (lazy: stale entries carry an
-    /// old version).
-    levels: std::collections::BinaryHeap<Level>,
-    version: Vec<u32>,
-}
-
-/// A resource's saturation level in the solve's heap, least first.
-#[derive(Debug, Clone, Copy)]
-struct Level {
-    level: f64,
-    res: u32,
-    version: u32,
-}
-
-impl PartialEq for Level {
-    fn eq(&self, o: &Level) -> bool {
-        self.cmp(o).is_eq()
-    }
-}
-impl Eq for Level {}
-impl PartialOrd for Level {
-    fn partial_cmp(&self, o: &Level) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Level {
-    fn cmp(&self, o: &Level) -> std::cmp::Ordering {
-        o.level.total_cmp(&self.level).then(o.res.cmp(&self.res))
-    }
 }
 
 /// A change re-solves its whole component (exact max-min) where the component holds at most
@@ -312,27 +285,14 @@ impl System {
         self.fixed.resize(n, false);
         let mut values = std::mem::take(out);
         values.extend(self.comp_vars.iter().map(|&v| (v, self.vars[v].value, 0.0)));
-        self.levels.clear();
-        self.version.clear();
-        self.version.resize(nr, 0);
-        for r in 0..nr {
-            if self.count[r] > 0 {
-                let level = self.remaining[r].max(0.0) / self.load[r];
-                self.levels.push(Level { level, res: r as u32, version: 0 });
-            }
-        }
         let mut unfixed = n;
         let mut next_bound = 0;
-        let mut saturated: Vec<usize> = Vec::new();
+        let mut saturated = std::mem::take(&mut self.saturated);
         while unfixed > 0 {
             let mut level = f64::INFINITY;
-            while let Some(top) = self.levels.peek() {
-                let r = top.res as usize;
-                if top.version != self.version[r] || self.count[r] == 0 {
-                    self.levels.pop();
-                } else {
-                    level = top.level;
-                    break;
+            for r in 0..nr {
+                if self.count[r] > 0 {
+                    level = level.min(self.remaining[r].max(0.0) / self.load[r]);
                 }
             }
             while next_bound < n && self.fixed[self.order[next_bound] as usize] {
@@ -369,18 +329,9 @@ impl System {
             }
             // Then every variable on a resource that saturates at this level.
             saturated.clear();
-            while let Some(top) = self.levels.peek().copied() {
-                let r = top.res as usize;
-                if top.version != self.version[r] || self.count[r] == 0 {
-                    self.levels.pop();
-                    continue;
-                }
-                if top.level > level + tol {
-                    break;
-                }
-                self.levels.pop();
-                saturated.push(r);
-            }
+            saturated.extend((0..nr).filter(|&r| {
+                self.count[r] > 0 && self.remaining[r].max(0.0) / self.load[r] <= level + tol
+            }));
             for &r in &saturated {
                 let gr = self.comp_res[r];
                 for k in 0..self.resources[gr].vars.len() {
@@ -407,6 +358,7 @@ impl System {
                 break;
             }
         }
+        self.saturated = saturated;
         for &(v, old, new) in &values {
             self.vars[v].value = new;
             let (old, new) =
@@ -433,11 +385,6 @@ impl System {
                 self.remaining[l] -= c * value;
                 self.load[l] -= c / pen;
                 self.count[l] -= 1;
-                self.version[l] += 1;
-                if self.count[l] > 0 {
-                    let level = self.remaining[l].max(0.0) / self.load[l];
-                    self.levels.push(Level { level, res: l as u32, version: self.version[l] });
-                }
             }
         }
     }
