@@ -39,6 +39,7 @@ bench: deps
 	cargo bench -p mpiskel-logicalize --bench identify
 	cargo bench --bench skeleton
 	cargo bench --bench scale
+	cargo bench --bench simulate
 
 # Fuzzing campaigns whose figures BENCHMARKS.md records (FUZZ_CASES per reader, five times as
 # many through the pipeline, a tenth for OTF2, whose cases each run libotf2's reader; about

@@ -25,7 +25,8 @@ use clap::{Parser, Subcommand};
 /// the skeleton anywhere with `mpiskel run` (or its own run.sh) to predict the application's
 /// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
 /// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
-/// `mpiskel validate` measures predictions across platforms; `mpiskel export --ti` writes a
+/// `mpiskel validate` measures predictions across platforms; `mpiskel simulate` predicts a
+/// trace's time on a modelled cluster without running it; `mpiskel export --ti` writes a
 /// trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale;
 /// `mpiskel report` writes one HTML page about a trace, a skeleton or a validation run.
 #[derive(Debug, Parser)]
@@ -39,6 +40,7 @@ use clap::{Parser, Subcommand};
   mpiskel build app.trace -o app.skel
   mpiskel run app.skel                                  # here, with OpenMPI
   mpiskel run app.skel --mpi smpi --platform cluster.xml  # on a simulated cluster
+  mpiskel simulate app.trace --platform cluster.xml      # what-if, without running anything
   cd app.skel && make && ./run.sh                       # anywhere else, without mpiskel
   mpiskel report app.skel -o app.html
 
