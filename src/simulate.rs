@@ -54,7 +54,7 @@ enum ModelArg {
 /// --hostfile places ranks as `smpirun -hostfile` does (one host per line, or host:N); without
 /// it rank k runs on host k, wrapping around. --sweep asks one question per value of one
 /// parameter and prints a table: bandwidth (of every link between hosts), latency, or speed (of
-/// every host).
+/// every host); --svg draws it.
 ///
 /// Output: the predicted time (the last rank's end), the slowest rank, messages and bytes, and
 /// how long the simulation took; --json prints {predicted_s, ranks: [{rank, host, end_s,
@@ -65,7 +65,8 @@ enum ModelArg {
 /// Examples:
 ///   mpiskel simulate lu.S.4/trace.txt --platform cluster.xml
 ///   mpiskel simulate bt.S.16 --platform ref.xml --hostfile hostfile_4perhost.txt --json
-///   mpiskel simulate app.trace --platform cluster.toml --sweep bandwidth=10Gbps,1Gbps,100MBps
+///   mpiskel simulate app.trace --platform cluster.toml --sweep bandwidth=10Gbps,1Gbps,100MBps \
+///       --svg bandwidth.svg
 #[derive(Debug, Args)]
 #[command(
     verbatim_doc_comment,
@@ -99,6 +100,9 @@ pub struct SimulateArgs {
     /// the pace, the rest are skipped and priced at it).
     #[arg(long)]
     exact: bool,
+    /// With --sweep: also draw the predicted time against the parameter as an SVG chart.
+    #[arg(long, value_name = "FILE", requires = "sweep")]
+    svg: Option<PathBuf>,
     /// Print one JSON document.
     #[arg(long)]
     json: bool,
@@ -116,6 +120,8 @@ struct Report<'a> {
 #[derive(Serialize)]
 struct SweepRow {
     value: String,
+    /// The value in base units (bytes/s, seconds, flop/s).
+    base: f64,
     predicted_s: f64,
     wall_s: f64,
 }
@@ -172,9 +178,30 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             }
             rows.push(SweepRow {
                 value: v.to_string(),
+                base: x,
                 predicted_s: sim.predicted_s,
                 wall_s: t.elapsed().as_secs_f64(),
             });
+        }
+        if let Some(svg) = &a.svg {
+            let points: Vec<mpiskel_report::svg::SweepPoint> = rows
+                .iter()
+                .map(|r| mpiskel_report::svg::SweepPoint {
+                    label: r.value.clone(),
+                    value: r.base,
+                    predicted_s: r.predicted_s,
+                })
+                .collect();
+            let title = format!("{} on {}: {param} swept", a.path.display(), platform.name);
+            let unit = match unit {
+                Unit::Bandwidth => "bandwidth of every link (bytes/s)",
+                Unit::Time => "latency of every link (s)",
+                Unit::Speed => "speed of every host (flop/s)",
+            };
+            crate::compress::write_atomic(
+                svg,
+                &mpiskel_report::svg::sweep_svg(&title, unit, &points),
+            )?;
         }
         if a.json {
             println!(

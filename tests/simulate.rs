@@ -100,14 +100,19 @@ fn a_sweep_answers_one_question_per_value_and_slower_links_take_longer() {
     // The 5 MB/s row is the bw5MBps platform's answer (one rank per host, as without a hostfile).
     let truth = replay("cg.S.4", "bw5MBps");
     assert!((t[2] / truth - 1.0).abs() < 0.02, "{} vs {truth}", t[2]);
+    let svg = scratch("simulate-sweep").join("speed.svg");
     let text = mpiskel()
         .args(["simulate", "--sweep", "speed=1Gf,0.5Gf", "--platform"])
         .arg(p.join("ref.xml"))
         .arg(npb().join("cg.S.4"))
+        .arg("--svg")
+        .arg(&svg)
         .output()
         .unwrap();
     let s = String::from_utf8_lossy(&text.stdout);
     assert!(s.contains("speed swept") && s.contains("0.5Gf"), "{s}");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(drawn.matches("<circle").count(), 2, "{drawn}");
 }
 
 #[test]

@@ -189,9 +189,121 @@ pub fn chart_svg(c: &Chart) -> Result<String, ReportError> {
     Ok(t.render(minijinja::context! { c => layout })?)
 }
 
+/// One question of a what-if sweep: the parameter's value (as given and as a number) and the
+/// predicted time.
+#[derive(Debug, Clone)]
+pub struct SweepPoint {
+    /// The value as the user wrote it (`5MBps`).
+    pub label: String,
+    /// The value in base units (bytes/s, seconds, flop/s), > 0.
+    pub value: f64,
+    /// The predicted time, seconds, > 0.
+    pub predicted_s: f64,
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A what-if sweep as an SVG line chart: predicted time against the parameter, both axes
+/// logarithmic, each point labelled with the value as given.
+pub fn sweep_svg(title: &str, parameter: &str, points: &[SweepPoint]) -> String {
+    let pts: Vec<&SweepPoint> = points
+        .iter()
+        .filter(|p| {
+            p.value > 0.0 && p.predicted_s > 0.0 && p.value.is_finite() && p.predicted_s.is_finite()
+        })
+        .collect();
+    let (w, h, left, top) = (520.0, 320.0, 80.0, 50.0);
+    let range = |v: Vec<f64>| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        let (a, b) = (lo.log10().floor(), hi.log10().ceil());
+        if b > a {
+            (a, b)
+        } else {
+            (a - 0.5, b + 0.5)
+        }
+    };
+    let (x0, x1) =
+        if pts.is_empty() { (0.0, 1.0) } else { range(pts.iter().map(|p| p.value).collect()) };
+    let (y0, y1) = if pts.is_empty() {
+        (0.0, 1.0)
+    } else {
+        range(pts.iter().map(|p| p.predicted_s).collect())
+    };
+    let sx = |x: f64| left + (x.log10() - x0) / (x1 - x0) * w;
+    let sy = |y: f64| top + h - (y.log10() - y0) / (y1 - y0) * h;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <text x=\"{left}\" y=\"24\" font-size=\"15\">{}</text>\n\
+         <rect x=\"{left}\" y=\"{top}\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"#999\"/>\n",
+        left + w + 40.0,
+        top + h + 60.0,
+        xml_escape(title)
+    );
+    let mut d = y0;
+    while d <= y1 + 1e-9 {
+        let y = sy(10f64.powf(d));
+        out += &format!(
+            "<line x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
+            left + w,
+            left - 6.0,
+            y + 4.0,
+            10f64.powf(d)
+        );
+        d += 1.0;
+    }
+    let path: Vec<String> =
+        pts.iter().map(|p| format!("{:.1},{:.1}", sx(p.value), sy(p.predicted_s))).collect();
+    out += &format!(
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n",
+        path.join(" ")
+    );
+    for p in &pts {
+        let (x, y) = (sx(p.value), sy(p.predicted_s));
+        out += &format!(
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"#1f77b4\"><title>{} → {:.6} s</title></circle>\n\
+             <text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            xml_escape(&p.label),
+            p.predicted_s,
+            top + h + 18.0,
+            xml_escape(&p.label)
+        );
+    }
+    out += &format!(
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n\
+         <text x=\"18\" y=\"{:.1}\" transform=\"rotate(-90 18 {:.1})\" text-anchor=\"middle\">predicted time (s)</text>\n</svg>\n",
+        left + w / 2.0,
+        top + h + 42.0,
+        xml_escape(parameter),
+        top + h / 2.0,
+        top + h / 2.0
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sweep_draws_one_labelled_point_per_value_and_escapes_its_texts() {
+        let p = |label: &str, value: f64, predicted_s: f64| SweepPoint {
+            label: label.into(),
+            value,
+            predicted_s,
+        };
+        let svg = sweep_svg(
+            "lu <W> & 16",
+            "bandwidth",
+            &[p("10Gbps", 1.25e9, 0.84), p("5MBps", 5e6, 24.9), p("bad", 0.0, 1.0)],
+        );
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+        assert!(svg.contains("lu &lt;W&gt; &amp; 16"), "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 2);
+        assert!(svg.contains(">5MBps<") && svg.contains("bandwidth"), "{svg}");
+    }
 
     #[test]
     fn a_chart_escapes_its_texts_and_draws_every_point() {
