@@ -13,6 +13,15 @@ use mpiskel_simulate::platform::{parse_unit, placement, Platform, Unit};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::Serialize;
 
+/// The MPI library a calibration measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CalibrateMpi {
+    /// Open MPI (mpicc.openmpi, mpirun.openmpi).
+    Openmpi,
+    /// MPICH (mpicc.mpich, mpirun.mpich).
+    Mpich,
+}
+
 /// Whose collective algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CollArg {
@@ -56,6 +65,10 @@ enum ModelArg {
 /// parameter and prints a table: bandwidth (of every link between hosts), latency, or speed (of
 /// every host); --svg draws it.
 ///
+/// --calibrate openmpi|mpich -o FILE measures ping-pong times between two ranks of this machine,
+/// fits a one-host platform to them (latency, bandwidth, a bandwidth factor per size range) and
+/// writes it as TOML with its [model] section, for --platform FILE.
+///
 /// Output: the predicted time (the last rank's end), the slowest rank, messages and bytes, and
 /// how long the simulation took; --json prints {predicted_s, ranks: [{rank, host, end_s,
 /// compute_s}], messages, bytes, stuck, wall_s} (or {sweep: [{value, predicted_s}]}). A program
@@ -65,6 +78,8 @@ enum ModelArg {
 /// Examples:
 ///   mpiskel simulate lu.S.4/trace.txt --platform cluster.xml
 ///   mpiskel simulate bt.S.16 --platform ref.xml --hostfile hostfile_4perhost.txt --json
+///   mpiskel simulate --calibrate openmpi -o here.toml
+///   mpiskel simulate app.trace --platform here.toml
 ///   mpiskel simulate app.trace --platform cluster.toml --sweep bandwidth=10Gbps,1Gbps,100MBps \
 ///       --svg bandwidth.svg
 #[derive(Debug, Args)]
@@ -74,10 +89,19 @@ enum ModelArg {
 )]
 pub struct SimulateArgs {
     /// The trace (any format `mpiskel inspect` reads).
-    path: PathBuf,
+    #[arg(required_unless_present = "calibrate")]
+    path: Option<PathBuf>,
     /// The platform: a SimGrid platform file with one <cluster>, or mpiskel's TOML.
-    #[arg(long, value_name = "FILE")]
-    platform: PathBuf,
+    #[arg(long, value_name = "FILE", required_unless_present = "calibrate")]
+    platform: Option<PathBuf>,
+    /// Instead of simulating: measure ping-pong times between two ranks of this machine under
+    /// MPI (openmpi or mpich), fit a one-host platform to them and write it to -o FILE (TOML,
+    /// with the fitted model), for --platform.
+    #[arg(long, value_name = "MPI", conflicts_with_all = ["sweep", "path"])]
+    calibrate: Option<CalibrateMpi>,
+    /// With --calibrate: the platform file to write.
+    #[arg(short, long, value_name = "FILE", requires = "calibrate")]
+    output: Option<PathBuf>,
     /// Where each rank runs (SMPI's hostfile format).
     #[arg(long, value_name = "FILE")]
     hostfile: Option<PathBuf>,
@@ -85,9 +109,9 @@ pub struct SimulateArgs {
     /// counts); SimGrid traces carry flops and ignore it.
     #[arg(long, value_name = "SPEED", default_value = "1Gf")]
     trace_speed: String,
-    /// The performance model.
-    #[arg(long, value_enum, default_value_t = ModelArg::Smpi)]
-    model: ModelArg,
+    /// The performance model (default: the platform file's `[model]`, else smpi).
+    #[arg(long, value_enum)]
+    model: Option<ModelArg>,
     /// Ask one question per value: bandwidth=V,V,…, latency=V,…, or speed=V,… (SimGrid units).
     #[arg(long, value_name = "PARAM=V,V,…")]
     sweep: Option<String>,
@@ -127,19 +151,26 @@ struct SweepRow {
 }
 
 pub fn run(a: SimulateArgs) -> Result<ExitCode> {
+    if let Some(mpi) = a.calibrate {
+        return calibrate(mpi, a.output.as_deref(), a.json);
+    }
+    let (Some(path), Some(platform_path)) = (a.path.clone(), a.platform.clone()) else {
+        bail!("give a trace and --platform (or --calibrate)");
+    };
     let trace_speed = parse_unit(&a.trace_speed, Unit::Speed)
         .map_err(|e| anyhow::anyhow!("--trace-speed {}: {e}", a.trace_speed))?;
     anyhow::ensure!(trace_speed > 0.0, "--trace-speed must be positive");
-    let platform = Platform::open(&a.platform)?;
+    let platform = Platform::open(&platform_path)?;
     let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
     let set = {
         let _bar = crate::progress::Stages::bars_only().reading("reading");
-        TraceSet::open(&a.path, &opts)?
+        TraceSet::open(&path, &opts)?
     };
     let place = placement(&platform, a.hostfile.as_deref(), set.n_ranks())?;
     let model = match a.model {
-        ModelArg::Smpi => Model::smpi(),
-        ModelArg::Plain => Model::plain(),
+        Some(ModelArg::Smpi) => Model::smpi(),
+        Some(ModelArg::Plain) => Model::plain(),
+        None => platform.model.clone().unwrap_or_else(Model::smpi),
     };
     let selector = match a.collectives {
         CollArg::Default => Selector::Default,
@@ -192,7 +223,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                     predicted_s: r.predicted_s,
                 })
                 .collect();
-            let title = format!("{} on {}: {param} swept", a.path.display(), platform.name);
+            let title = format!("{} on {}: {param} swept", path.display(), platform.name);
             let unit = match unit {
                 Unit::Bandwidth => "bandwidth of every link (bytes/s)",
                 Unit::Time => "latency of every link (s)",
@@ -213,7 +244,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         } else {
             println!(
                 "{} on {} ({} ranks), {param} swept:",
-                a.path.display(),
+                path.display(),
                 platform.name,
                 set.n_ranks()
             );
@@ -235,8 +266,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let wall_s = t.elapsed().as_secs_f64();
     if a.json {
         let r = Report {
-            trace: a.path.display().to_string(),
-            platform: a.platform.display().to_string(),
+            trace: path.display().to_string(),
+            platform: platform_path.display().to_string(),
             sim: &sim,
             wall_s,
         };
@@ -245,7 +276,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         let slowest = sim.ranks.iter().max_by(|x, y| x.end_s.total_cmp(&y.end_s));
         println!(
             "{}: {} ranks on {} ({} hosts): predicted {:.6} s",
-            a.path.display(),
+            path.display(),
             set.n_ranks(),
             platform.name,
             platform.hosts.len(),
@@ -279,6 +310,86 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         }
         eprintln!("error: {} ranks never end; the prediction covers what ran", sim.stuck.len());
         return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Serialize)]
+struct CalibrationReport {
+    mpi: &'static str,
+    output: String,
+    latency_s: f64,
+    bandwidth_bytes_per_s: f64,
+    cores: u32,
+    sizes: Vec<CalibrationRow>,
+}
+
+#[derive(Serialize)]
+struct CalibrationRow {
+    bytes: u64,
+    measured_s: f64,
+    simulated_s: f64,
+}
+
+/// `--calibrate`: measure, fit, write the platform file atomically, show the fit.
+fn calibrate(mpi: CalibrateMpi, output: Option<&std::path::Path>, json: bool) -> Result<ExitCode> {
+    use mpiskel_simulate::calibrate::{fit, Sample};
+    use mpiskel_validate::run::Mpi;
+    let output = output.context("--calibrate needs -o FILE, the platform file to write")?;
+    let (m, name) = match mpi {
+        CalibrateMpi::Openmpi => (Mpi::Openmpi, "openmpi"),
+        CalibrateMpi::Mpich => (Mpi::Mpich, "mpich"),
+    };
+    let dir = std::env::temp_dir().join(format!("mpiskel-calibrate-{}", std::process::id()));
+    // Removed when this returns, or by the signal handler if interrupted.
+    let _guard = mpiskel_validate::harness::TempPath::register(&dir)?;
+    std::fs::create_dir_all(&dir)?;
+    let samples = {
+        let _bar = crate::progress::Stages::bars_only().reading(&format!("ping-pong under {name}"));
+        mpiskel_validate::calibrate::measure(m, &dir)?
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let origin = format!(
+        "Calibrated on {} under {name} by mpiskel simulate --calibrate: ping-pong between two ranks.",
+        host.trim()
+    );
+    let samples: Vec<Sample> =
+        samples.iter().map(|&(bytes, one_way_s)| Sample { bytes, one_way_s }).collect();
+    let c = fit(&samples, cores, &format!("this-machine-{name}"), &origin)
+        .context("the ping-pong times do not grow with the message size: nothing to fit")?;
+    crate::compress::write_atomic(output, &c.toml)?;
+    let rows: Vec<CalibrationRow> = c
+        .check
+        .iter()
+        .map(|&(bytes, measured_s, simulated_s)| CalibrationRow { bytes, measured_s, simulated_s })
+        .collect();
+    if json {
+        let r = CalibrationReport {
+            mpi: name,
+            output: output.display().to_string(),
+            latency_s: c.latency_s,
+            bandwidth_bytes_per_s: c.bandwidth,
+            cores,
+            sizes: rows,
+        };
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "{name} on this machine: latency {:.3} µs, bandwidth {:.2} GB/s, {cores} cores; wrote {}",
+            c.latency_s * 1e6,
+            c.bandwidth / 1e9,
+            output.display()
+        );
+        println!("{:>10}  {:>14}  {:>14}", "bytes", "measured (µs)", "simulated (µs)");
+        for r in &rows {
+            println!(
+                "{:>10}  {:>14.3}  {:>14.3}",
+                r.bytes,
+                r.measured_s * 1e6,
+                r.simulated_s * 1e6
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

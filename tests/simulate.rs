@@ -187,3 +187,43 @@ fn a_receive_that_nothing_sends_leaves_its_rank_stuck_and_fails() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("rank 0 never ends") && e.contains("Recv"), "{e}");
 }
+
+#[test]
+fn a_calibration_measures_this_machine_under_both_libraries_and_its_platform_reads_back() {
+    let _mpi = support::mpi_lock();
+    for lib in ["openmpi", "mpich"] {
+        let dir = scratch(&format!("simulate-calibrate-{lib}"));
+        let toml = dir.join("here.toml");
+        let out = mpiskel()
+            .args(["simulate", "--json", "--calibrate", lib, "-o"])
+            .arg(&toml)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{lib}: {}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (lat, bw) =
+            (j["latency_s"].as_f64().unwrap(), j["bandwidth_bytes_per_s"].as_f64().unwrap());
+        assert!(lat > 0.0 && lat < 1e-3 && bw > 1e7, "{lib}: {j}");
+        let sizes = j["sizes"].as_array().unwrap();
+        assert_eq!(sizes.len(), 12);
+        // The fitted platform gives back every measured time above the smallest sizes (those
+        // at or below the latency of an empty message keep it).
+        for s in sizes.iter().filter(|s| s["bytes"].as_u64().unwrap() >= 64) {
+            let (m, t) = (s["measured_s"].as_f64().unwrap(), s["simulated_s"].as_f64().unwrap());
+            assert!((t / m - 1.0).abs() < 0.05, "{lib}: {s}");
+        }
+        // The platform file simulates a trace recorded here, with its own model.
+        let out = mpiskel()
+            .args(["simulate", "--json", "--platform"])
+            .arg(&toml)
+            .arg(support::root().join("fixtures/traces/ring"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(j["predicted_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(j["ranks"][0]["host"], "this-machine");
+    }
+}

@@ -829,7 +829,8 @@ impl Sim<'_> {
         let e = &traces[r].events[i];
         let flops = match e.gap_work {
             Some(Work::Flops(f)) => f,
-            _ => e.gap_ns as f64 * 1e-9 * self.opts.trace_speed,
+            // Processor time where the trace has it: the simulation shares the cores itself.
+            _ => e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9 * self.opts.trace_speed,
         };
         if flops > 0.0 {
             self.ranks[r].steps.push_back(Step::Compute(flops));

@@ -213,7 +213,7 @@ pub fn plan(traces: &[RankTrace]) -> Result<Plan, Refusal> {
 pub fn flops_of(e: &Event) -> f64 {
     match e.gap_work {
         Some(Work::Flops(f)) => f,
-        _ => e.gap_ns as f64,
+        _ => e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64,
     }
 }
 

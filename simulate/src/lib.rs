@@ -12,6 +12,7 @@
 //! - [`fluid`]: max-min fair sharing of links and processors among concurrent activities.
 //! - [`collectives`]: collectives as the messages of their algorithms.
 //! - [`engine`]: the discrete-event simulation itself.
+//! - [`calibrate`]: a one-host platform fitted to ping-pong times measured here.
 //! - [`fastforward`]: the main loop skipped once its pace is known.
 //!
 //! ```no_run
@@ -26,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod collectives;
 pub mod engine;
 mod error;

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, SimulateError};
+use crate::model::{Model, Piecewise};
 
 /// How a link shares its bandwidth among the flows that cross it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +69,9 @@ pub struct Platform {
     pub links: Vec<Link>,
     attach: Vec<Attachment>,
     backbone: Option<usize>,
+    /// The model the platform file asks for (its TOML `[model]` section, over SimGrid's SMPI
+    /// defaults); `None` where it names none.
+    pub model: Option<Model>,
 }
 
 /// SimGrid's loopback where a cluster names none (`network/loopback-bw`, `-lat`).
@@ -131,18 +135,19 @@ impl Platform {
             .iter()
             .map(|n| Host { name: n.clone(), speed: spec.speed, cores: spec.cores })
             .collect();
-        Platform { name: spec.name.clone(), hosts, links, attach, backbone }
+        Platform { name: spec.name.clone(), hosts, links, attach, backbone, model: None }
     }
 
     /// Reads a platform file, SimGrid XML or mpiskel TOML, told by its content.
     pub fn open(path: &Path) -> Result<Platform> {
         let text = std::fs::read_to_string(path).map_err(|e| SimulateError::io(path, e))?;
-        let spec = if text.trim_start().starts_with('<') {
-            parse_simgrid_xml(path, &text)?
-        } else {
-            parse_toml(path, &text)?
-        };
-        Ok(Platform::cluster(&spec))
+        if text.trim_start().starts_with('<') {
+            return Ok(Platform::cluster(&parse_simgrid_xml(path, &text)?));
+        }
+        let (spec, model) = parse_toml(path, &text)?;
+        let mut p = Platform::cluster(&spec);
+        p.model = model;
+        Ok(p)
     }
 
     /// The links a message from host `src` to host `dst` crosses, in order.
@@ -437,12 +442,30 @@ pub fn parse_unit(s: &str, kind: Unit) -> std::result::Result<f64, String> {
 /// loopback_bandwidth = "100Gbps"
 /// loopback_latency = "0.1us"
 /// # backbone_bandwidth = "40Gbps"; backbone_latency = "1us"
+///
+/// [model]                    # optional: over SimGrid's SMPI defaults
+/// bandwidth_factor = "0:0.81;1426:0.61;65472:0.94"   # size above which : factor
+/// latency_factor = "1"
+/// eager_threshold = 65536
+/// crosstraffic = 0.05
 /// ```
-fn parse_toml(path: &Path, text: &str) -> Result<ClusterSpec> {
+fn parse_toml(path: &Path, text: &str) -> Result<(ClusterSpec, Option<Model>)> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct File {
         cluster: Cluster,
+        model: Option<ModelSection>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct ModelSection {
+        bandwidth_factor: Option<String>,
+        latency_factor: Option<String>,
+        eager_threshold: Option<u64>,
+        envelope: Option<u64>,
+        crosstraffic: Option<f64>,
+        weight_s: Option<f64>,
+        tcp_gamma: Option<f64>,
     }
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -512,7 +535,36 @@ fn parse_toml(path: &Path, text: &str) -> Result<ClusterSpec> {
     if c.cores == 0 {
         return Err(bad(path, "cluster.cores = 0".into()));
     }
-    Ok(ClusterSpec {
+    let model = match f.model {
+        None => None,
+        Some(m) => {
+            let mut model = Model::smpi();
+            let pw = |name: &str, v: &str| {
+                Piecewise::parse(name, v).map_err(|e| bad(path, format!("model.{name}: {e}")))
+            };
+            if let Some(v) = &m.bandwidth_factor {
+                model.bandwidth_factor = pw("bandwidth_factor", v)?;
+            }
+            if let Some(v) = &m.latency_factor {
+                model.latency_factor = pw("latency_factor", v)?;
+            }
+            let nonneg = |name: &str, v: f64| {
+                if v >= 0.0 && v.is_finite() {
+                    Ok(v)
+                } else {
+                    Err(bad(path, format!("model.{name} = {v}: must be a number ≥ 0")))
+                }
+            };
+            model.eager_threshold = m.eager_threshold.unwrap_or(model.eager_threshold);
+            model.envelope = m.envelope.unwrap_or(model.envelope);
+            model.crosstraffic =
+                nonneg("crosstraffic", m.crosstraffic.unwrap_or(model.crosstraffic))?;
+            model.weight_s = nonneg("weight_s", m.weight_s.unwrap_or(model.weight_s))?;
+            model.tcp_gamma = nonneg("tcp_gamma", m.tcp_gamma.unwrap_or(model.tcp_gamma))?;
+            Some(model)
+        }
+    };
+    let spec = ClusterSpec {
         name: c.name.unwrap_or_else(|| {
             path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
         }),
@@ -525,7 +577,8 @@ fn parse_toml(path: &Path, text: &str) -> Result<ClusterSpec> {
         fatpipe,
         backbone,
         loopback,
-    })
+    };
+    Ok((spec, model))
 }
 
 /// Where each rank runs: rank → host index.

@@ -20,6 +20,7 @@
 //! One error type, [`Error`], with the file, run or step it concerns.
 
 pub mod build;
+pub mod calibrate;
 pub mod error;
 pub mod harness;
 pub mod native;
