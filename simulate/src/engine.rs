@@ -249,6 +249,8 @@ struct Sim<'a> {
     changes: Vec<Change>,
     /// Resources whose sharing changed since the last solve.
     dirty: Vec<usize>,
+    /// Activities added or activated since the last solve.
+    dirty_vars: Vec<usize>,
     cpu_base: usize,
     messages: u64,
     bytes: u64,
@@ -348,6 +350,7 @@ pub fn simulate(
         ready: (0..traces.len() as u32).rev().collect(),
         changes: Vec::new(),
         dirty: Vec::new(),
+        dirty_vars: Vec::new(),
         cpu_base,
         messages: 0,
         bytes: 0,
@@ -457,6 +460,7 @@ impl Sim<'_> {
         let mut seeds = [0usize; MAX_USES];
         let k = self.system.resources_of(v, &mut seeds);
         self.dirty.extend_from_slice(&seeds[..k]);
+        self.dirty_vars.push(v);
     }
 
     /// Solves again around every resource marked since the last solve.
@@ -467,15 +471,19 @@ impl Sim<'_> {
         let mut seeds = std::mem::take(&mut self.dirty);
         seeds.sort_unstable();
         seeds.dedup();
-        self.resolve(&seeds);
+        let hints = std::mem::take(&mut self.dirty_vars);
+        self.resolve_with(&seeds, &hints);
         seeds.clear();
         self.dirty = seeds;
+        self.dirty_vars = hints;
+        self.dirty_vars.clear();
     }
 
-    /// Re-solves the sharing around `seeds` and reschedules every activity whose rate changed.
-    fn resolve(&mut self, seeds: &[usize]) {
+    /// Re-solves the sharing around `seeds`, told which activities just started sharing
+    /// (`hints`), and reschedules every activity whose rate changed.
+    fn resolve_with(&mut self, seeds: &[usize], hints: &[usize]) {
         let mut changes = std::mem::take(&mut self.changes);
-        self.system.solve_from(seeds, &mut changes);
+        self.system.solve_around(seeds, hints, &mut changes);
         for &(v, _old, new) in &changes {
             let Some(a) = self.acts[v].as_mut() else { continue };
             a.remaining = (a.remaining - a.rate * (self.now - a.last)).max(0.0);

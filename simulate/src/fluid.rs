@@ -19,6 +19,10 @@ struct Resource {
     fatpipe: bool,
     /// Σ coefficient × value of the variables sharing it.
     used: f64,
+    /// Variables that came or went since it was last solved whole (crowded resources).
+    changes: u32,
+    /// Until which solve its component is taken as too large to explore (it was, lately).
+    large_until: u64,
     /// Variables that currently share it (penalty > 0).
     vars: Vec<usize>,
 }
@@ -27,6 +31,9 @@ struct Resource {
 #[derive(Debug, Clone)]
 struct Var {
     uses: Vec<(usize, f64)>,
+    /// Per use: the variable's position in that resource's list (while it shares), so that
+    /// leaving a resource shared by thousands costs O(1).
+    slots: Vec<u32>,
     penalty: f64,
     bound: f64,
     value: f64,
@@ -53,6 +60,10 @@ pub struct System {
     fixed: Vec<bool>,
     /// The component resources that saturate at the current level.
     saturated: Vec<usize>,
+    /// Crowded resources solved in part in this solve.
+    partial: Vec<usize>,
+    /// Solves so far.
+    solves: u64,
     /// Per variable: its index in the component being solved.
     var_local: Vec<u32>,
     /// Per component resource: how many of its variables are not fixed yet.
@@ -68,13 +79,28 @@ pub struct System {
 /// O(flows) per event.
 pub const EXACT_LIMIT: usize = 300;
 
+/// Solves during which a resource found in a component over [`EXACT_LIMIT`] is taken to be in
+/// one still, without exploring it again.
+pub const LARGE_MEMORY: u64 = 1024;
+
+/// Beyond [`EXACT_LIMIT`], a resource shared by more variables than this is re-balanced as a
+/// whole only after a sixteenth of them have changed ([`System::solve_around`]).
+pub const CROWDED: usize = 256;
+
 /// A rate that changed: the variable, its value before and after.
 pub type Change = (usize, f64, f64);
 
 impl System {
     /// Adds a resource of `capacity` units per second.
     pub fn add_resource(&mut self, capacity: f64, fatpipe: bool) -> usize {
-        self.resources.push(Resource { capacity, fatpipe, used: 0.0, vars: Vec::new() });
+        self.resources.push(Resource {
+            capacity,
+            fatpipe,
+            used: 0.0,
+            changes: 0,
+            large_until: 0,
+            vars: Vec::new(),
+        });
         self.mark_res.push(0);
         self.local.push(0);
         self.resources.len() - 1
@@ -87,13 +113,21 @@ impl System {
                 let v = &mut self.vars[i];
                 v.uses.clear();
                 v.uses.extend_from_slice(uses);
+                v.slots.clear();
+                v.slots.resize(uses.len(), 0);
                 v.penalty = 0.0;
                 v.bound = bound;
                 v.value = 0.0;
                 i
             }
             None => {
-                self.vars.push(Var { uses: uses.to_vec(), penalty: 0.0, bound, value: 0.0 });
+                self.vars.push(Var {
+                    uses: uses.to_vec(),
+                    slots: vec![0; uses.len()],
+                    penalty: 0.0,
+                    bound,
+                    value: 0.0,
+                });
                 self.mark_var.push(0);
                 self.var_local.push(0);
                 self.vars.len() - 1
@@ -113,11 +147,19 @@ impl System {
         if was != now {
             for k in 0..self.vars[id].uses.len() {
                 let r = self.vars[id].uses[k].0;
-                let list = &mut self.resources[r].vars;
                 if now {
-                    list.push(id);
-                } else if let Some(p) = list.iter().position(|&x| x == id) {
+                    self.vars[id].slots[k] = self.resources[r].vars.len() as u32;
+                    self.resources[r].vars.push(id);
+                } else {
+                    let p = self.vars[id].slots[k] as usize;
+                    let list = &mut self.resources[r].vars;
                     list.swap_remove(p);
+                    if let Some(&moved) = list.get(p) {
+                        let m = &mut self.vars[moved];
+                        if let Some(j) = m.uses.iter().position(|u| u.0 == r) {
+                            m.slots[j] = p as u32;
+                        }
+                    }
                 }
             }
         }
@@ -157,6 +199,15 @@ impl System {
     /// Solves the component reachable from `seeds` (resources) again; `out` receives every
     /// variable of it with its value before and after.
     pub fn solve_from(&mut self, seeds: &[usize], out: &mut Vec<Change>) {
+        self.solve_around(seeds, &[], out);
+    }
+
+    /// [`System::solve_from`], told which variables changed (`hints`: the ones just added or
+    /// activated). Where the component is too large to solve whole and a seed resource is
+    /// crowded (more than [`CROWDED`] variables: a linear reduction's root at scale), only the
+    /// hinted variables on it are solved, at no less than a fair share of it, until a sixteenth
+    /// of its variables have come or gone; then all of them are, together.
+    pub fn solve_around(&mut self, seeds: &[usize], hints: &[usize], out: &mut Vec<Change>) {
         out.clear();
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
@@ -175,11 +226,22 @@ impl System {
             }
         }
         let mut i = 0;
-        let mut local_only = false;
-        while i < self.comp_res.len() {
+        // A seed resource alone over the limit makes the component too large: no need to
+        // explore it.
+        self.solves += 1;
+        let now = self.solves;
+        let mut local_only = seeds.iter().any(|&r| {
+            self.resources[r].vars.len() > EXACT_LIMIT || self.resources[r].large_until > now
+        });
+        while !local_only && i < self.comp_res.len() {
             let r = self.comp_res[i];
             i += 1;
             if self.comp_vars.len() > EXACT_LIMIT {
+                // Remember it for a while: the next changes here need not explore it again.
+                for k in 0..self.comp_res.len() {
+                    let r = self.comp_res[k];
+                    self.resources[r].large_until = now + LARGE_MEMORY;
+                }
                 local_only = true;
                 break;
             }
@@ -213,9 +275,31 @@ impl System {
                     self.comp_res.push(s);
                 }
             }
+            self.partial.clear();
             for &r in &seed_res {
-                for k in 0..self.resources[r].vars.len() {
-                    let v = self.resources[r].vars[k];
+                let crowd = self.resources[r].vars.len();
+                let mut take_all = true;
+                if crowd > CROWDED {
+                    self.resources[r].changes += 1;
+                    if self.resources[r].changes * 16 < crowd as u32 {
+                        take_all = false;
+                        self.partial.push(r);
+                    } else {
+                        self.resources[r].changes = 0;
+                    }
+                }
+                let candidates: Vec<usize> = if take_all {
+                    self.resources[r].vars.clone()
+                } else {
+                    hints
+                        .iter()
+                        .copied()
+                        .filter(|&v| {
+                            self.vars[v].penalty > 0.0 && self.vars[v].uses.iter().any(|u| u.0 == r)
+                        })
+                        .collect()
+                };
+                for v in candidates {
                     if self.mark_var[v] == e {
                         continue;
                     }
@@ -230,6 +314,8 @@ impl System {
                     }
                 }
             }
+        } else {
+            self.partial.clear();
         }
         let e = self.epoch;
         let n = self.comp_vars.len();
@@ -252,6 +338,20 @@ impl System {
                     self.remaining[self.local[r] as usize] += c * value;
                 }
             }
+        }
+        // A crowded resource solved in part: its new variables get at least their fair share
+        // (the others are re-balanced once enough have changed).
+        for k in 0..self.partial.len() {
+            let r = self.partial[k];
+            let l = self.local[r] as usize;
+            let total = self.resources[r].vars.len().max(1) as f64;
+            let mine = self
+                .comp_vars
+                .iter()
+                .filter(|&&v| self.vars[v].uses.iter().any(|u| u.0 == r))
+                .count();
+            let share = self.resources[r].capacity * mine as f64 / total;
+            self.remaining[l] = self.remaining[l].max(share);
         }
         self.load.clear();
         self.load.resize(nr, 0.0);
@@ -430,6 +530,29 @@ mod tests {
         s.add_var(&[(f, 1.0)], 1.0, f64::INFINITY);
         s.add_var(&[(f, 1.0)], 1.0, f64::INFINITY);
         assert_eq!(solve(&mut s, &[f]), [5.0, 5.0]);
+    }
+
+    #[test]
+    fn a_crowded_resource_is_rebalanced_in_batches_and_stays_near_its_capacity() {
+        let mut s = System::default();
+        let root = s.add_resource(1000.0, false);
+        let mut out = Vec::new();
+        let mut vars = Vec::new();
+        for _ in 0..600 {
+            let v = s.add_var(&[(root, 1.0)], 1.0, f64::INFINITY);
+            s.solve_around(&[root], &[v], &mut out);
+            vars.push(v);
+            // Every flow moves, and the link is never overcommitted by more than a batch.
+            let used: f64 = vars.iter().map(|&v| s.value(v)).sum();
+            assert!(used <= 1000.0 * 1.07 + 1e-9, "{used} with {} flows", vars.len());
+            assert!(vars.iter().all(|&v| s.value(v) > 0.0));
+        }
+        for v in vars.drain(..300) {
+            s.remove_var(v);
+            s.solve_around(&[root], &[], &mut out);
+        }
+        let used: f64 = vars.iter().map(|&v| s.value(v)).sum();
+        assert!((930.0..=1070.0).contains(&used), "{used}");
     }
 
     #[test]
