@@ -161,6 +161,20 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--trace-speed {}: {e}", a.trace_speed))?;
     anyhow::ensure!(trace_speed > 0.0, "--trace-speed must be positive");
     let platform = Platform::open(&platform_path)?;
+    if path.join("skeleton.json").is_file() {
+        // A skeleton stands for its application, whose trace it was built from.
+        let doc: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(path.join("skeleton.json"))
+                .with_context(|| format!("{}", path.join("skeleton.json").display()))?,
+        )
+        .with_context(|| format!("{}: not JSON", path.join("skeleton.json").display()))?;
+        let trace = doc["trace"].as_str().unwrap_or("the trace it was built from");
+        bail!(
+            "{}: a skeleton folder; simulate the trace it was built from instead ({trace}): the \
+             simulation runs the application's own calls",
+            path.display()
+        );
+    }
     let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
     let set = {
         let _bar = crate::progress::Stages::bars_only().reading("reading");

@@ -167,6 +167,23 @@ fn bad_platforms_and_hostfiles_are_named_with_their_line() {
     assert_eq!(out.status.code(), Some(1));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("hosts.txt") && e.contains("line 2") && e.contains("nowhere"), "{e}");
+    // A skeleton folder is not a trace: the error names the trace to give instead.
+    let skel = dir.join("skel");
+    std::fs::create_dir_all(&skel).unwrap();
+    std::fs::write(
+        skel.join("skeleton.json"),
+        r#"{"kind": "mpiskel-skeleton", "trace": "/x/app.trace"}"#,
+    )
+    .unwrap();
+    let out = mpiskel()
+        .args(["simulate", "--platform"])
+        .arg(npb().join("platforms").join("ref.xml"))
+        .arg(&skel)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("skeleton folder") && e.contains("/x/app.trace"), "{e}");
 }
 
 #[test]
@@ -208,9 +225,8 @@ fn a_calibration_measures_this_machine_under_both_libraries_and_its_platform_rea
         assert!(lat > 0.0 && lat < 1e-3 && bw > 1e7, "{lib}: {j}");
         let sizes = j["sizes"].as_array().unwrap();
         assert_eq!(sizes.len(), 12);
-        // The fitted platform gives back every measured time above the smallest sizes (those
-        // at or below the latency of an empty message keep it).
-        for s in sizes.iter().filter(|s| s["bytes"].as_u64().unwrap() >= 64) {
+        // The fitted platform gives back every measured time.
+        for s in sizes {
             let (m, t) = (s["measured_s"].as_f64().unwrap(), s["simulated_s"].as_f64().unwrap());
             assert!((t / m - 1.0).abs() < 0.05, "{lib}: {s}");
         }

@@ -2,7 +2,7 @@
 //! `mpiskel simulate --calibrate` takes them under Open MPI or MPICH.
 //!
 //! The fit (Hockney's model per size range, as SimGrid's SMPI calibration does it, Clauss et
-//! al. 2011, §4): the latency is the one-way time of the smallest message, the bandwidth the
+//! al. 2011, §4): the latency is the least one-way time measured, the bandwidth the
 //! best of the large ones (payload over time beyond the latency); each measured size then gets
 //! the bandwidth factor that makes the model give its measured time, from that size up to the
 //! next one measured. The result is a one-host platform with the machine's cores whose ranks
@@ -54,7 +54,9 @@ pub fn fit(samples: &[Sample], cores: u32, name: &str, origin: &str) -> Option<C
     }
     let base = Model::smpi();
     let env = base.envelope as f64;
-    let latency = s[0].one_way_s;
+    // The least time measured: an empty message can take longer than a small one (noise, or a
+    // library's path for zero bytes), and no size can be faster than the latency.
+    let latency = s.iter().map(|x| x.one_way_s).fold(f64::INFINITY, f64::min);
     let bandwidth = s
         .iter()
         .filter(|x| x.one_way_s > latency && x.bytes > 0)
