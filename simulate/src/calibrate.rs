@@ -9,8 +9,7 @@
 //! talk through the loopback link at that latency and bandwidth, written as mpiskel's TOML with
 //! its `[model]` section, so that `mpiskel simulate --platform` reads it back.
 
-use mpiskel_trace::model::world_members;
-use mpiskel_trace::{CommId, Event, Op, Payload, Peer, Rank, RankInfo, RankTrace, Wildcards};
+use mpiskel_trace::{CommId, Event, Op, Payload, Peer, Rank, RankTrace, Wildcards};
 use serde::Serialize;
 
 use crate::engine::{simulate, Options};
@@ -153,14 +152,7 @@ pub fn pingpong(bytes: u64, reps: u32) -> Vec<RankTrace> {
                     events.push(ev(Op::Send, p2p(other)));
                 }
             }
-            RankTrace {
-                rank: Rank(r),
-                info: RankInfo { n_ranks: 2, clock: "simulated".into(), ..Default::default() },
-                events,
-                trailing_gap_ns: 0,
-                comms: [(CommId::WORLD, world_members(2))].into_iter().collect(),
-                record_counts: Default::default(),
-            }
+            crate::engine::made_rank(r, 2, events)
         })
         .collect()
 }

@@ -419,6 +419,24 @@ pub fn simulate(
     })
 }
 
+/// Rank `r` of a run of `n` made up here (no file behind it): its calls on `MPI_COMM_WORLD`.
+pub(crate) fn made_rank(r: u32, n: u32, events: Vec<Event>) -> RankTrace {
+    RankTrace {
+        rank: Rank(r),
+        info: mpiskel_trace::RankInfo {
+            n_ranks: n,
+            clock: "simulated".into(),
+            ..Default::default()
+        },
+        events,
+        trailing_gap_ns: 0,
+        comms: [(mpiskel_trace::CommId::WORLD, mpiskel_trace::model::world_members(n))]
+            .into_iter()
+            .collect(),
+        record_counts: Default::default(),
+    }
+}
+
 fn trace_err(rank: usize, call: usize, e: &Event, what: String) -> SimulateError {
     SimulateError::Trace { rank: rank as u32, call, op: e.op.name().into(), what }
 }
@@ -1033,8 +1051,6 @@ impl Sim<'_> {
 mod tests {
     use super::*;
     use crate::platform::ClusterSpec;
-    use mpiskel_trace::model::world_members;
-    use mpiskel_trace::{CommId, RankInfo};
 
     pub(crate) fn cluster(n: usize, bw: f64, lat: f64) -> Platform {
         Platform::cluster(&ClusterSpec {
@@ -1065,14 +1081,7 @@ mod tests {
     }
 
     pub(crate) fn rank(r: u32, n: u32, events: Vec<Event>) -> RankTrace {
-        RankTrace {
-            rank: Rank(r),
-            info: RankInfo { n_ranks: n, clock: "simulated".into(), ..Default::default() },
-            events,
-            trailing_gap_ns: 0,
-            comms: [(CommId::WORLD, world_members(n))].into_iter().collect(),
-            record_counts: Default::default(),
-        }
+        made_rank(r, n, events)
     }
 
     #[test]

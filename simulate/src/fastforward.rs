@@ -331,8 +331,7 @@ mod tests {
     use super::*;
     use crate::engine::{simulate, Options};
     use crate::platform::{ClusterSpec, Platform};
-    use mpiskel_trace::model::world_members;
-    use mpiskel_trace::{CommId, Op, Rank, RankInfo, RequestId, Wildcards};
+    use mpiskel_trace::{CommId, Op, Rank, RequestId, Wildcards};
 
     fn ev(op: Op, flops: f64, payload: Payload) -> Event {
         Event {
@@ -393,14 +392,7 @@ mod tests {
                     events.push(ev(Op::Wait, 0.0, wait(q - 1)));
                 }
                 events.push(ev(Op::Finalize, 0.0, Payload::None));
-                RankTrace {
-                    rank: Rank(r),
-                    info: RankInfo { n_ranks: n, clock: "simulated".into(), ..Default::default() },
-                    events,
-                    trailing_gap_ns: 0,
-                    comms: [(CommId::WORLD, world_members(n))].into_iter().collect(),
-                    record_counts: Default::default(),
-                }
+                crate::engine::made_rank(r, n, events)
             })
             .collect()
     }

@@ -247,18 +247,7 @@ impl System {
             }
             for k in 0..self.resources[r].vars.len() {
                 let v = self.resources[r].vars[k];
-                if self.mark_var[v] == e {
-                    continue;
-                }
-                self.mark_var[v] = e;
-                self.var_local[v] = self.comp_vars.len() as u32;
-                self.comp_vars.push(v);
-                for &(r2, _) in &self.vars[v].uses {
-                    if self.mark_res[r2] != e {
-                        self.mark_res[r2] = e;
-                        self.comp_res.push(r2);
-                    }
-                }
+                self.join(v, e);
             }
         }
         if local_only {
@@ -300,18 +289,7 @@ impl System {
                         .collect()
                 };
                 for v in candidates {
-                    if self.mark_var[v] == e {
-                        continue;
-                    }
-                    self.mark_var[v] = e;
-                    self.var_local[v] = self.comp_vars.len() as u32;
-                    self.comp_vars.push(v);
-                    for &(r2, _) in &self.vars[v].uses {
-                        if self.mark_res[r2] != e {
-                            self.mark_res[r2] = e;
-                            self.comp_res.push(r2);
-                        }
-                    }
+                    self.join(v, e);
                 }
             }
         } else {
@@ -471,6 +449,23 @@ impl System {
             }
         }
         *out = values;
+    }
+
+    /// Adds variable `v` and the resources it uses to the set being solved (marked with epoch
+    /// `e`), unless it is in already.
+    fn join(&mut self, v: usize, e: u32) {
+        if self.mark_var[v] == e {
+            return;
+        }
+        self.mark_var[v] = e;
+        self.var_local[v] = self.comp_vars.len() as u32;
+        self.comp_vars.push(v);
+        for &(r2, _) in &self.vars[v].uses {
+            if self.mark_res[r2] != e {
+                self.mark_res[r2] = e;
+                self.comp_res.push(r2);
+            }
+        }
     }
 
     /// Fixes component variable `j` at `value`: its load leaves its resources.
