@@ -1,15 +1,18 @@
 //! `mpiskel simulate`: what-if without a cluster.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use mpiskel_simulate::collectives::Selector;
-use mpiskel_simulate::engine::{simulate, Options, Simulation};
+use mpiskel_simulate::engine::{
+    simulate, simulate_marked, FastForward, Options, RankFigures, Simulation, Stuck,
+};
 use mpiskel_simulate::model::Model;
 use mpiskel_simulate::platform::{parse_unit, placement, Platform, Unit};
+use mpiskel_simulate::skeleton::{lower, price, Lowered, PhaseFigures, Priced};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::Serialize;
 
@@ -41,15 +44,26 @@ enum ModelArg {
     Plain,
 }
 
-/// Simulate a trace's program on a modelled platform: how long the application would take on a
-/// cluster nobody has yet, with a slower network, a higher latency, slower processors or more
-/// ranks per host, in a fraction of a second per question.
+/// Simulate a trace's program, or a skeleton's, on a modelled platform: how long the application
+/// would take on a cluster nobody has yet, with a slower network, a higher latency, slower
+/// processors or more ranks per host, in a fraction of a second per question.
 ///
-/// Every rank's recorded calls run against the platform: compute blocks as their flops on the
-/// rank's host (or their recorded seconds at --trace-speed), messages as flows that share the
-/// links they cross (max-min fairness) with SimGrid's SMPI factors by size, collectives as the
-/// messages of the algorithms SimGrid chooses by default. The platform is a SimGrid platform
-/// file holding one <cluster> (as `smpirun -platform` takes it) or a TOML file:
+/// From a trace, every rank's recorded calls run against the platform: compute blocks as their
+/// flops on the rank's host (or their recorded seconds at --trace-speed), messages as flows
+/// that share the links they cross (max-min fairness) with SimGrid's SMPI factors by size,
+/// collectives as the messages of the algorithms SimGrid chooses by default. Once a few
+/// iterations of the main loop have set the pace, the rest are priced at it (--exact: all run).
+///
+/// From a skeleton folder (what `mpiskel build` wrote; its skeleton.json holds the program, the
+/// trace is not needed), the skeleton's program stands for the application: every rank's
+/// loop nest with each compute block at its recorded duration (none of it cut), each loop the
+/// skeleton cuts simulated for a few iterations (as many as the skeleton runs; six at scale) and
+/// the others priced at their pace, per kind of time step. This answers the same question
+/// from a folder of kilobytes, in about the time of a few iterations whatever the loop's
+/// length (--exact: every iteration), and prints each phase's share.
+///
+/// The platform is a SimGrid platform file holding one <cluster> (as `smpirun -platform`
+/// takes it) or a TOML file:
 ///
 ///   [cluster]
 ///   hosts = 16
@@ -69,15 +83,18 @@ enum ModelArg {
 /// fits a one-host platform to them (latency, bandwidth, a bandwidth factor per size range) and
 /// writes it as TOML with its [model] section, for --platform FILE.
 ///
-/// Output: the predicted time (the last rank's end), the slowest rank, messages and bytes, and
-/// how long the simulation took; --json prints {predicted_s, ranks: [{rank, host, end_s,
-/// compute_s}], messages, bytes, stuck, wall_s} (or {sweep: [{value, predicted_s}]}). A program
-/// whose recorded calls cannot all complete (a receive nothing sends) lists its stuck ranks and
-/// exits 1.
+/// Output: the predicted time (the last rank's end, with the iterations priced), the slowest
+/// rank, messages and bytes, and how long the simulation took; --json prints {input, from
+/// ("trace" or "skeleton"), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
+/// messages, bytes, stuck, fast_forward (traces), phases (skeletons: [{name, full, simulated,
+/// simulated_s, predicted_s}] of the slowest rank), wall_s} (or {sweep: [{value,
+/// predicted_s}]}). A program whose calls cannot all complete (a receive nothing sends) lists
+/// its stuck ranks and exits 1.
 ///
 /// Examples:
 ///   mpiskel simulate lu.S.4/trace.txt --platform cluster.xml
 ///   mpiskel simulate bt.S.16 --platform ref.xml --hostfile hostfile_4perhost.txt --json
+///   mpiskel simulate bt.S.16.skel --platform ref.xml --sweep latency=1us,10us,100us
 ///   mpiskel simulate --calibrate openmpi -o here.toml
 ///   mpiskel simulate app.trace --platform here.toml
 ///   mpiskel simulate app.trace --platform cluster.toml --sweep bandwidth=10Gbps,1Gbps,100MBps \
@@ -85,10 +102,10 @@ enum ModelArg {
 #[derive(Debug, Args)]
 #[command(
     verbatim_doc_comment,
-    about = "Simulate a trace's program on a modelled platform (what-if without a cluster)."
+    about = "Simulate a trace's or a skeleton's program on a modelled platform (what-if without a cluster)."
 )]
 pub struct SimulateArgs {
-    /// The trace (any format `mpiskel inspect` reads).
+    /// The trace (any format `mpiskel inspect` reads), or a skeleton folder.
     #[arg(required_unless_present = "calibrate")]
     path: Option<PathBuf>,
     /// The platform: a SimGrid platform file with one <cluster>, or mpiskel's TOML.
@@ -121,9 +138,13 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, default_value_t = CollArg::Default)]
     collectives: CollArg,
     /// Simulate every iteration of the main loop (by default, once a few iterations have set
-    /// the pace, the rest are skipped and priced at it).
+    /// the pace, the rest are skipped and priced at it); of a skeleton, every iteration of
+    /// every loop it cuts.
     #[arg(long)]
     exact: bool,
+    /// Of a skeleton: the seed of the draws of compute durations from their recorded spread.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// With --sweep: also draw the predicted time against the parameter as an SVG chart.
     #[arg(long, value_name = "FILE", requires = "sweep")]
     svg: Option<PathBuf>,
@@ -134,11 +155,71 @@ pub struct SimulateArgs {
 
 #[derive(Serialize)]
 struct Report<'a> {
-    trace: String,
+    input: String,
+    /// `trace` or `skeleton`.
+    from: &'static str,
     platform: String,
-    #[serde(flatten)]
-    sim: &'a Simulation,
+    predicted_s: f64,
+    ranks: &'a [RankFigures],
+    messages: u64,
+    bytes: u64,
+    stuck: &'a [Stuck],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fast_forward: Option<&'a FastForward>,
+    /// A skeleton's phases, for its slowest rank.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phases: Option<&'a Vec<PhaseFigures>>,
     wall_s: f64,
+}
+
+/// What is simulated: a trace's calls, or a skeleton's program lowered to every rank's calls.
+enum Input {
+    Trace(TraceSet),
+    Skeleton(Lowered),
+}
+
+impl Input {
+    fn open(path: &Path, whole: bool, seed: u64) -> Result<Input> {
+        if let Some(doc) = mpiskel_emit::document::read(path)? {
+            let lowered = lower(&doc.program, seed, whole);
+            return Ok(Input::Skeleton(lowered));
+        }
+        let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
+        let _bar = crate::progress::Stages::bars_only().reading("reading");
+        Ok(Input::Trace(TraceSet::open(path, &opts)?))
+    }
+
+    fn n_ranks(&self) -> usize {
+        match self {
+            Input::Trace(set) => set.n_ranks(),
+            Input::Skeleton(l) => l.traces.len(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Input::Trace(_) => "trace",
+            Input::Skeleton(_) => "skeleton",
+        }
+    }
+
+    /// The simulation, and for a skeleton its pricing of the iterations it did not simulate.
+    fn simulate(
+        &self,
+        platform: &Platform,
+        place: &[usize],
+        options: &Options,
+    ) -> Result<(Simulation, Option<Priced>)> {
+        Ok(match self {
+            Input::Trace(set) => (simulate(&set.ranks, platform, place, options)?, None),
+            Input::Skeleton(l) => {
+                let (sim, times) = simulate_marked(&l.traces, platform, place, options, &l.marks)?;
+                let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
+                let priced = price(l, &times, &ends);
+                (sim, Some(priced))
+            }
+        })
+    }
 }
 
 #[derive(Serialize)]
@@ -161,26 +242,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--trace-speed {}: {e}", a.trace_speed))?;
     anyhow::ensure!(trace_speed > 0.0, "--trace-speed must be positive");
     let platform = Platform::open(&platform_path)?;
-    if path.join("skeleton.json").is_file() {
-        // A skeleton stands for its application, whose trace it was built from.
-        let doc: serde_json::Value = serde_json::from_str(
-            &std::fs::read_to_string(path.join("skeleton.json"))
-                .with_context(|| format!("{}", path.join("skeleton.json").display()))?,
-        )
-        .with_context(|| format!("{}: not JSON", path.join("skeleton.json").display()))?;
-        let trace = doc["trace"].as_str().unwrap_or("the trace it was built from");
-        bail!(
-            "{}: a skeleton folder; simulate the trace it was built from instead ({trace}): the \
-             simulation runs the application's own calls",
-            path.display()
-        );
-    }
-    let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
-    let set = {
-        let _bar = crate::progress::Stages::bars_only().reading("reading");
-        TraceSet::open(&path, &opts)?
-    };
-    let place = placement(&platform, a.hostfile.as_deref(), set.n_ranks())?;
+    let input = Input::open(&path, a.exact, a.seed)?;
+    let place = placement(&platform, a.hostfile.as_deref(), input.n_ranks())?;
     let model = match a.model {
         Some(ModelArg::Smpi) => Model::smpi(),
         Some(ModelArg::Plain) => Model::plain(),
@@ -190,7 +253,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         CollArg::Default => Selector::Default,
         CollArg::Ompi => Selector::Ompi,
     };
-    let options = Options { model, trace_speed, fast_forward: !a.exact, selector };
+    let fast_forward = !a.exact && matches!(input, Input::Trace(_));
+    let options = Options { model, trace_speed, fast_forward, selector };
     if let Some(sweep) = &a.sweep {
         let (param, values) =
             sweep.split_once('=').with_context(|| format!("--sweep {sweep}: give PARAM=V,V,…"))?;
@@ -211,7 +275,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 Unit::Speed => pf.set_speed(x),
             }
             let t = Instant::now();
-            let sim = simulate(&set.ranks, &pf, &place, &options)?;
+            let (sim, priced) = input.simulate(&pf, &place, &options)?;
             if !sim.stuck.is_empty() {
                 bail!(
                     "{param}={v}: {} ranks never end (first: rank {} in call {} {})",
@@ -224,7 +288,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             rows.push(SweepRow {
                 value: v.to_string(),
                 base: x,
-                predicted_s: sim.predicted_s,
+                predicted_s: priced.map_or(sim.predicted_s, |p| p.predicted_s),
                 wall_s: t.elapsed().as_secs_f64(),
             });
         }
@@ -260,7 +324,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 "{} on {} ({} ranks), {param} swept:",
                 path.display(),
                 platform.name,
-                set.n_ranks()
+                input.n_ranks()
             );
             println!("{:>14}  {:>12}  {:>9}", param, "predicted s", "vs first");
             let first = rows.first().map(|r| r.predicted_s).unwrap_or(1.0);
@@ -276,29 +340,42 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let t = Instant::now();
-    let sim = simulate(&set.ranks, &platform, &place, &options)?;
+    let (sim, priced) = input.simulate(&platform, &place, &options)?;
     let wall_s = t.elapsed().as_secs_f64();
+    let predicted_s = priced.as_ref().map_or(sim.predicted_s, |p| p.predicted_s);
     if a.json {
         let r = Report {
-            trace: path.display().to_string(),
+            input: path.display().to_string(),
+            from: input.kind(),
             platform: platform_path.display().to_string(),
-            sim: &sim,
+            predicted_s,
+            ranks: &sim.ranks,
+            messages: sim.messages,
+            bytes: sim.bytes,
+            stuck: &sim.stuck,
+            fast_forward: sim.fast_forward.as_ref(),
+            phases: priced.as_ref().map(|p| &p.phases),
             wall_s,
         };
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        let slowest = sim.ranks.iter().max_by(|x, y| x.end_s.total_cmp(&y.end_s));
+        // The slowest rank: of the prediction where iterations were priced, else of the run.
+        let slowest = match &priced {
+            Some(p) => sim.ranks.get(p.rank as usize),
+            None => sim.ranks.iter().max_by(|x, y| x.end_s.total_cmp(&y.end_s)),
+        };
         println!(
-            "{}: {} ranks on {} ({} hosts): predicted {:.6} s",
+            "{}: {} ranks on {} ({} hosts): predicted {:.6} s{}",
             path.display(),
-            set.n_ranks(),
+            input.n_ranks(),
             platform.name,
             platform.hosts.len(),
-            sim.predicted_s
+            predicted_s,
+            if priced.is_some() { " (the skeleton's program)" } else { "" }
         );
         if let Some(s) = slowest {
             println!(
-                "  slowest rank {} on {}: {:.6} s computing, {:.6} s in MPI",
+                "  slowest rank {} on {}: {:.6} s computing, {:.6} s in MPI, as simulated",
                 s.rank,
                 s.host,
                 s.compute_s,
@@ -315,6 +392,19 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 f.reason.as_deref().unwrap_or("nothing to skip")
             ),
             None => {}
+        }
+        if let Some(p) = &priced {
+            println!("  its phases (iterations of the application, simulated, priced):");
+            println!(
+                "    {:<16} {:>10} {:>10} {:>13} {:>13}",
+                "phase", "iterations", "simulated", "simulated s", "predicted s"
+            );
+            for f in &p.phases {
+                println!(
+                    "    {:<16} {:>10} {:>10} {:>13.6} {:>13.6}",
+                    f.name, f.full, f.simulated, f.simulated_s, f.predicted_s
+                );
+            }
         }
         println!("  {} messages, {} bytes; simulated in {:.3} s", sim.messages, sim.bytes, wall_s);
     }

@@ -26,20 +26,7 @@ fn replay(trace: &str, scenario: &str) -> f64 {
 }
 
 fn simulate(trace: &str, platform: &str, per_host: u32, extra: &[&str]) -> serde_json::Value {
-    let p = npb().join("platforms");
-    let out = mpiskel()
-        .arg("simulate")
-        .arg(npb().join(trace))
-        .arg("--platform")
-        .arg(p.join(platform))
-        .arg("--hostfile")
-        .arg(p.join(format!("hostfile_{per_host}perhost.txt")))
-        .arg("--json")
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    simulate_path(&npb().join(trace), platform, per_host, extra)
 }
 
 #[test]
@@ -167,7 +154,7 @@ fn bad_platforms_and_hostfiles_are_named_with_their_line() {
     assert_eq!(out.status.code(), Some(1));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("hosts.txt") && e.contains("line 2") && e.contains("nowhere"), "{e}");
-    // A skeleton folder is not a trace: the error names the trace to give instead.
+    // A skeleton folder whose skeleton.json holds no program is named.
     let skel = dir.join("skel");
     std::fs::create_dir_all(&skel).unwrap();
     std::fs::write(
@@ -183,7 +170,83 @@ fn bad_platforms_and_hostfiles_are_named_with_their_line() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let e = String::from_utf8_lossy(&out.stderr);
-    assert!(e.contains("skeleton folder") && e.contains("/x/app.trace"), "{e}");
+    assert!(e.contains("skel/skeleton.json"), "{e}");
+}
+
+/// Builds the skeleton of `trace` (a folder of `npb()`, copied first) into `dir/skel`, removes
+/// the copy of the trace, and returns the skeleton folder.
+fn skeleton_alone(trace: &str, dir: &Path) -> PathBuf {
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for f in std::fs::read_dir(from).unwrap() {
+            let f = f.unwrap().path();
+            let dest = to.join(f.file_name().unwrap());
+            if f.is_dir() {
+                copy_tree(&f, &dest);
+            } else {
+                std::fs::copy(&f, &dest).unwrap();
+            }
+        }
+    }
+    let copy = dir.join(trace);
+    copy_tree(&npb().join(trace), &copy);
+    let skel = dir.join("skel");
+    let out =
+        mpiskel().arg("build").arg(copy.join("trace.txt")).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&copy).unwrap();
+    skel
+}
+
+fn simulate_path(path: &Path, platform: &str, per_host: u32, extra: &[&str]) -> serde_json::Value {
+    let p = npb().join("platforms");
+    let out = mpiskel()
+        .arg("simulate")
+        .arg(path)
+        .arg("--platform")
+        .arg(p.join(platform))
+        .arg("--hostfile")
+        .arg(p.join(format!("hostfile_{per_host}perhost.txt")))
+        .arg("--json")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_skeleton_folder_alone_answers_the_what_if_of_its_application() {
+    // BT S on 4 ranks: 60 iterations, cut by the skeleton; its trace is gone once built.
+    let dir = scratch("simulate-skeleton");
+    let skel = skeleton_alone("bt.S.4", &dir);
+    for (scenario, platform, per_host) in
+        [("ref", "ref.xml", 1), ("bw5MBps", "bw5MBps.xml", 1), ("share2", "ref.xml", 2)]
+    {
+        let truth = replay("bt.S.4", scenario);
+        let j = simulate_path(&skel, platform, per_host, &[]);
+        assert_eq!(j["from"], "skeleton");
+        let t = j["predicted_s"].as_f64().unwrap();
+        assert!((t / truth - 1.0).abs() < 0.05, "{scenario}: {t} vs replay {truth}");
+        // The main loop ran a few of its iterations; the others are priced at their pace.
+        let phases = j["phases"].as_array().unwrap();
+        let main = phases.iter().find(|p| p["name"] == "main_loop").unwrap();
+        assert_eq!(main["full"], 60, "{main}");
+        assert!(main["simulated"].as_u64().unwrap() < 10, "{main}");
+        let (sim_s, pred_s) =
+            (main["simulated_s"].as_f64().unwrap(), main["predicted_s"].as_f64().unwrap());
+        assert!(pred_s > 5.0 * sim_s, "{main}");
+        // The phases add up to the prediction.
+        let sum: f64 = phases.iter().map(|p| p["predicted_s"].as_f64().unwrap()).sum();
+        assert!(sum <= t * (1.0 + 1e-9), "{sum} > {t}");
+    }
+    // Every iteration simulated gives the same answer.
+    let all = simulate_path(&skel, "ref.xml", 1, &["--exact"]);
+    let main = all["phases"].as_array().unwrap().iter().find(|p| p["name"] == "main_loop").unwrap();
+    assert_eq!(main["simulated"], 60);
+    let quick = simulate_path(&skel, "ref.xml", 1, &[]);
+    let (a, q) = (all["predicted_s"].as_f64().unwrap(), quick["predicted_s"].as_f64().unwrap());
+    assert!((q / a - 1.0).abs() < 0.02, "{q} against every iteration's {a}");
 }
 
 #[test]

@@ -93,8 +93,9 @@ impl Groups {
     }
 }
 
-/// Every rank's (group id, members) in communicator `comm`.
-fn groups_of(skel: &Skeleton, comm: usize) -> Vec<Group> {
+/// Every rank's (group id, members) in communicator `comm`: the members' list is shared by the
+/// group's ranks; ids are 0 for `MPI_COMM_WORLD`, else unique among all communicators' groups.
+pub fn groups_of(skel: &Skeleton, comm: usize) -> Vec<(u32, Arc<[u32]>)> {
     let n = skel.n_ranks;
     // The key of each rank's group: members share it.
     let key = |r: u32| -> Vec<usize> {

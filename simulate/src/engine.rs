@@ -12,7 +12,9 @@
 //! Cost: O(E log E) for E calls and messages, plus the sharing solves, each over the component
 //! of concurrent flows a message joins or leaves.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use mpiskel_trace::{Event, Op, Payload, Peer, Rank, RankTrace, RequestId, Work};
@@ -110,7 +112,7 @@ pub struct Simulation {
 const NONE: u32 = u32::MAX;
 
 /// Most resources an activity uses: a route of three links and its reverse.
-const MAX_USES: usize = 8;
+use crate::fluid::MAX_USES;
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -140,6 +142,8 @@ struct RankState {
     user_reqs: HashMap<RequestId, u32>,
     /// CommId → (context, members as world ranks).
     comms: HashMap<u32, (u32, Arc<[Rank]>)>,
+    /// The next of its marks to note.
+    mark: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -255,6 +259,9 @@ struct Sim<'a> {
     messages: u64,
     bytes: u64,
     ff: Option<Ff>,
+    /// Per rank: the calls at which to note the time (see [`simulate_marked`]), and the times.
+    marks: &'a [Vec<usize>],
+    mark_times: Vec<Vec<f64>>,
 }
 
 /// The fast-forward's state.
@@ -276,6 +283,19 @@ pub fn simulate(
     placement: &[usize],
     opts: &Options,
 ) -> Result<Simulation> {
+    simulate_marked(traces, platform, placement, opts, &[]).map(|(s, _)| s)
+}
+
+/// [`simulate`], also noting when each rank reaches each call of `marks[rank]` (indices into its
+/// events, ascending, repeats allowed; its number of events or more: its end): per rank, the
+/// times in the order of its marks.
+pub fn simulate_marked(
+    traces: &[RankTrace],
+    platform: &Platform,
+    placement: &[usize],
+    opts: &Options,
+    marks: &[Vec<usize>],
+) -> Result<(Simulation, Vec<Vec<f64>>)> {
     if placement.len() != traces.len() {
         return Err(SimulateError::Model {
             name: "placement".into(),
@@ -297,9 +317,9 @@ pub fn simulate(
         system.add_resource(h.speed * f64::from(h.cores), false);
     }
     // Communicators: one context per distinct member list.
-    let mut ctx_of: HashMap<Arc<[Rank]>, u32> = HashMap::new();
+    let mut ctx_of: HashMap<Arc<[Rank]>, u32> = HashMap::default();
     // Most ranks share their member lists (one world list for all): look them up by address.
-    let mut by_address: HashMap<usize, u32> = HashMap::new();
+    let mut by_address: HashMap<usize, u32> = HashMap::default();
     let ranks = traces
         .iter()
         .enumerate()
@@ -329,8 +349,9 @@ pub fn simulate(
                 state: State::Ready,
                 end: 0.0,
                 compute: 0.0,
-                user_reqs: HashMap::new(),
+                user_reqs: HashMap::default(),
                 comms,
+                mark: 0,
             }
         })
         .collect();
@@ -342,7 +363,7 @@ pub fn simulate(
         now: 0.0,
         ranks,
         reqs: Vec::new(),
-        queues: HashMap::new(),
+        queues: HashMap::default(),
         system,
         acts: Vec::new(),
         heap: Deadlines::default(),
@@ -355,6 +376,8 @@ pub fn simulate(
         messages: 0,
         bytes: 0,
         ff: None,
+        marks,
+        mark_times: marks.iter().map(|m| Vec::with_capacity(m.len())).collect(),
     };
     if opts.fast_forward {
         sim.ff = Some(match fastforward::plan(traces) {
@@ -409,14 +432,16 @@ pub fn simulate(
             compute_s: r.compute,
         })
         .collect();
-    Ok(Simulation {
+    let times = std::mem::take(&mut sim.mark_times);
+    let simulation = Simulation {
         predicted_s: figures.iter().map(|f| f.end_s).fold(0.0, f64::max),
         ranks: figures,
         messages: sim.messages,
         bytes: sim.bytes,
         stuck,
         fast_forward,
-    })
+    };
+    Ok((simulation, times))
 }
 
 /// Rank `r` of a run of `n` made up here (no file behind it): its calls on `MPI_COMM_WORLD`.
@@ -598,6 +623,7 @@ impl Sim<'_> {
                 let t = &traces[r];
                 if rs.next < t.events.len() {
                     let i = rs.next;
+                    self.note_marks(r, i);
                     if self.at_boundary(r, i) {
                         continue;
                     }
@@ -611,6 +637,7 @@ impl Sim<'_> {
                     self.ranks[r].steps.push_back(Step::Compute(f));
                     continue;
                 }
+                self.note_marks(r, usize::MAX);
                 let rs = &mut self.ranks[r];
                 rs.state = State::Done;
                 rs.end = self.now;
@@ -681,6 +708,16 @@ impl Sim<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Notes the time of rank `r`'s marks at calls up to `i` (all of them at its end).
+    fn note_marks(&mut self, r: usize, i: usize) {
+        let Some(m) = self.marks.get(r) else { return };
+        let rs = &mut self.ranks[r];
+        while rs.mark < m.len() && m[rs.mark] <= i {
+            self.mark_times[r].push(self.now);
+            rs.mark += 1;
         }
     }
 

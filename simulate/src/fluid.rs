@@ -27,13 +27,49 @@ struct Resource {
     vars: Vec<usize>,
 }
 
+/// Most resources a variable uses (a route of three links each way, and one more).
+pub const MAX_USES: usize = 8;
+
+/// Up to [`MAX_USES`] items kept in place: a variable's uses are read at every solve that
+/// touches it, and in place they share its cache lines (at 16,384 ranks the solves wait on
+/// memory more than they compute).
+#[derive(Debug, Clone, Copy)]
+struct Inline<T: Copy + Default> {
+    len: u8,
+    items: [T; MAX_USES],
+}
+
+impl<T: Copy + Default> Inline<T> {
+    /// `from`, less what does not fit.
+    fn of(from: &[T]) -> Inline<T> {
+        let mut items = [T::default(); MAX_USES];
+        let n = from.len().min(MAX_USES);
+        items[..n].copy_from_slice(&from[..n]);
+        Inline { len: n as u8, items }
+    }
+}
+
+impl<T: Copy + Default> std::ops::Deref for Inline<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.items[..usize::from(self.len)]
+    }
+}
+
+impl<T: Copy + Default> std::ops::DerefMut for Inline<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.items[..usize::from(self.len)]
+    }
+}
+
 /// One activity's rate variable.
 #[derive(Debug, Clone)]
 struct Var {
-    uses: Vec<(usize, f64)>,
+    /// The resources it uses (at most [`MAX_USES`]) with its coefficient on each.
+    uses: Inline<(usize, f64)>,
     /// Per use: the variable's position in that resource's list (while it shares), so that
     /// leaving a resource shared by thousands costs O(1).
-    slots: Vec<u32>,
+    slots: Inline<u32>,
     penalty: f64,
     bound: f64,
     value: f64,
@@ -80,7 +116,8 @@ pub struct System {
 pub const EXACT_LIMIT: usize = 300;
 
 /// Solves during which a resource found in a component over [`EXACT_LIMIT`] is taken to be in
-/// one still, without exploring it again.
+/// one still, without exploring it again (at least; sixteen per resource of a larger platform:
+/// a 3-D halo exchange at 16,384 ranks keeps one component of every link for most of a step).
 pub const LARGE_MEMORY: u64 = 1024;
 
 /// Beyond [`EXACT_LIMIT`], a resource shared by more variables than this is re-balanced as a
@@ -111,19 +148,18 @@ impl System {
         let id = match self.free.pop() {
             Some(i) => {
                 let v = &mut self.vars[i];
-                v.uses.clear();
-                v.uses.extend_from_slice(uses);
-                v.slots.clear();
-                v.slots.resize(uses.len(), 0);
+                v.uses = Inline::of(uses);
+                v.slots = Inline::of(&[0; MAX_USES][..v.uses.len()]);
                 v.penalty = 0.0;
                 v.bound = bound;
                 v.value = 0.0;
                 i
             }
             None => {
+                let uses = Inline::of(uses);
                 self.vars.push(Var {
-                    uses: uses.to_vec(),
-                    slots: vec![0; uses.len()],
+                    slots: Inline::of(&[0; MAX_USES][..uses.len()]),
+                    uses,
                     penalty: 0.0,
                     bound,
                     value: 0.0,
@@ -184,7 +220,7 @@ impl System {
     /// The resources a variable uses, copied into `out` (at most its length); returns how many.
     pub fn resources_of(&self, id: usize, out: &mut [usize]) -> usize {
         let mut n = 0;
-        for (slot, &(r, _)) in out.iter_mut().zip(&self.vars[id].uses) {
+        for (slot, &(r, _)) in out.iter_mut().zip(self.vars[id].uses.iter()) {
             *slot = r;
             n += 1;
         }
@@ -237,10 +273,12 @@ impl System {
             let r = self.comp_res[i];
             i += 1;
             if self.comp_vars.len() > EXACT_LIMIT {
-                // Remember it for a while: the next changes here need not explore it again.
+                // Remember it for a while (longer on larger platforms, whose components stay
+                // large longer): the next changes here need not explore it again.
+                let memory = LARGE_MEMORY.max(16 * self.resources.len() as u64);
                 for k in 0..self.comp_res.len() {
                     let r = self.comp_res[k];
-                    self.resources[r].large_until = now + LARGE_MEMORY;
+                    self.resources[r].large_until = now + memory;
                 }
                 local_only = true;
                 break;
@@ -256,16 +294,15 @@ impl System {
             self.epoch = self.epoch.wrapping_add(1).max(1);
             let e = self.epoch;
             self.comp_vars.clear();
-            let seed_res: Vec<usize> = seeds.to_vec();
             self.comp_res.clear();
-            for &s in &seed_res {
+            for &s in seeds {
                 if self.mark_res[s] != e {
                     self.mark_res[s] = e;
                     self.comp_res.push(s);
                 }
             }
             self.partial.clear();
-            for &r in &seed_res {
+            for &r in seeds {
                 let crowd = self.resources[r].vars.len();
                 let mut take_all = true;
                 if crowd > CROWDED {
@@ -277,19 +314,18 @@ impl System {
                         self.resources[r].changes = 0;
                     }
                 }
-                let candidates: Vec<usize> = if take_all {
-                    self.resources[r].vars.clone()
+                if take_all {
+                    for k in 0..self.resources[r].vars.len() {
+                        let v = self.resources[r].vars[k];
+                        self.join(v, e);
+                    }
                 } else {
-                    hints
-                        .iter()
-                        .copied()
-                        .filter(|&v| {
-                            self.vars[v].penalty > 0.0 && self.vars[v].uses.iter().any(|u| u.0 == r)
-                        })
-                        .collect()
-                };
-                for v in candidates {
-                    self.join(v, e);
+                    for &v in hints {
+                        if self.vars[v].penalty > 0.0 && self.vars[v].uses.iter().any(|u| u.0 == r)
+                        {
+                            self.join(v, e);
+                        }
+                    }
                 }
             }
         } else {
@@ -312,7 +348,7 @@ impl System {
         for &v in &self.comp_vars {
             let value = self.vars[v].value;
             if value > 0.0 && value.is_finite() {
-                for &(r, c) in &self.vars[v].uses {
+                for &(r, c) in self.vars[v].uses.iter() {
                     self.remaining[self.local[r] as usize] += c * value;
                 }
             }
@@ -341,7 +377,7 @@ impl System {
         for &v in &self.comp_vars {
             let var = &self.vars[v];
             let mut b = var.bound;
-            for &(r, c) in &var.uses {
+            for &(r, c) in var.uses.iter() {
                 let res = &self.resources[r];
                 if c > 0.0 {
                     if res.fatpipe {
@@ -460,7 +496,7 @@ impl System {
         self.mark_var[v] = e;
         self.var_local[v] = self.comp_vars.len() as u32;
         self.comp_vars.push(v);
-        for &(r2, _) in &self.vars[v].uses {
+        for &(r2, _) in self.vars[v].uses.iter() {
             if self.mark_res[r2] != e {
                 self.mark_res[r2] = e;
                 self.comp_res.push(r2);
@@ -474,7 +510,7 @@ impl System {
         values[j].2 = value;
         let v = self.comp_vars[j];
         let pen = self.vars[v].penalty;
-        for &(r, c) in &self.vars[v].uses {
+        for &(r, c) in self.vars[v].uses.iter() {
             if c > 0.0 && !self.resources[r].fatpipe {
                 let l = self.local[r] as usize;
                 self.remaining[l] -= c * value;

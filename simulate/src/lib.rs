@@ -36,5 +36,6 @@ pub mod fluid;
 mod heap;
 pub mod model;
 pub mod platform;
+pub mod skeleton;
 
 pub use error::{Result, SimulateError};

@@ -1,0 +1,709 @@
+//! A skeleton's program simulated as the application it stands for: the loop nest of each
+//! process class (`skeleton.json`'s `program`, the IR both back ends render) becomes every
+//! rank's calls, with each compute block at its recorded duration (drawn from its spread,
+//! replayed, or its mean, times the rank's weight and factor, none of it cut), and each loop
+//! the skeleton cuts is simulated for a few iterations and priced at the pace they set.
+//!
+//! Where the trace is not at hand (a skeleton travels, its trace may be gigabytes), this answers
+//! the same what-if from the folder alone; and because a cut loop costs a handful of simulated
+//! iterations whatever its length, a nest of thousands of iterations at thousands of ranks takes
+//! seconds (the trace's own simulation reads and runs every call up to its fast-forward,
+//! [`crate::fastforward`]).
+//!
+//! Which iterations run: a loop the skeleton runs whole runs whole here. A loop it cuts to `run`
+//! of `full` iterations runs `k = max(run, WARM + WINDOW + 1)` of them (all, where that is
+//! not fewer; `WARM + WINDOW + 1` where ranks × `run` is over [`RANK_ITERATIONS`]): the first
+//! `k − 1` and the last (which makes the calls guarded to the last iteration), and the rest
+//! take the mean duration of iterations `WARM … k − 2` on each rank.
+//! Every class cuts its corresponding loops alike ([`mpiskel_emit::scale`] checks each cut for
+//! deadlock), so every class runs them alike here too. A time-step loop runs the steps the
+//! skeleton runs, and each step it does not run takes the mean duration of the steps of its
+//! kind that ran (Xu & Subhlok 2008, §3: a loop's iterations repeat; ScalaTrace's time-step
+//! histograms for the kinds). Warm-up iterations the skeleton skipped ([`Phase::warmup`]) are
+//! priced as iterations of the main loop, as its runtime does.
+//!
+//! # Complexity
+//! O(ranks × calls simulated): each cut loop contributes at most `max(run, 6)` iterations, 6
+//! at scale.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mpiskel_compress::When;
+use mpiskel_emit::instantiate::{self, resolve};
+use mpiskel_emit::program::{
+    calls_in, collective_recv_bytes, collective_send_bytes, factor_of, Call, Comm, Completion,
+    Peer as IrPeer, Phase, Skeleton, SlotRef, Stmt, QUANTILE_PROBABILITIES,
+};
+use mpiskel_trace::model::world_members;
+use mpiskel_trace::{
+    CommId, Completed, Event, Op, Payload, Peer, Rank, RankInfo, RankTrace, RequestId, Wildcards,
+};
+use serde::Serialize;
+
+/// Iterations of a cut loop run before its pace is measured (the first waits for the ranks that
+/// reach the loop last).
+pub const WARM: u64 = 2;
+/// Iterations its pace is measured over.
+pub const WINDOW: u64 = 3;
+
+/// A cut loop runs as many iterations as the skeleton runs (more draws of its compute blocks to
+/// average over) while ranks × those iterations stay within this; beyond, `WARM + WINDOW + 1`.
+pub const RANK_ITERATIONS: u64 = 4096;
+
+/// Every rank's calls, and where the phases and iterations begin in them.
+#[derive(Debug)]
+pub struct Lowered {
+    /// One trace per rank, made from the skeleton's program.
+    pub traces: Vec<RankTrace>,
+    /// Per rank: the calls (indices into its events; its number of events for its end) at
+    /// which the simulation notes the time, ascending.
+    pub marks: Vec<Vec<usize>>,
+    /// Per rank: its phases, with the marks that time them.
+    pub phases: Vec<Vec<PhaseMarks>>,
+}
+
+/// One phase of one rank, as lowered.
+#[derive(Debug, Clone)]
+pub struct PhaseMarks {
+    /// The phase's name in its class program.
+    pub name: String,
+    /// Iterations of the application.
+    pub full: u64,
+    /// Warm-up iterations of it the skeleton skipped, priced here as iterations of it.
+    pub warmup: u64,
+    /// Iterations simulated (application positions, ascending) and each one's kind (0 for
+    /// every iteration of a plain loop); `None` where every iteration was simulated.
+    pub simulated: Option<(Vec<u64>, Vec<u32>)>,
+    /// Kind of each application iteration of a time-step loop (empty for other loops).
+    pub kinds: Vec<u32>,
+    /// Index into the rank's marks of the phase's start; of each simulated iteration's start
+    /// (where `simulated`); of its end.
+    pub start: usize,
+    /// See `start`.
+    pub iterations: Vec<usize>,
+    /// See `start`.
+    pub end: usize,
+}
+
+/// What one phase of the slowest rank took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseFigures {
+    /// Name in its class program.
+    pub name: String,
+    /// Iterations of the application.
+    pub full: u64,
+    /// Iterations simulated.
+    pub simulated: u64,
+    /// Seconds the simulated iterations took.
+    pub simulated_s: f64,
+    /// Seconds the phase is predicted to take in the application: the simulated iterations,
+    /// the others at their pace, and any warm-up iterations it prices.
+    pub predicted_s: f64,
+}
+
+/// The prediction made from the marks' times.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Priced {
+    /// Predicted application time: the slowest rank's simulated end plus the iterations it
+    /// did not simulate.
+    pub predicted_s: f64,
+    /// That rank.
+    pub rank: u32,
+    /// Its phases.
+    pub phases: Vec<PhaseFigures>,
+}
+
+/// Lowers `skel` for simulation; compute draws use `seed`; `whole` simulates every iteration of
+/// every loop.
+pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
+    let n = skel.n_ranks;
+    // Every communicator's groups, made once: per communicator and rank, the rank's group.
+    let groups: Vec<Vec<Group>> = (0..skel.comms.len()).map(|c| groups_of(skel, c)).collect();
+    let mut traces = Vec::with_capacity(n as usize);
+    let mut marks = Vec::with_capacity(n as usize);
+    let mut phases = Vec::with_capacity(n as usize);
+    for r in 0..n {
+        let class = skel.class_of_rank.get(r as usize).copied().unwrap_or(0) as usize;
+        let Some(cp) = skel.classes.get(class) else {
+            traces.push(rank_trace(r, n, Vec::new(), 0.0, BTreeComms::new()));
+            marks.push(vec![0]);
+            phases.push(Vec::new());
+            continue;
+        };
+        let mut sorted = cp.ranks.clone();
+        sorted.sort_unstable();
+        let mut lw = RankLowering {
+            skel,
+            groups: &groups,
+            rank: r,
+            column: sorted.binary_search(&r).unwrap_or(0),
+            weight: skel.rank_weight.get(r as usize).copied().unwrap_or(1.0),
+            events: Vec::new(),
+            gap_s: 0.0,
+            pending: HashMap::new(),
+            next_req: 0,
+            replay_at: HashMap::new(),
+            rng: seed ^ (u64::from(r).wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            marks: Vec::new(),
+            comms: BTreeComms::new(),
+            kind: 0,
+            whole,
+        };
+        let mine: Vec<PhaseMarks> = cp.phases.iter().map(|p| lw.phase(p)).collect();
+        lw.comms.entry(CommId::WORLD).or_insert_with(|| world_members(n));
+        traces.push(rank_trace(r, n, lw.events, lw.gap_s, lw.comms));
+        marks.push(lw.marks);
+        phases.push(mine);
+    }
+    Lowered { traces, marks, phases }
+}
+
+/// Prices the simulated marks: each rank's end plus the iterations it did not simulate, the
+/// slowest rank's total; `ends[r]` is rank r's simulated end, `times[r]` its marks' times.
+pub fn price(lowered: &Lowered, times: &[Vec<f64>], ends: &[f64]) -> Priced {
+    let mut best = Priced { predicted_s: 0.0, rank: 0, phases: Vec::new() };
+    for (r, phases) in lowered.phases.iter().enumerate() {
+        let t = &times[r];
+        let at = |i: usize| t.get(i).copied().unwrap_or(ends[r]);
+        let mut added_all = 0.0;
+        let mut figures = Vec::with_capacity(phases.len());
+        for p in phases {
+            let simulated_s = (at(p.end) - at(p.start)).max(0.0);
+            let mut predicted = simulated_s;
+            let mut simulated = p.full;
+            if let Some((positions, kinds)) = &p.simulated {
+                simulated = positions.len() as u64;
+                // Each simulated iteration's duration: to the next one's start, the last to
+                // the phase's end.
+                let d: Vec<f64> = (0..positions.len())
+                    .map(|j| {
+                        let next = p.iterations.get(j + 1).map_or(at(p.end), |&m| at(m));
+                        (next - at(p.iterations[j])).max(0.0)
+                    })
+                    .collect();
+                predicted += unsimulated(p, positions, kinds, &d);
+            }
+            if p.warmup > 0 && p.full > 0 {
+                predicted += p.warmup as f64 * predicted / p.full as f64;
+            }
+            added_all += predicted - simulated_s;
+            figures.push(PhaseFigures {
+                name: p.name.clone(),
+                full: p.full,
+                simulated,
+                simulated_s,
+                predicted_s: predicted,
+            });
+        }
+        let total = ends[r] + added_all;
+        if r == 0 || total > best.predicted_s {
+            best = Priced { predicted_s: total, rank: r as u32, phases: figures };
+        }
+    }
+    best
+}
+
+/// Seconds of the iterations of `p` that were not simulated, at the pace of those that were:
+/// per kind, the mean of that kind's simulated iterations past the warm-up (the last one
+/// excluded where others are there: it makes the calls guarded to the last iteration).
+fn unsimulated(p: &PhaseMarks, positions: &[u64], kinds: &[u32], d: &[f64]) -> f64 {
+    let n = positions.len();
+    let usable: Vec<usize> = (0..n)
+        .filter(|&j| (j as u64) >= WARM.min(n.saturating_sub(2) as u64))
+        .filter(|&j| j + 1 < n || n == 1)
+        .collect();
+    let mean_of = |js: &mut dyn Iterator<Item = usize>| -> Option<f64> {
+        let (s, c) = js.fold((0.0, 0usize), |(s, c), j| (s + d[j], c + 1));
+        (c > 0).then(|| s / c as f64)
+    };
+    let overall =
+        mean_of(&mut usable.iter().copied()).or_else(|| mean_of(&mut (0..n))).unwrap_or(0.0);
+    if p.kinds.is_empty() {
+        return (p.full - n as u64) as f64 * overall;
+    }
+    // A time-step loop: each kind at its own pace.
+    let mut pace: HashMap<u32, f64> = HashMap::new();
+    let mut kinds_seen: Vec<u32> = kinds.to_vec();
+    kinds_seen.sort_unstable();
+    kinds_seen.dedup();
+    for k in kinds_seen {
+        let of_kind: Vec<usize> = (0..n).filter(|&j| kinds[j] == k).collect();
+        let later: Vec<usize> = of_kind.iter().copied().filter(|&j| j > 0).collect();
+        let js = if later.is_empty() { of_kind } else { later };
+        if let Some(m) = mean_of(&mut js.into_iter()) {
+            pace.insert(k, m);
+        }
+    }
+    let mut ran = vec![false; p.kinds.len()];
+    for &q in positions {
+        if let Some(x) = ran.get_mut(q as usize) {
+            *x = true;
+        }
+    }
+    p.kinds
+        .iter()
+        .zip(&ran)
+        .filter(|(_, &r)| !r)
+        .map(|(k, _)| pace.get(k).copied().unwrap_or(overall))
+        .sum()
+}
+
+type BTreeComms = std::collections::BTreeMap<CommId, Arc<[Rank]>>;
+
+fn rank_trace(r: u32, n: u32, events: Vec<Event>, trailing_s: f64, comms: BTreeComms) -> RankTrace {
+    RankTrace {
+        rank: Rank(r),
+        info: RankInfo { n_ranks: n, clock: "simulated".into(), ..Default::default() },
+        events,
+        trailing_gap_ns: secs_to_ns(trailing_s),
+        comms,
+        record_counts: Default::default(),
+    }
+}
+
+fn secs_to_ns(s: f64) -> u64 {
+    (s.max(0.0) * 1e9).round() as u64
+}
+
+/// A rank's group of one communicator: its id and its members.
+type Group = (u32, Arc<[Rank]>);
+
+/// Every rank's group of communicator `comm` ([`mpiskel_emit::instantiate::groups_of`]), its
+/// members as world ranks (one list per group) and its id past `MPI_COMM_SELF`'s.
+fn groups_of(skel: &Skeleton, comm: usize) -> Vec<Group> {
+    let mut made: HashMap<usize, Arc<[Rank]>> = HashMap::new();
+    instantiate::groups_of(skel, comm)
+        .into_iter()
+        .map(|(id, m)| {
+            let members = made
+                .entry(m.as_ptr() as usize)
+                .or_insert_with(|| m.iter().map(|&r| Rank(r)).collect())
+                .clone();
+            (if id == 0 { 0 } else { id + 2 }, members)
+        })
+        .collect()
+}
+
+struct RankLowering<'a> {
+    skel: &'a Skeleton,
+    groups: &'a [Vec<Group>],
+    rank: u32,
+    /// Position among the class's ranks (ascending): the column of replay tables.
+    column: usize,
+    weight: f64,
+    events: Vec<Event>,
+    /// Computation since the last call, seconds.
+    gap_s: f64,
+    /// Request slot → the request started there and not completed yet.
+    pending: HashMap<u32, RequestId>,
+    next_req: u32,
+    /// Per replay table: executions so far.
+    replay_at: HashMap<usize, usize>,
+    rng: u64,
+    marks: Vec<usize>,
+    comms: BTreeComms,
+    /// Kind of the time step being run.
+    kind: u32,
+    /// Every iteration of every loop.
+    whole: bool,
+}
+
+impl RankLowering<'_> {
+    fn mark(&mut self) -> usize {
+        self.marks.push(self.events.len());
+        self.marks.len() - 1
+    }
+
+    fn phase(&mut self, p: &Phase) -> PhaseMarks {
+        let start = self.mark();
+        let mut body = p.body.clone();
+        if let Some(cut) = p.inner {
+            // The application's count of the inner loop the skeleton cut.
+            if let Some(Stmt::Loop { count, .. }) = body.get_mut(cut.index) {
+                *count = cut.full;
+            }
+        }
+        let full = p.full.max(1);
+        let (positions, kinds): (Vec<u64>, Vec<u32>) = match &p.steps {
+            Some(s) if self.whole => ((0..full).collect(), s.kinds.clone()),
+            Some(s) if p.is_loop => {
+                let pos: Vec<u64> = s.run.iter().map(|&x| u64::from(x)).collect();
+                let k = s.run_kinds();
+                (pos, k)
+            }
+            _ => {
+                let k = if !self.whole && p.is_loop && p.run < full && calls_in(&body) > 0 {
+                    // As many as the skeleton runs (its draws average over them) where that is
+                    // cheap; the same count in every class, so that their loops still meet.
+                    let few = u64::from(self.skel.n_ranks) * p.run <= RANK_ITERATIONS;
+                    full.min(if few { p.run.max(WARM + WINDOW + 1) } else { WARM + WINDOW + 1 })
+                } else {
+                    full
+                };
+                let mut pos: Vec<u64> = (0..k.saturating_sub(1)).collect();
+                if k > 0 {
+                    pos.push(full - 1);
+                }
+                (pos, vec![0; k as usize])
+            }
+        };
+        let cut = (positions.len() as u64) < full;
+        let mut iterations = Vec::new();
+        for (j, &at) in positions.iter().enumerate() {
+            if cut {
+                iterations.push(self.mark());
+            }
+            self.kind = kinds.get(j).copied().unwrap_or(0);
+            let mut iters = vec![(at, full)];
+            self.run(&body, &mut iters);
+        }
+        let end = self.mark();
+        PhaseMarks {
+            name: p.name.clone(),
+            full,
+            warmup: p.warmup,
+            simulated: cut.then_some((positions, kinds)),
+            kinds: p.steps.as_ref().filter(|_| cut).map(|s| s.kinds.clone()).unwrap_or_default(),
+            start,
+            iterations,
+            end,
+        }
+    }
+
+    fn run(&mut self, body: &[Stmt], iters: &mut Vec<(u64, u64)>) {
+        for s in body {
+            match s {
+                Stmt::Compute { seconds, dist, factors, replay, .. } => {
+                    self.gap_s += self.duration(*seconds, *dist, *factors, *replay);
+                }
+                Stmt::Call { call, .. } => self.call(call, iters),
+                Stmt::Loop { count, body, .. } => {
+                    for i in 0..*count {
+                        iters.push((i, *count));
+                        self.run(body, iters);
+                        iters.pop();
+                    }
+                }
+                Stmt::Guard { when, depth, body, .. } => {
+                    let (i, n) = iters.get(*depth).copied().unwrap_or((0, 1));
+                    let on = match when {
+                        When::First => i == 0,
+                        When::Last => i + 1 == n,
+                    };
+                    if on {
+                        self.run(body, iters);
+                    }
+                }
+                Stmt::Steps { cases } => {
+                    if let Some(c) = cases.get(self.kind as usize) {
+                        self.run(&c.body, iters);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A compute block's duration on this rank, seconds.
+    fn duration(
+        &mut self,
+        seconds: f64,
+        dist: Option<usize>,
+        factors: Option<usize>,
+        replay: Option<usize>,
+    ) -> f64 {
+        let skel = self.skel;
+        if let Some(t) = replay {
+            if let Some(rows) = skel.replays.get(t).map(|r| &r.seconds).filter(|r| !r.is_empty()) {
+                let at = self.replay_at.entry(t).or_insert(0);
+                let row = &rows[*at % rows.len()];
+                *at += 1;
+                if let Some(&x) = row.get(self.column) {
+                    return x.max(0.0);
+                }
+            }
+        }
+        let factor = factor_of(&skel.compute_factors, factors, self.rank);
+        let base = match dist.and_then(|d| skel.distributions.get(d)) {
+            Some(d) if d.q.len() == QUANTILE_PROBABILITIES.len() => {
+                let u = self.uniform();
+                let p = &QUANTILE_PROBABILITIES;
+                let mut k = 0;
+                while k < p.len() - 2 && u >= p[k + 1] {
+                    k += 1;
+                }
+                let f = (u - p[k]) / (p[k + 1] - p[k]);
+                d.q[k] * (1.0 - f) + d.q[k + 1] * f
+            }
+            _ => seconds,
+        };
+        (base * self.weight * factor).max(0.0)
+    }
+
+    /// A uniform draw in [0, 1) (splitmix64).
+    fn uniform(&mut self) -> f64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn peer(&self, p: &IrPeer) -> Peer {
+        match p {
+            IrPeer::Dir(d) => {
+                resolve(self.skel, self.rank, *d).map_or(Peer::Null, |r| Peer::Rank(Rank(r)))
+            }
+            IrPeer::Null => Peer::Null,
+            IrPeer::Any => Peer::Any,
+            IrPeer::Rank(r) => Peer::Rank(Rank(*r)),
+        }
+    }
+
+    fn push(&mut self, op: Op, payload: Payload) {
+        let gap = std::mem::take(&mut self.gap_s);
+        self.events.push(Event {
+            op,
+            enter_ns: 0,
+            exit_ns: 0,
+            gap_ns: secs_to_ns(gap),
+            gap_work: None,
+            gap_cpu_ns: None,
+            gap_polls: 0,
+            payload,
+        });
+    }
+
+    /// A request started in `slot`: one still pending there is completed first, as the
+    /// emitted code does.
+    fn start(&mut self, slot: u32) -> RequestId {
+        if let Some(old) = self.pending.remove(&slot) {
+            self.complete(vec![old]);
+        }
+        let id = RequestId(self.next_req);
+        self.next_req += 1;
+        self.pending.insert(slot, id);
+        id
+    }
+
+    fn complete(&mut self, ids: Vec<RequestId>) {
+        if ids.is_empty() {
+            return;
+        }
+        let n = ids.len() as u32;
+        let completed = ids
+            .into_iter()
+            .map(|id| Completed { request: Some(id), source: None, tag: None, bytes: None })
+            .collect();
+        self.push(Op::Waitall, Payload::Completion { n_given: n, completed });
+    }
+
+    fn slot_of(r: &SlotRef, iters: &[(u64, u64)]) -> u32 {
+        r.base + if r.ring > 1 { iters.get(r.depth).map_or(0, |x| x.0 as u32) } else { 0 }
+    }
+
+    fn sizes(&self, bytes: u64, sizes: Option<usize>) -> u64 {
+        sizes
+            .and_then(|t| self.skel.size_tables.get(t))
+            .and_then(|t| t.get(self.rank as usize))
+            .copied()
+            .unwrap_or(bytes)
+    }
+
+    fn call(&mut self, c: &Call, iters: &[(u64, u64)]) {
+        let world = CommId::WORLD;
+        match c {
+            Call::Send { op, to, tag, bytes, slot, sizes } => {
+                let peer = self.peer(to);
+                if peer == Peer::Null {
+                    return;
+                }
+                let bytes = self.sizes(*bytes, *sizes);
+                let (op, request) = match slot {
+                    Some(s) => {
+                        let id = self.start(Self::slot_of(s, iters));
+                        (if *op == Op::Issend { Op::Issend } else { Op::Isend }, Some(id))
+                    }
+                    None => (*op, None),
+                };
+                let p = Payload::P2p {
+                    peer,
+                    tag: *tag,
+                    bytes,
+                    comm: world,
+                    request,
+                    wildcards: Wildcards::default(),
+                };
+                self.push(op, p);
+            }
+            Call::Recv { from, tag, bytes, slot, .. } => {
+                let peer = self.peer(from);
+                if peer == Peer::Null {
+                    return;
+                }
+                let wildcards = Wildcards { source: peer == Peer::Any, tag: *tag < 0 };
+                let (op, request) = match slot {
+                    Some(s) => (Op::Irecv, Some(self.start(Self::slot_of(s, iters)))),
+                    None => (Op::Recv, None),
+                };
+                let p = Payload::P2p {
+                    peer,
+                    tag: *tag,
+                    bytes: *bytes,
+                    comm: world,
+                    request,
+                    wildcards,
+                };
+                self.push(op, p);
+            }
+            Call::SendRecv { to, tag, bytes, from, recv_tag, count, sizes } => {
+                let (dest, source) = (self.peer(to), self.peer(from));
+                if dest == Peer::Null && source == Peer::Null {
+                    return;
+                }
+                let p = Payload::SendRecv {
+                    dest,
+                    send_tag: *tag,
+                    send_bytes: self.sizes(*bytes, *sizes),
+                    source,
+                    recv_tag: *recv_tag,
+                    recv_bytes: *count,
+                    comm: world,
+                };
+                self.push(Op::Sendrecv, p);
+            }
+            Call::Probe { .. } => {}
+            Call::Complete { how, slots, .. } => {
+                let open: Vec<u32> =
+                    slots.iter().copied().filter(|s| self.pending.contains_key(s)).collect();
+                let done: Vec<u32> = match how {
+                    Completion::All => open,
+                    Completion::Any | Completion::Some => open.into_iter().take(1).collect(),
+                    Completion::Poll => Vec::new(),
+                };
+                let ids: Vec<RequestId> =
+                    done.iter().filter_map(|s| self.pending.remove(s)).collect();
+                self.complete(ids);
+            }
+            Call::Collective { op, comm, root, bytes, slot, .. } => {
+                if matches!(self.skel.comms.get(*comm), None | Some(Comm::SelfComm)) {
+                    return;
+                }
+                let Some((id, members)) = self.groups[*comm].get(self.rank as usize).cloned()
+                else {
+                    return;
+                };
+                let cid = CommId(id);
+                self.comms.entry(cid).or_insert_with(|| members.clone());
+                let m = members.len() as u64;
+                let request = slot.as_ref().map(|s| self.start(Self::slot_of(s, iters)));
+                let root = root.and_then(|x| members.get(x as usize).copied());
+                let p = Payload::Collective {
+                    comm: cid,
+                    root,
+                    send_bytes: collective_send_bytes(*op, *bytes, m),
+                    recv_bytes: collective_recv_bytes(*op, *bytes, m),
+                    send_counts: None,
+                    recv_counts: None,
+                    request,
+                };
+                self.push(*op, p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{simulate_marked, Options};
+    use crate::platform::{ClusterSpec, Platform};
+
+    /// Two ranks exchanging `bytes` in a ring every iteration of a main loop of 100 that the
+    /// skeleton cuts to `run`, each iteration computing 1 ms first.
+    fn ring(run: u64, bytes: u64) -> Skeleton {
+        let doc = serde_json::json!({
+            "n_ranks": 2, "topology": "ring", "layout": {"type": "table", "neighbours": [[1], [0]]},
+            "directions": [{"name": "NEXT", "ident": "NEXT", "offset": [1], "tag": 1, "recv_tag": 1}],
+            "comms": [{"type": "world"}],
+            "classes": [{"ranks": [0, 1], "notation": "(3)^100", "phases": [{
+                "name": "main_loop", "full": 100, "run": run, "is_loop": true,
+                "origin": "test", "compute_s": 0.001, "calls": 3,
+                "body": [
+                    {"stmt": "compute", "seconds": 0.001, "dist": null},
+                    {"stmt": "call", "call": {"call": "recv", "op": "Irecv", "from": {"dir": 0},
+                        "tag": 1, "bytes": bytes, "count": bytes, "offset": 0,
+                        "slot": {"base": 0, "ring": 1, "depth": 0}}},
+                    {"stmt": "call", "call": {"call": "send", "op": "Send", "to": {"dir": 0},
+                        "tag": 1, "bytes": bytes, "slot": null}},
+                    {"stmt": "call", "call": {"call": "complete", "how": "all", "slots": [0],
+                        "traced": "Wait"}}
+                ]}]}],
+            "class_of_rank": [0, 0], "grid_coords": [], "n_slots": 1, "send_bytes": bytes,
+            "recv_bytes": bytes, "matching": {"global_pairs": 2, "balanced": 0,
+                "local_sends": 0, "local_recvs": 0, "local_policy": ""}
+        });
+        serde_json::from_value(doc).unwrap()
+    }
+
+    fn cluster() -> Platform {
+        Platform::cluster(&ClusterSpec {
+            name: "t".into(),
+            host_names: vec!["a".into(), "b".into()],
+            speed: 1e9,
+            cores: 1,
+            bandwidth: 1e8,
+            latency: 1e-5,
+            split_duplex: true,
+            fatpipe: false,
+            backbone: None,
+            loopback: (1e11, 1e-7),
+        })
+    }
+
+    fn predict(skel: &Skeleton, whole: bool) -> (Priced, Lowered) {
+        let lowered = lower(skel, 0, whole);
+        let opts = Options { fast_forward: false, ..Options::default() };
+        let (sim, times) =
+            simulate_marked(&lowered.traces, &cluster(), &[0, 1], &opts, &lowered.marks).unwrap();
+        assert!(sim.stuck.is_empty());
+        let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
+        (price(&lowered, &times, &ends), lowered)
+    }
+
+    #[test]
+    fn a_cut_loop_runs_a_few_iterations_and_prices_the_rest_at_their_pace() {
+        let skel = ring(2, 100_000);
+        let (whole, all) = predict(&skel, true);
+        assert_eq!(all.traces[0].events.len(), 300);
+        let (quick, cut) = predict(&skel, false);
+        // Two iterations run by the skeleton, but enough simulated to settle and set a pace:
+        // the first few and the last.
+        let main = &cut.phases[0][0];
+        let expected: Vec<u64> = (0..WARM + WINDOW).chain([99]).collect();
+        assert_eq!(main.simulated.as_ref().unwrap().0, expected);
+        assert_eq!(cut.traces[0].events.len(), 3 * (WARM + WINDOW + 1) as usize);
+        // Each iteration: 1 ms of computation, then 100 kB each way at 100 MB/s.
+        assert!(whole.predicted_s > 0.1 + 100.0 * 0.001, "{}", whole.predicted_s);
+        let r = quick.predicted_s / whole.predicted_s - 1.0;
+        assert!(
+            r.abs() < 1e-3,
+            "{} against every iteration's {}",
+            quick.predicted_s,
+            whole.predicted_s
+        );
+        assert_eq!(quick.phases[0].full, 100);
+        assert_eq!(quick.phases[0].simulated, WARM + WINDOW + 1);
+    }
+
+    #[test]
+    fn a_skeleton_that_runs_more_iterations_than_the_window_simulates_them_all() {
+        let (_, cut) = predict(&ring(40, 8), false);
+        let (positions, _) = cut.phases[0][0].simulated.clone().unwrap();
+        assert_eq!(positions.len(), 40);
+        assert_eq!(positions.last(), Some(&99));
+        let (_, whole) = predict(&ring(100, 8), false);
+        assert!(whole.phases[0][0].simulated.is_none());
+    }
+}
