@@ -306,3 +306,46 @@ fn a_calibration_measures_this_machine_under_both_libraries_and_its_platform_rea
         assert_eq!(j["ranks"][0]["host"], "this-machine");
     }
 }
+
+#[test]
+fn ranks_on_the_boundary_of_a_folded_class_compute_what_they_recorded() {
+    // A 4 × 4 wavefront: corner and edge ranks are folded with inner ones into one class and
+    // make no calls to the neighbours they lack, so their computation around those calls is in
+    // the gaps of the calls they make. The skeleton's program, simulated, gives every rank the
+    // computation its trace recorded (each rank's blocks summed; within the tenth the replay of
+    // one iteration of two leaves, where the corners had 1.7 times theirs), and so the trace's
+    // time.
+    let dir = scratch("simulate-boundary");
+    let trace = support::root().join("fixtures/traces/wavefront-4x4");
+    let skel = dir.join("skel");
+    let out = mpiskel().arg("build").arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let toml = dir.join("c.toml");
+    std::fs::write(
+        &toml,
+        "[cluster]\nhosts = 16\nspeed = \"1Gf\"\nbandwidth = \"10Gbps\"\nlatency = \"1us\"\n",
+    )
+    .unwrap();
+    let run = |p: &Path| -> serde_json::Value {
+        let out = mpiskel()
+            .args(["simulate", "--json", "--platform"])
+            .arg(&toml)
+            .arg(p)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (t, s) = (run(&trace), run(&skel));
+    assert_eq!(s["from"], "skeleton");
+    for (a, b) in t["ranks"].as_array().unwrap().iter().zip(s["ranks"].as_array().unwrap()) {
+        let (x, y) = (a["compute_s"].as_f64().unwrap(), b["compute_s"].as_f64().unwrap());
+        assert!(
+            (y / x - 1.0).abs() < 0.1,
+            "rank {}: {y} s in the skeleton, {x} s recorded",
+            a["rank"]
+        );
+    }
+    let (x, y) = (t["predicted_s"].as_f64().unwrap(), s["predicted_s"].as_f64().unwrap());
+    assert!((y / x - 1.0).abs() < 0.05, "skeleton {y} s against the trace's {x} s");
+}

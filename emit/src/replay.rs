@@ -451,29 +451,27 @@ fn table(
     let per_run = inner.map_or(per_iteration, |(_, run, per)| run * per) as usize;
     // Executions of a first iteration replayed apart: as recorded, outside the loop's mean.
     let apart = if apart && may_set_apart(full, run) { per_run } else { 0 };
-    // Each rank's mean over the executions that stand for the loop: the value of an execution
-    // it has no sample of (a rank folded into the class skips calls to neighbours it lacks).
-    let (mut sum, mut n) = (vec![0.0f64; ranks.len()], vec![0u64; ranks.len()]);
-    for &p in &positions[apart..] {
-        for &(r, x) in &ops.get(p)?.gap_samples {
-            if let Some(&c) = col.get(&r) {
-                sum[c] += f64::from(x);
-                n[c] += 1;
-            }
-        }
-    }
-    let total_n: u64 = n.iter().sum();
-    if total_n == 0 {
+    // The block's recorded computation over the executions that stand for the loop, per cell
+    // (execution × rank of the class). A rank folded into the class that lacks the call here (a
+    // rank on the grid's boundary makes none to the neighbour it lacks) computes nothing at it:
+    // its computation around the call is in its next call's gap, recorded there.
+    let total: f64 = positions[apart..]
+        .iter()
+        .filter_map(|&p| ops.get(p))
+        .flat_map(|op| op.gap_samples.iter())
+        .filter(|(r, _)| col.contains_key(r))
+        .map(|&(_, x)| f64::from(x))
+        .sum();
+    let stand_cells = (positions.len() - apart) * ranks.len();
+    if stand_cells == 0 {
         return None;
     }
-    let overall = sum.iter().sum::<f64>() / total_n as f64;
-    let own: Vec<f64> =
-        sum.iter().zip(&n).map(|(&s, &k)| if k > 0 { s / k as f64 } else { overall }).collect();
+    let overall = total / stand_cells.max(1) as f64;
     let mut rows = Vec::with_capacity(iterations.len() * per_iteration as usize);
     for &i in &iterations {
         for m in executions(i) {
             let p = positions[(i * per_iteration + m) as usize];
-            let mut row = own.clone();
+            let mut row = vec![0.0; ranks.len()];
             for &(r, x) in &ops.get(p)?.gap_samples {
                 if let Some(&c) = col.get(&r) {
                     row[c] = f64::from(x);
@@ -490,7 +488,7 @@ fn table(
     // negligible beside it.
     let stands = replayed > 0.0 && (MIN_SCALE..=1.0 / MIN_SCALE).contains(&(overall / replayed));
     let first: f64 = rows[..apart].iter().flatten().sum();
-    let rest = overall * total_n as f64;
+    let rest = total;
     if !(stands || (apart > 0 && rest <= MIN_SHARE * first)) {
         return None;
     }

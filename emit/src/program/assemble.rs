@@ -338,21 +338,29 @@ fn request_slots(
     (slot_of_leaf, completes_leaves, next_slot)
 }
 
-/// Each rank's systematic weight: its gaps over the class mean at the positions it has.
+/// Each rank's systematic weight: its recorded computation over the class's mean program's.
+///
+/// A rank folded into a class may lack some of its positions (a rank on the grid's boundary
+/// makes no call to the neighbour it lacks); the computation around such a call is in its next
+/// call's gap, so its gaps hold all of its computation, and the skeleton runs every block of
+/// the class program on it. Its weight is therefore its total over the total of every
+/// position's mean, not over the positions it has (which counted its merged gaps against
+/// single blocks: a corner rank of a 4 × 4 wavefront ran 1.4 times its computation).
 fn rank_weights(class: &ProcessClass, rank_weight: &mut [f64]) {
-    let (mut own, mut avg) = (HashMap::<u32, f64>::new(), HashMap::<u32, f64>::new());
+    let mut own = HashMap::<u32, f64>::new();
+    let mut all = 0.0;
     for op in &class.ops {
+        all += op.gap.mean_s;
         for &(r, x) in &op.gap_samples {
             *own.entry(r).or_default() += f64::from(x);
-            *avg.entry(r).or_default() += op.gap.mean_s;
         }
     }
+    if all <= 0.0 {
+        return;
+    }
     for (r, o) in &own {
-        let a = avg[r];
-        if a > 0.0 {
-            if let Some(w) = rank_weight.get_mut(*r as usize) {
-                *w = o / a;
-            }
+        if let Some(w) = rank_weight.get_mut(*r as usize) {
+            *w = o / all;
         }
     }
 }
