@@ -13,6 +13,7 @@ use mpiskel_simulate::engine::{
 use mpiskel_simulate::model::Model;
 use mpiskel_simulate::platform::{parse_unit, placement, Platform, Unit};
 use mpiskel_simulate::skeleton::{lower, price, Lowered, PhaseFigures, Priced};
+use mpiskel_trace::local::LocalCalls;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::Serialize;
 
@@ -53,6 +54,8 @@ enum ModelArg {
 /// that share the links they cross (max-min fairness) with SimGrid's SMPI factors by size,
 /// collectives as the messages of the algorithms SimGrid chooses by default. Once a few
 /// iterations of the main loop have set the pace, the rest are priced at it (--exact: all run).
+/// Calls nothing in the trace matches (a receive posted in advance and cancelled) are left out
+/// as `mpiskel build` leaves them out, their time computation before the next call.
 ///
 /// From a skeleton folder (what `mpiskel build` wrote; its skeleton.json holds the program, the
 /// trace is not needed), the skeleton's program stands for the application: every rank's
@@ -86,10 +89,10 @@ enum ModelArg {
 /// Output: the predicted time (the last rank's end, with the iterations priced), the slowest
 /// rank, messages and bytes, and how long the simulation took; --json prints {input, from
 /// ("trace" or "skeleton"), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
-/// messages, bytes, stuck, fast_forward (traces), phases (skeletons: [{name, full, simulated,
-/// simulated_s, predicted_s}] of the slowest rank), wall_s} (or {sweep: [{value,
-/// predicted_s}]}). A program whose calls cannot all complete (a receive nothing sends) lists
-/// its stuck ranks and exits 1.
+/// messages, bytes, stuck, fast_forward and local_calls (traces), phases (skeletons: [{name,
+/// full, simulated, simulated_s, predicted_s}] of the slowest rank), wall_s} (or {sweep:
+/// [{value, predicted_s}]}). A program whose calls cannot all complete (two sends above the
+/// eager threshold, each waiting for the other's receive) lists its stuck ranks and exits 1.
 ///
 /// Examples:
 ///   mpiskel simulate lu.S.4/trace.txt --platform cluster.xml
@@ -166,6 +169,9 @@ struct Report<'a> {
     stuck: &'a [Stuck],
     #[serde(skip_serializing_if = "Option::is_none")]
     fast_forward: Option<&'a FastForward>,
+    /// Of a trace: the calls nothing matched, left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    local_calls: Option<LocalCalls>,
     /// A skeleton's phases, for its slowest rank.
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<&'a Vec<PhaseFigures>>,
@@ -174,7 +180,7 @@ struct Report<'a> {
 
 /// What is simulated: a trace's calls, or a skeleton's program lowered to every rank's calls.
 enum Input {
-    Trace(TraceSet),
+    Trace(TraceSet, LocalCalls),
     Skeleton(Lowered),
 }
 
@@ -185,20 +191,34 @@ impl Input {
             return Ok(Input::Skeleton(lowered));
         }
         let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
-        let _bar = crate::progress::Stages::bars_only().reading("reading");
-        Ok(Input::Trace(TraceSet::open(path, &opts)?))
+        let mut set = {
+            let _bar = crate::progress::Stages::bars_only().reading("reading");
+            TraceSet::open(path, &opts)?
+        };
+        // Calls nothing matched (a receive posted for updates that stopped coming, then
+        // cancelled) would leave their ranks stuck: left out as `build` leaves them out, their
+        // time becoming computation before the next call.
+        let local = set.drop_local_calls();
+        Ok(Input::Trace(set, local))
     }
 
     fn n_ranks(&self) -> usize {
         match self {
-            Input::Trace(set) => set.n_ranks(),
+            Input::Trace(set, _) => set.n_ranks(),
             Input::Skeleton(l) => l.traces.len(),
+        }
+    }
+
+    fn local_calls(&self) -> Option<LocalCalls> {
+        match self {
+            Input::Trace(_, l) => Some(*l),
+            Input::Skeleton(_) => None,
         }
     }
 
     fn kind(&self) -> &'static str {
         match self {
-            Input::Trace(_) => "trace",
+            Input::Trace(..) => "trace",
             Input::Skeleton(_) => "skeleton",
         }
     }
@@ -211,7 +231,7 @@ impl Input {
         options: &Options,
     ) -> Result<(Simulation, Option<Priced>)> {
         Ok(match self {
-            Input::Trace(set) => (simulate(&set.ranks, platform, place, options)?, None),
+            Input::Trace(set, _) => (simulate(&set.ranks, platform, place, options)?, None),
             Input::Skeleton(l) => {
                 let (sim, times) = simulate_marked(&l.traces, platform, place, options, &l.marks)?;
                 let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
@@ -253,7 +273,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         CollArg::Default => Selector::Default,
         CollArg::Ompi => Selector::Ompi,
     };
-    let fast_forward = !a.exact && matches!(input, Input::Trace(_));
+    let fast_forward = !a.exact && matches!(input, Input::Trace(..));
     let options = Options { model, trace_speed, fast_forward, selector };
     if let Some(sweep) = &a.sweep {
         let (param, values) =
@@ -354,6 +374,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             bytes: sim.bytes,
             stuck: &sim.stuck,
             fast_forward: sim.fast_forward.as_ref(),
+            local_calls: input.local_calls(),
             phases: priced.as_ref().map(|p| &p.phases),
             wall_s,
         };
@@ -392,6 +413,16 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 f.reason.as_deref().unwrap_or("nothing to skip")
             ),
             None => {}
+        }
+        if let Some(l) = input.local_calls().filter(|l| l.calls() > 0) {
+            println!(
+                "  left out {} calls nothing matched ({} sends, {} receives, {} completions; {} bytes)",
+                l.calls(),
+                l.sends,
+                l.receives,
+                l.completions,
+                l.bytes
+            );
         }
         if let Some(p) = &priced {
             println!("  its phases (iterations of the application, simulated, priced):");
