@@ -89,8 +89,9 @@ enum ModelArg {
 /// Output: the predicted time (the last rank's end, with the iterations priced), the slowest
 /// rank, messages and bytes, and how long the simulation took; --json prints {input, from
 /// ("trace" or "skeleton"), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
-/// messages, bytes, stuck, fast_forward and local_calls (traces), phases (skeletons: [{name,
-/// full, simulated, simulated_s, predicted_s}] of the slowest rank), wall_s} (or {sweep:
+/// messages, bytes, stuck, fast_forward and local_calls (traces), phases ([{name, full,
+/// simulated, simulated_s, predicted_s}] of the slowest rank: a skeleton's phases, or a trace's
+/// setup, main loop and finish where a main loop is found), wall_s} (or {sweep:
 /// [{value, predicted_s}]}). A program whose calls cannot all complete (two sends above the
 /// eager threshold, each waiting for the other's receive) lists its stuck ranks and exits 1.
 ///
@@ -172,10 +173,42 @@ struct Report<'a> {
     /// Of a trace: the calls nothing matched, left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     local_calls: Option<LocalCalls>,
-    /// A skeleton's phases, for its slowest rank.
+    /// The slowest rank's phases.
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<&'a Vec<PhaseFigures>>,
     wall_s: f64,
+}
+
+/// A trace's simulation as three phases of its slowest rank: `setup` (before the main loop), the
+/// main loop (its iterations, those simulated: all but the ones the fast-forward priced),
+/// `finish` (after it).
+fn around_main_loop(sim: &Simulation, times: &[Vec<f64>], iterations: u64) -> Priced {
+    let slowest = sim
+        .ranks
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.end_s.total_cmp(&b.1.end_s))
+        .map_or(0, |(i, _)| i);
+    let end = sim.ranks.get(slowest).map_or(0.0, |r| r.end_s);
+    let t = times.get(slowest).cloned().unwrap_or_default();
+    let (a, b) = (t.first().copied().unwrap_or(0.0), t.get(1).copied().unwrap_or(end));
+    let skipped = sim.fast_forward.as_ref().map_or(0, |f| f.skipped as u64);
+    let phase = |name: &str, full: u64, simulated: u64, s: f64| PhaseFigures {
+        name: name.into(),
+        full,
+        simulated,
+        simulated_s: s,
+        predicted_s: s,
+    };
+    Priced {
+        predicted_s: sim.predicted_s,
+        rank: slowest as u32,
+        phases: vec![
+            phase("setup", 1, 1, a),
+            phase("main_loop", iterations, iterations.saturating_sub(skipped), (b - a).max(0.0)),
+            phase("finish", 1, 1, (end - b).max(0.0)),
+        ],
+    }
 }
 
 /// What is simulated: a trace's calls, or a skeleton's program lowered to every rank's calls.
@@ -231,7 +264,17 @@ impl Input {
         options: &Options,
     ) -> Result<(Simulation, Option<Priced>)> {
         Ok(match self {
-            Input::Trace(set, _) => (simulate(&set.ranks, platform, place, options)?, None),
+            Input::Trace(set, _) => {
+                // Timed around the main loop where one is found: before it, it, after it.
+                let Ok(plan) = mpiskel_simulate::fastforward::plan(&set.ranks) else {
+                    return Ok((simulate(&set.ranks, platform, place, options)?, None));
+                };
+                let marks: Vec<Vec<usize>> =
+                    plan.loops.iter().map(|l| vec![l.start, l.iteration_start(l.count)]).collect();
+                let (sim, times) = simulate_marked(&set.ranks, platform, place, options, &marks)?;
+                let priced = around_main_loop(&sim, &times, plan.iterations as u64);
+                (sim, Some(priced))
+            }
             Input::Skeleton(l) => {
                 let (sim, times) = simulate_marked(&l.traces, platform, place, options, &l.marks)?;
                 let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
@@ -392,7 +435,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             platform.name,
             platform.hosts.len(),
             predicted_s,
-            if priced.is_some() { " (the skeleton's program)" } else { "" }
+            if matches!(input, Input::Skeleton(_)) { " (the skeleton's program)" } else { "" }
         );
         if let Some(s) = slowest {
             println!(
@@ -427,12 +470,12 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         if let Some(p) = &priced {
             println!("  its phases (iterations of the application, simulated, priced):");
             println!(
-                "    {:<16} {:>10} {:>10} {:>13} {:>13}",
+                "    {:<20} {:>10} {:>10} {:>13} {:>13}",
                 "phase", "iterations", "simulated", "simulated s", "predicted s"
             );
             for f in &p.phases {
                 println!(
-                    "    {:<16} {:>10} {:>10} {:>13.6} {:>13.6}",
+                    "    {:<20} {:>10} {:>10} {:>13.6} {:>13.6}",
                     f.name, f.full, f.simulated, f.simulated_s, f.predicted_s
                 );
             }

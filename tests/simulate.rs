@@ -372,3 +372,16 @@ fn ranks_on_the_boundary_of_a_folded_class_compute_what_they_recorded() {
     let (x, y) = (t["predicted_s"].as_f64().unwrap(), s["predicted_s"].as_f64().unwrap());
     assert!((y / x - 1.0).abs() < 0.05, "skeleton {y} s against the trace's {x} s");
 }
+
+#[test]
+fn a_trace_is_timed_around_its_main_loop() {
+    let j = simulate("lu.S.8", "ref.xml", 1, &[]);
+    let phases = j["phases"].as_array().unwrap();
+    let names: Vec<&str> = phases.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["setup", "main_loop", "finish"]);
+    assert_eq!(phases[1]["full"], 50);
+    let sum: f64 = phases.iter().map(|p| p["predicted_s"].as_f64().unwrap()).sum();
+    let t = j["predicted_s"].as_f64().unwrap();
+    assert!((sum / t - 1.0).abs() < 1e-9, "{sum} against {t}");
+    assert!(phases[1]["predicted_s"].as_f64().unwrap() > 0.8 * t);
+}
