@@ -26,8 +26,8 @@ use clap::{Parser, Subcommand};
 /// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
 /// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
 /// `mpiskel validate` measures predictions across platforms; `mpiskel simulate` predicts a
-/// trace's time on a modelled cluster without running it; `mpiskel export --ti` writes a
-/// trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale;
+/// trace's or a skeleton's time on a modelled cluster without running it; `mpiskel export --ti`
+/// writes a trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale;
 /// `mpiskel report` writes one HTML page about a trace, a skeleton or a validation run.
 #[derive(Debug, Parser)]
 #[command(

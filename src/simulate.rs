@@ -106,7 +106,7 @@ enum ModelArg {
 #[derive(Debug, Args)]
 #[command(
     verbatim_doc_comment,
-    about = "Simulate a trace's or a skeleton's program on a modelled platform (what-if without a cluster)."
+    about = "Simulate a trace or a skeleton on a modelled platform (what-if without a cluster)."
 )]
 pub struct SimulateArgs {
     /// The trace (any format `mpiskel inspect` reads), or a skeleton folder.

@@ -30,10 +30,18 @@
 //! inner iterations it runs (the same ones, one per equal stretch, in every iteration of the
 //! loop around it): where a rank computes slowly for a stretch of iterations (NPB CG: its
 //! slow stretches span several inner iterations), independent draws per block spread that
-//! over all ranks and iterations, and the slowest rank of a step is faster than it was. Blocks
-//! inside a guard, in time-step loops, and blocks whose replayed iterations miss their mean by
-//! more than [`MIN_SCALE`] either way (time spent in a few iterations only) keep their draws;
-//! so do blocks past the budget of table cells, taken in order of the time they take in the
+//! over all ranks and iterations, and the slowest rank of a step is faster than it was.
+//!
+//! A time-step loop's steps of one kind are such a loop too: each block of a kind's body
+//! replays the steps of that kind the skeleton runs (its schedule chose them, every class
+//! alike), as recorded, scaled by one factor per kind. Steps change along the run where a plain
+//! loop's iterations repeat (panels that shrink, neighbour lists that grow), so drawing would
+//! mix the blocks of different steps on each rank (the panel program simulated whole: +43 %;
+//! LAMMPS peptide +13 %; replayed, within 2 %).
+//!
+//! Blocks inside a guard, and blocks whose replayed iterations miss their mean by more than
+//! [`MIN_SCALE`] either way (time spent in a few iterations only) keep their draws; so do
+//! blocks past the budget of table cells, taken in order of the time they take in the
 //! skeleton.
 //!
 //! # Complexity
@@ -95,6 +103,31 @@ pub struct Replay {
     /// one factor for all the loop's replayed blocks so that the pattern across ranks and
     /// classes stays.
     pub scale: f64,
+    /// Whether the "loop" is the steps of one kind of a time-step loop (`full`: that kind's
+    /// steps in the application; `iterations`: which of them, counted among that kind's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steps: bool,
+}
+
+impl Replay {
+    /// What one iteration of the table's loop is, for the emitted comments.
+    pub fn unit(&self) -> &'static str {
+        if self.steps {
+            "step"
+        } else {
+            "iteration"
+        }
+    }
+
+    /// The loop whose iterations it replays, for the emitted comments: `of 0-9` or `of the 12
+    /// steps of this kind`.
+    pub fn of_what(&self) -> String {
+        if self.steps {
+            format!("of the {} steps of this kind", self.full)
+        } else {
+            format!("of 0-{}", self.full.saturating_sub(1))
+        }
+    }
 }
 
 /// A compute block that may replay: where it is and what it costs.
@@ -107,6 +140,9 @@ struct Candidate {
     /// For a block of the phase's cut inner loop: that loop's iterations in the application
     /// and run, and the block's executions per iteration of it.
     inner: Option<(u64, u64, u64)>,
+    /// For a block of a time-step loop: the kind of step it is in, that kind's steps in the
+    /// application, and which of them (counted among that kind's) the skeleton runs.
+    steps: Option<(usize, u64, Vec<u64>)>,
     /// Seconds it takes in one run of the skeleton (per rank).
     weight: f64,
     cells: usize,
@@ -193,7 +229,11 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
     for (ci, class) in skel.classes.iter().enumerate() {
         let cols = class.ranks.len();
         for (pi, p) in class.phases.iter().enumerate() {
-            if !p.is_loop || p.steps.is_some() || p.run == 0 {
+            if let (Some(schedule), Some(Stmt::Steps { cases })) = (&p.steps, p.body.first()) {
+                step_candidates(ci, pi, p, schedule, cases, cols, &mut candidates);
+                continue;
+            }
+            if !p.is_loop || p.run == 0 {
                 continue;
             }
             let mut found = Vec::new();
@@ -225,6 +265,7 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
                     leaf,
                     per_iteration,
                     inner,
+                    steps: None,
                     weight: seconds * rows as f64,
                     cells: rows * cols,
                 });
@@ -238,7 +279,7 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
     let mut profiles: HashMap<String, (Vec<f64>, Vec<f64>)> = HashMap::new();
     // The same for a cut inner loop, per iteration of the loop and of the inner loop.
     let mut inner_profiles: HashMap<String, Vec<f64>> = HashMap::new();
-    for c in &candidates {
+    for c in candidates.iter().filter(|c| c.steps.is_none()) {
         let lm = maps.entry(c.class).or_insert_with(|| {
             let nest = &nests[c.class];
             leaf_map(nest, mpiskel_compress::leaf_count(&nest.items))
@@ -297,28 +338,43 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
         });
         let Some(positions) = lm.positions.get(c.leaf) else { continue };
         let phase = &skel.classes[c.class].phases[c.phase];
-        let Some(r) = table(
-            lt,
-            c.class,
-            &skel.classes[c.class].ranks,
-            positions,
-            &Sample {
-                full: phase.full,
-                run: phase.run,
-                per_iteration: c.per_iteration,
-                inner: c.inner,
-                // A loop with a cut inner loop times that loop on its own: no first apart.
-                apart: phase.inner.is_none()
-                    && apart.get(phase.name.as_str()).copied().unwrap_or(false),
-                critical: profiles.get(&phase.name).map_or(&[][..], |(_, c)| c.as_slice()),
-                inner_critical: inner_profiles.get(&phase.name).map_or(&[][..], Vec::as_slice),
-            },
-        ) else {
+        let (sample, name) = match &c.steps {
+            // A kind of time step: its steps are the loop, the ones the skeleton runs replayed.
+            Some((kind, full, which)) => (
+                Sample {
+                    full: *full,
+                    run: which.len() as u64,
+                    per_iteration: c.per_iteration,
+                    inner: None,
+                    apart: false,
+                    critical: &[],
+                    inner_critical: &[],
+                    iterations: Some(which.as_slice()),
+                },
+                format!("{}#{kind}", phase.name),
+            ),
+            None => (
+                Sample {
+                    full: phase.full,
+                    run: phase.run,
+                    per_iteration: c.per_iteration,
+                    inner: c.inner,
+                    // A loop with a cut inner loop times that loop on its own: no first apart.
+                    apart: phase.inner.is_none()
+                        && apart.get(phase.name.as_str()).copied().unwrap_or(false),
+                    critical: profiles.get(&phase.name).map_or(&[][..], |(_, c)| c.as_slice()),
+                    inner_critical: inner_profiles.get(&phase.name).map_or(&[][..], Vec::as_slice),
+                    iterations: None,
+                },
+                phase.name.clone(),
+            ),
+        };
+        let Some(r) = table(lt, c.class, &skel.classes[c.class].ranks, positions, &sample) else {
             continue;
         };
         cells += c.cells;
         chosen.insert((c.class, c.phase, c.leaf), skel.replays.len());
-        names.push(phase.name.clone());
+        names.push(name);
         skel.replays.push(r);
     }
     // One factor per loop, over every class: the whole loop's recorded computation over the
@@ -359,6 +415,61 @@ fn blocks(body: &[Stmt], times: u64, out: &mut Vec<(usize, f64, u64)>) {
             }
             Stmt::Loop { count, body, .. } => blocks(body, times * count, out),
             _ => {}
+        }
+    }
+}
+
+/// The blocks of a time-step loop that may replay: per kind of step, the blocks of its body, each
+/// replaying the steps of that kind the skeleton runs (`schedule.run`, in their order) as the
+/// application recorded them. A kind's steps change along the run where a plain loop's
+/// iterations repeat (the panels of a factorization shrink, a particle code's neighbour lists
+/// grow): drawn at random, the blocks of one step would come from different steps, on every
+/// rank independently, and the waiting they cause with them (the panel fixture program,
+/// simulated whole: +43 % with draws, +7 % with each block's mean).
+fn step_candidates(
+    class: usize,
+    phase: usize,
+    p: &crate::program::Phase,
+    schedule: &crate::program::StepSchedule,
+    cases: &[crate::program::StepCase],
+    cols: usize,
+    out: &mut Vec<Candidate>,
+) {
+    // Each step that runs, counted among the steps of its kind.
+    let mut seen = vec![0u64; cases.len()];
+    let mut which: Vec<Vec<u64>> = vec![Vec::new(); cases.len()];
+    let mut run = schedule.run.iter().peekable();
+    for (q, &kind) in schedule.kinds.iter().enumerate() {
+        let Some(n) = seen.get_mut(kind as usize) else { return };
+        if run.peek().is_some_and(|&&r| r as usize == q) {
+            which[kind as usize].push(*n);
+            run.next();
+        }
+        *n += 1;
+    }
+    for (kind, case) in cases.iter().enumerate() {
+        if which[kind].is_empty() || seen[kind] != case.full {
+            continue;
+        }
+        let mut own = Vec::new();
+        blocks(&case.body, 1, &mut own);
+        for (leaf, seconds, per) in own {
+            // Its share of a mean step, as for a plain loop's blocks.
+            let share = seconds * per as f64 * case.full as f64 / p.full.max(1) as f64;
+            if share < MIN_SHARE * p.compute_s {
+                continue;
+            }
+            let rows = which[kind].len() * per as usize;
+            out.push(Candidate {
+                class,
+                phase,
+                leaf,
+                per_iteration: per,
+                inner: None,
+                steps: Some((kind, case.full, which[kind].clone())),
+                weight: seconds * rows as f64,
+                cells: rows * cols,
+            });
         }
     }
 }
@@ -414,6 +525,9 @@ struct Sample<'a> {
     /// The same per iteration of a cut inner loop, its iterations in each iteration of the
     /// loop in turn (empty without one).
     inner_critical: &'a [f64],
+    /// The iterations replayed, where the skeleton chose them already (the steps of a kind it
+    /// runs); otherwise [`replayed_iterations`].
+    iterations: Option<&'a [u64]>,
 }
 
 /// The table of one block: `positions` are the block's positions in the class program, all
@@ -426,13 +540,17 @@ fn table(
     positions: &[usize],
     sample: &Sample<'_>,
 ) -> Option<Replay> {
-    let &Sample { full, run, per_iteration, inner, apart, critical, inner_critical } = sample;
+    let &Sample { full, run, per_iteration, inner, apart, critical, inner_critical, .. } = sample;
     let ops = &lt.classes.get(class)?.ops;
     if per_iteration == 0 || positions.len() as u64 != full * per_iteration {
         return None;
     }
     let col: HashMap<u32, usize> = ranks.iter().enumerate().map(|(i, &r)| (r, i)).collect();
-    let iterations = replayed_iterations(full, run, apart, critical);
+    let iterations = match sample.iterations {
+        Some(which) if which.iter().all(|&i| i < full) => which.to_vec(),
+        Some(_) => return None,
+        None => replayed_iterations(full, run, apart, critical),
+    };
     // The executions of iteration `i` that run: all, or those of the inner iterations that run
     // (one per equal stretch, the stretch's median by critical computation).
     let executions = |i: u64| -> Vec<u64> {
@@ -502,6 +620,7 @@ fn table(
         seconds: rows,
         first_rows: apart,
         scale: overall * cells,
+        steps: sample.iterations.is_some(),
     })
 }
 

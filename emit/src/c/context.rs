@@ -156,13 +156,14 @@ pub(super) fn program(skel: &Skeleton) -> Value {
                 rows => rows,
                 cols => cols,
                 comment => format!(
-                    "class {} (ranks {}): the application's iteration{} {} of 0-{}{of}; recorded \
+                    "class {} (ranks {}): the application's {}{} {} {}{of}; recorded \
                      values{} × {:.4}",
                     r.class,
                     ranks_text(&class.ranks),
+                    r.unit(),
                     if r.iterations.len() > 1 { "s" } else { "" },
                     iterations_text(&r.iterations),
-                    r.full.saturating_sub(1),
+                    r.of_what(),
                     if r.first_rows > 0 { " (the first iteration's as they are, the others'" } else { "" },
                     r.scale
                 ) + if r.first_rows > 0 { ")" } else { "" },

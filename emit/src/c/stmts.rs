@@ -236,10 +236,11 @@ impl Names<'_> {
                         r.first_rows
                     );
                     let what = format!(
-                        "{} s on average, as recorded in {} of the {} iterations",
+                        "{} s on average, as recorded in {} of the {} {}",
                         seconds(*x),
                         r.iterations.len(),
-                        r.full
+                        r.full,
+                        if r.steps { "steps of this kind" } else { "iterations" }
                     );
                     out.push(if *removed > 0.0 {
                         format!(

@@ -109,13 +109,14 @@ pub(super) fn replay_tables(skel: &Skeleton, tables: &mut TokenStream) {
             String::new()
         };
         text.push_str(&format!(
-            "Class {} (ranks {}): the application's iteration{} {} of 0-{}{of}; recorded\n\
+            "Class {} (ranks {}): the application's {}{} {} {}{of}; recorded\n\
              values{} × {:.4}{}.",
             r.class,
             crate::c::ranks_text(&class.ranks),
+            r.unit(),
             if r.iterations.len() > 1 { "s" } else { "" },
             crate::c::iterations_text(&r.iterations),
-            r.full.saturating_sub(1),
+            r.of_what(),
             if r.first_rows > 0 { " (the first iteration's as they are, the others'" } else { "" },
             r.scale,
             if r.first_rows > 0 { ")" } else { "" }

@@ -358,10 +358,11 @@ impl Gen<'_> {
                         String::new()
                     };
                     let n = note(&format!(
-                        "{} s on average, as recorded in {} of the {} iterations{cut}",
+                        "{} s on average, as recorded in {} of the {} {}{cut}",
                         seconds(*x),
                         r.iterations.len(),
-                        r.full
+                        r.full,
+                        if r.steps { "steps of this kind" } else { "iterations" }
                     ));
                     let table = format_ident!("REPLAY_{}", *t);
                     let t = Literal::usize_unsuffixed(*t);
