@@ -70,7 +70,27 @@ enum Command {
 }
 
 /// Exit codes: 0 success; 1 the work failed (bad input, failed run); 2 usage error (clap).
+/// Output into a closed pipe (`mpiskel simulate … | head -1`) ends the process quietly, with the
+/// status a process killed by SIGPIPE reports (128 + 13), as Unix tools end there; `print!`
+/// panics on it otherwise. Every other panic keeps the default report.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Trace(a) => record::trace(a),

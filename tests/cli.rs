@@ -284,3 +284,23 @@ fn progress_bars_show_on_a_terminal_and_never_in_a_log() {
     assert!(log.contains("] program checked:"), "{log}");
     assert!(!log.contains('\u{1b}') && !log.contains("finding loops, cutting"), "{log}");
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    // `mpiskel logicalize --json` of NPB BT S 16 writes megabytes; the reader takes a few bytes
+    // and closes the pipe, as `| head -1` does. The process ends with SIGPIPE's status, no panic.
+    let mut child = mpiskel()
+        .args(["logicalize", "--json"])
+        .arg(support::shared().join("fixtures/npb/bt.S.16"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}
