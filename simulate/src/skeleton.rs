@@ -413,14 +413,18 @@ impl RankLowering<'_> {
         replay: Option<usize>,
     ) -> f64 {
         let skel = self.skel;
-        if let Some(t) = replay {
-            if let Some(rows) = skel.replays.get(t).map(|r| &r.seconds).filter(|r| !r.is_empty()) {
-                let at = self.replay_at.entry(t).or_insert(0);
-                let row = &rows[*at % rows.len()];
-                *at += 1;
-                if let Some(&x) = row.get(self.column) {
-                    return x.max(0.0);
-                }
+        let table = replay.and_then(|t| Some((t, skel.replays.get(t)?)));
+        if let Some((t, r)) = table.filter(|(_, r)| !r.seconds.is_empty()) {
+            // As the runtime's sk_replay_row: the rows in order, then again from the first that
+            // is not the loop's first iteration replayed apart.
+            let rows = &r.seconds;
+            let at = self.replay_at.entry(t).or_insert(0);
+            let again = if r.first_rows < rows.len() { r.first_rows } else { 0 };
+            let i =
+                if *at < rows.len() { *at } else { again + (*at - again) % (rows.len() - again) };
+            *at += 1;
+            if let Some(&x) = rows[i].get(self.column) {
+                return x.max(0.0);
             }
         }
         let factor = factor_of(&skel.compute_factors, factors, self.rank);
