@@ -22,13 +22,17 @@ use mpiskel_emit::document;
 /// where its trace can still be read), plus the runs recorded beside it (report-*.json,
 /// written by `mpiskel run`), predicted against measured by phase. From a validation folder
 /// (results.json of `mpiskel validate`): predicted against measured per scenario, with its
-/// charts. The page needs no network and no external script; it is written under a temporary
-/// name and renamed when complete.
+/// charts. With --platform, a trace's or a skeleton's page also answers a what-if: its
+/// predicted time on that modelled platform as the links' bandwidth (or --sweep's parameter)
+/// changes, simulated as `mpiskel simulate --sweep` does, as a table and a chart. The page
+/// needs no network and no external script; it is written under a temporary name and renamed
+/// when complete.
 ///
 /// Examples:
 ///   mpiskel report app.trace -o app.html
 ///   mpiskel report app.skel -o app-skeleton.html
 ///   mpiskel report validation -o validation.html
+///   mpiskel report app.skel -o app.html --platform cluster.xml --sweep latency=1us,10us,100us
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct ReportArgs {
@@ -41,6 +45,18 @@ pub struct ReportArgs {
     /// For SimGrid traces: compute speed in flop/s
     #[arg(long, default_value_t = 1e9)]
     pub flops: f64,
+    /// Add a what-if section: the trace's or skeleton's time on this modelled platform (a
+    /// SimGrid platform file with one <cluster>, or mpiskel's TOML; as `mpiskel simulate`) as one
+    /// parameter sweeps
+    #[arg(long, value_name = "FILE")]
+    pub platform: Option<PathBuf>,
+    /// With --platform: where each rank runs (SMPI's hostfile format)
+    #[arg(long, value_name = "FILE", requires = "platform")]
+    pub hostfile: Option<PathBuf>,
+    /// With --platform: the sweep, PARAM=V,V,… (bandwidth, latency or speed; default: the
+    /// platform's link bandwidth divided by 1, 2, 4, 16 and 64)
+    #[arg(long, value_name = "PARAM=V,V,…", requires = "platform")]
+    pub sweep: Option<String>,
     /// No progress lines on stderr
     #[arg(short, long)]
     pub quiet: bool,
@@ -49,6 +65,12 @@ pub struct ReportArgs {
 /// Runs `mpiskel report`.
 pub fn report(a: ReportArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
+    anyhow::ensure!(
+        a.platform.is_none() || !a.input.join("results.json").is_file(),
+        "--platform: {} is a validation folder, which has no program to simulate; give a trace \
+         or a skeleton folder",
+        a.input.display()
+    );
     let stages = Stages::new(a.quiet);
     let source = format!("{} — mpiskel {}", a.input.display(), env!("CARGO_PKG_VERSION"));
     let page = if a.input.join("results.json").is_file() {
@@ -77,6 +99,16 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     } else {
         trace_page(&a.input, a.flops, &source, &stages)?
     };
+    let mut page = page;
+    if let Some(platform) = &a.platform {
+        let _stage = stages.reading("simulating the what-if");
+        page.whatif = Some(crate::simulate::what_if(
+            &a.input,
+            platform,
+            a.hostfile.as_deref(),
+            a.sweep.as_deref(),
+        )?);
+    }
     let html = mpiskel_report::render(&page)?;
     mpiskel_trace::atomic::write(&a.output, html.as_bytes())
         .with_context(|| format!("writing {}", a.output.display()))?;

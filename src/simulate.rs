@@ -319,61 +319,11 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let fast_forward = !a.exact && matches!(input, Input::Trace(..));
     let options = Options { model, trace_speed, fast_forward, selector };
     if let Some(sweep) = &a.sweep {
-        let (param, values) =
-            sweep.split_once('=').with_context(|| format!("--sweep {sweep}: give PARAM=V,V,…"))?;
-        let unit = match param {
-            "bandwidth" => Unit::Bandwidth,
-            "latency" => Unit::Time,
-            "speed" => Unit::Speed,
-            p => bail!("--sweep: \"{p}\" is not bandwidth, latency or speed"),
-        };
-        let mut rows = Vec::new();
-        for v in values.split(',').map(str::trim).filter(|v| !v.is_empty()) {
-            let x = parse_unit(v, unit).map_err(|e| anyhow::anyhow!("--sweep {param}={v}: {e}"))?;
-            anyhow::ensure!(x > 0.0, "--sweep {param}={v}: must be positive");
-            let mut pf = platform.clone();
-            match unit {
-                Unit::Bandwidth => pf.set_bandwidth(x),
-                Unit::Time => pf.set_latency(x),
-                Unit::Speed => pf.set_speed(x),
-            }
-            let t = Instant::now();
-            let (sim, priced) = input.simulate(&pf, &place, &options)?;
-            if !sim.stuck.is_empty() {
-                bail!(
-                    "{param}={v}: {} ranks never end (first: rank {} in call {} {})",
-                    sim.stuck.len(),
-                    sim.stuck[0].rank,
-                    sim.stuck[0].call,
-                    sim.stuck[0].op
-                );
-            }
-            rows.push(SweepRow {
-                value: v.to_string(),
-                base: x,
-                predicted_s: priced.map_or(sim.predicted_s, |p| p.predicted_s),
-                wall_s: t.elapsed().as_secs_f64(),
-            });
-        }
+        let Sweep { param, unit, rows } = run_sweep(&input, &platform, &place, &options, sweep)?;
+        let param = param.as_str();
         if let Some(svg) = &a.svg {
-            let points: Vec<mpiskel_report::svg::SweepPoint> = rows
-                .iter()
-                .map(|r| mpiskel_report::svg::SweepPoint {
-                    label: r.value.clone(),
-                    value: r.base,
-                    predicted_s: r.predicted_s,
-                })
-                .collect();
             let title = format!("{} on {}: {param} swept", path.display(), platform.name);
-            let unit = match unit {
-                Unit::Bandwidth => "bandwidth of every link (bytes/s)",
-                Unit::Time => "latency of every link (s)",
-                Unit::Speed => "speed of every host (flop/s)",
-            };
-            crate::compress::write_atomic(
-                svg,
-                &mpiskel_report::svg::sweep_svg(&title, unit, &points),
-            )?;
+            crate::compress::write_atomic(svg, &sweep_chart(&title, unit, &rows))?;
         }
         if a.json {
             println!(
@@ -490,6 +440,126 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A sweep: the parameter, its axis's description, one row per value.
+struct Sweep {
+    param: String,
+    unit: &'static str,
+    rows: Vec<SweepRow>,
+}
+
+/// Asks `input` one question per value of `spec` (`PARAM=V,V,…`: bandwidth, latency or speed,
+/// in SimGrid's units) on `platform` with that parameter set on every link or host.
+fn run_sweep(
+    input: &Input,
+    platform: &Platform,
+    place: &[usize],
+    options: &Options,
+    spec: &str,
+) -> Result<Sweep> {
+    let (param, values) =
+        spec.split_once('=').with_context(|| format!("--sweep {spec}: give PARAM=V,V,…"))?;
+    let (unit, axis) = match param {
+        "bandwidth" => (Unit::Bandwidth, "bandwidth of every link (bytes/s)"),
+        "latency" => (Unit::Time, "latency of every link (s)"),
+        "speed" => (Unit::Speed, "speed of every host (flop/s)"),
+        p => bail!("--sweep: \"{p}\" is not bandwidth, latency or speed"),
+    };
+    let mut rows = Vec::new();
+    for v in values.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        let x = parse_unit(v, unit).map_err(|e| anyhow::anyhow!("--sweep {param}={v}: {e}"))?;
+        anyhow::ensure!(x > 0.0, "--sweep {param}={v}: must be positive");
+        let mut pf = platform.clone();
+        match unit {
+            Unit::Bandwidth => pf.set_bandwidth(x),
+            Unit::Time => pf.set_latency(x),
+            Unit::Speed => pf.set_speed(x),
+        }
+        let t = Instant::now();
+        let (sim, priced) = input.simulate(&pf, place, options)?;
+        if !sim.stuck.is_empty() {
+            bail!(
+                "{param}={v}: {} ranks never end (first: rank {} in call {} {})",
+                sim.stuck.len(),
+                sim.stuck[0].rank,
+                sim.stuck[0].call,
+                sim.stuck[0].op
+            );
+        }
+        rows.push(SweepRow {
+            value: v.to_string(),
+            base: x,
+            predicted_s: priced.map_or(sim.predicted_s, |p| p.predicted_s),
+            wall_s: t.elapsed().as_secs_f64(),
+        });
+    }
+    anyhow::ensure!(!rows.is_empty(), "--sweep {spec}: no values");
+    Ok(Sweep { param: param.to_owned(), unit: axis, rows })
+}
+
+/// The chart of a sweep's rows, an SVG document.
+fn sweep_chart(title: &str, axis: &str, rows: &[SweepRow]) -> String {
+    let points: Vec<mpiskel_report::svg::SweepPoint> = rows
+        .iter()
+        .map(|r| mpiskel_report::svg::SweepPoint {
+            label: r.value.clone(),
+            value: r.base,
+            predicted_s: r.predicted_s,
+        })
+        .collect();
+    mpiskel_report::svg::sweep_svg(title, axis, &points)
+}
+
+/// `x` bytes/s in SimGrid's units with the largest prefix that keeps it at 1 or more: `12.5GBps`.
+fn bytes_per_second(x: f64) -> String {
+    let (v, p) = [(1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .iter()
+        .find(|(f, _)| x >= *f)
+        .map_or((x, ""), |&(f, p)| (x / f, p));
+    let text = format!("{v:.4}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{p}Bps")
+}
+
+/// What `mpiskel report --platform` shows: a trace's or a skeleton's predicted time on
+/// `platform` (placed by `hostfile`) as one parameter sweeps (`spec`, or by default the
+/// platform's link bandwidth divided by 1 to 64), with the default model and collectives.
+pub(crate) fn what_if(
+    path: &Path,
+    platform_path: &Path,
+    hostfile: Option<&Path>,
+    spec: Option<&str>,
+) -> Result<mpiskel_report::WhatIf> {
+    let platform = Platform::open(platform_path)?;
+    let input = Input::open(path, false, 0)?;
+    let place = placement(&platform, hostfile, input.n_ranks())?;
+    let options = Options {
+        model: platform.model.clone().unwrap_or_else(Model::smpi),
+        fast_forward: matches!(input, Input::Trace(..)),
+        ..Options::default()
+    };
+    let default;
+    let spec = match spec {
+        Some(s) => s,
+        None => {
+            let bw = platform.links.iter().map(|l| l.bandwidth).fold(0.0, f64::max);
+            anyhow::ensure!(bw > 0.0, "{}: no links to sweep", platform_path.display());
+            let values: Vec<String> =
+                [1.0, 2.0, 4.0, 16.0, 64.0].iter().map(|d| bytes_per_second(bw / d)).collect();
+            default = format!("bandwidth={}", values.join(","));
+            default.as_str()
+        }
+    };
+    let sweep = run_sweep(&input, &platform, &place, &options, spec)?;
+    let title = format!("on {}: {} swept", platform.name, sweep.param);
+    Ok(mpiskel_report::WhatIf {
+        platform: platform_path.display().to_string(),
+        from: input.kind().to_owned(),
+        parameter: sweep.param.clone(),
+        svg: sweep_chart(&title, sweep.unit, &sweep.rows),
+        rows: sweep.rows.iter().map(|r| (r.value.clone(), r.predicted_s)).collect(),
+    })
 }
 
 #[derive(Serialize)]

@@ -136,3 +136,52 @@ fn report_refuses_what_it_cannot_read_naming_it() {
     );
     assert!(!out.exists(), "nothing written");
 }
+
+#[test]
+fn a_page_answers_a_what_if_on_a_modelled_platform() {
+    // A trace's page with --platform: its time on the fixtures' reference cluster as the
+    // latency grows, simulated, as a table and a chart that Chromium opens.
+    let dir = scratch("report-whatif");
+    let out = dir.join("cg.html");
+    let platforms = support::shared().join("fixtures/npb/platforms");
+    let o = mpiskel()
+        .args(["report", "-q"])
+        .arg(npb("cg.S.4"))
+        .arg("-o")
+        .arg(&out)
+        .arg("--platform")
+        .arg(platforms.join("ref.xml"))
+        .args(["--sweep", "latency=1us,10us,100us"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&out).unwrap();
+    let section = &html[html.find("id=\"whatif\"").expect("a what-if section")..];
+    assert!(section.contains("10us") && section.contains("100us") && section.contains("<svg"));
+    // Slower links take longer: the predicted times grow down the table.
+    let times: Vec<f64> = section
+        .split("<td class=\"num\">")
+        .skip(1)
+        .step_by(2)
+        .take(3)
+        .map(|c| c[..c.find('<').unwrap()].parse().unwrap())
+        .collect();
+    assert!(times.len() == 3 && times[0] < times[1] && times[1] < times[2], "{times:?}");
+    let dom = open_in_chromium(&out);
+    assert!(dom.contains("What if: latency"));
+    // A validation folder has no program: refused, by name.
+    let v = dir.join("validation");
+    std::fs::create_dir_all(&v).unwrap();
+    std::fs::write(v.join("results.json"), "{}").unwrap();
+    let o = mpiskel()
+        .args(["report", "-q"])
+        .arg(&v)
+        .arg("-o")
+        .arg(dir.join("v.html"))
+        .arg("--platform")
+        .arg(platforms.join("ref.xml"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--platform"));
+}

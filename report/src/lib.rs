@@ -64,6 +64,24 @@ pub struct Page {
     pub validation: Vec<ValidationRow>,
     /// Charts of a validation run, SVG documents made by mpiskel itself.
     pub charts: Vec<String>,
+    /// A what-if sweep on a modelled platform (`mpiskel report --platform`).
+    pub whatif: Option<WhatIf>,
+}
+
+/// The predicted time on a modelled platform as one of its parameters sweeps
+/// (`mpiskel simulate`).
+#[derive(Debug, Clone, Serialize)]
+pub struct WhatIf {
+    /// The platform file.
+    pub platform: String,
+    /// What was simulated: `trace` or `skeleton` (its program).
+    pub from: String,
+    /// The parameter swept: bandwidth, latency or speed.
+    pub parameter: String,
+    /// The chart, an SVG document made by mpiskel itself.
+    pub svg: String,
+    /// (value as given, predicted seconds), in the order asked.
+    pub rows: Vec<(String, f64)>,
 }
 
 /// A rank's class and place.
