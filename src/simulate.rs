@@ -8,8 +8,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use mpiskel_simulate::collectives::Selector;
 use mpiskel_simulate::engine::{
-    simulate, simulate_marked, FastForward, Options, RankFigures, Simulation, Stuck,
+    simulate_marked, FastForward, Options, RankFigures, Simulation, Stuck,
 };
+use mpiskel_simulate::fastforward::{Plan, Refusal};
 use mpiskel_simulate::model::Model;
 use mpiskel_simulate::platform::{parse_unit, placement, Platform, Unit};
 use mpiskel_simulate::skeleton::{lower, price, Lowered, PhaseFigures, Priced};
@@ -213,7 +214,13 @@ fn around_main_loop(sim: &Simulation, times: &[Vec<f64>], iterations: u64) -> Pr
 
 /// What is simulated: a trace's calls, or a skeleton's program lowered to every rank's calls.
 enum Input {
-    Trace(TraceSet, LocalCalls),
+    /// A trace, the calls nothing matched left out of it, and where its main loop lies (made
+    /// once: the fast-forward and the phases use it, in every question of a sweep).
+    Trace {
+        set: TraceSet,
+        local: LocalCalls,
+        plan: Box<Result<Plan, Refusal>>,
+    },
     Skeleton(Lowered),
 }
 
@@ -232,26 +239,27 @@ impl Input {
         // cancelled) would leave their ranks stuck: left out as `build` leaves them out, their
         // time becoming computation before the next call.
         let local = set.drop_local_calls();
-        Ok(Input::Trace(set, local))
+        let plan = Box::new(mpiskel_simulate::fastforward::plan(&set.ranks));
+        Ok(Input::Trace { set, local, plan })
     }
 
     fn n_ranks(&self) -> usize {
         match self {
-            Input::Trace(set, _) => set.n_ranks(),
+            Input::Trace { set, .. } => set.n_ranks(),
             Input::Skeleton(l) => l.traces.len(),
         }
     }
 
     fn local_calls(&self) -> Option<LocalCalls> {
         match self {
-            Input::Trace(_, l) => Some(*l),
+            Input::Trace { local, .. } => Some(*local),
             Input::Skeleton(_) => None,
         }
     }
 
     fn kind(&self) -> &'static str {
         match self {
-            Input::Trace(..) => "trace",
+            Input::Trace { .. } => "trace",
             Input::Skeleton(_) => "skeleton",
         }
     }
@@ -264,19 +272,24 @@ impl Input {
         options: &Options,
     ) -> Result<(Simulation, Option<Priced>)> {
         Ok(match self {
-            Input::Trace(set, _) => {
+            Input::Trace { set, plan, .. } => {
                 // Timed around the main loop where one is found: before it, it, after it.
-                let Ok(plan) = mpiskel_simulate::fastforward::plan(&set.ranks) else {
-                    return Ok((simulate(&set.ranks, platform, place, options)?, None));
+                let plan = plan.as_ref();
+                let Ok(p) = plan else {
+                    let (sim, _) =
+                        simulate_marked(&set.ranks, platform, place, options, &[], Some(plan))?;
+                    return Ok((sim, None));
                 };
                 let marks: Vec<Vec<usize>> =
-                    plan.loops.iter().map(|l| vec![l.start, l.iteration_start(l.count)]).collect();
-                let (sim, times) = simulate_marked(&set.ranks, platform, place, options, &marks)?;
-                let priced = around_main_loop(&sim, &times, plan.iterations as u64);
+                    p.loops.iter().map(|l| vec![l.start, l.iteration_start(l.count)]).collect();
+                let (sim, times) =
+                    simulate_marked(&set.ranks, platform, place, options, &marks, Some(plan))?;
+                let priced = around_main_loop(&sim, &times, p.iterations as u64);
                 (sim, Some(priced))
             }
             Input::Skeleton(l) => {
-                let (sim, times) = simulate_marked(&l.traces, platform, place, options, &l.marks)?;
+                let (sim, times) =
+                    simulate_marked(&l.traces, platform, place, options, &l.marks, None)?;
                 let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
                 let priced = price(l, &times, &ends);
                 (sim, Some(priced))
@@ -316,7 +329,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         CollArg::Default => Selector::Default,
         CollArg::Ompi => Selector::Ompi,
     };
-    let fast_forward = !a.exact && matches!(input, Input::Trace(..));
+    let fast_forward = !a.exact && matches!(input, Input::Trace { .. });
     let options = Options { model, trace_speed, fast_forward, selector };
     if let Some(sweep) = &a.sweep {
         let Sweep { param, unit, rows } = run_sweep(&input, &platform, &place, &options, sweep)?;
@@ -536,7 +549,7 @@ pub(crate) fn what_if(
     let place = placement(&platform, hostfile, input.n_ranks())?;
     let options = Options {
         model: platform.model.clone().unwrap_or_else(Model::smpi),
-        fast_forward: matches!(input, Input::Trace(..)),
+        fast_forward: matches!(input, Input::Trace { .. }),
         ..Options::default()
     };
     let default;

@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::deadlock::{CheckOp, Slot};
-use crate::program::{largest_send, Call, Comm, Completion, Layout, Peer, Skeleton, SlotRef, Stmt};
+use crate::program::{largest_send, Call, Comm, Layout, Peer, Skeleton, SlotRef, Stmt};
 use mpiskel_compress::When;
 use mpiskel_trace::Op;
 
@@ -251,11 +251,7 @@ impl Rank<'_> {
             Call::Complete { how, slots, .. } => {
                 let open: Vec<u32> =
                     slots.iter().copied().filter(|s| self.pending.contains(s)).collect();
-                let done: Vec<u32> = match how {
-                    Completion::All => open,
-                    Completion::Any | Completion::Some => open.into_iter().take(1).collect(),
-                    Completion::Poll => Vec::new(),
-                };
+                let done = how.completes(open);
                 for s in &done {
                     self.pending.remove(s);
                 }

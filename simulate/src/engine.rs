@@ -283,18 +283,20 @@ pub fn simulate(
     placement: &[usize],
     opts: &Options,
 ) -> Result<Simulation> {
-    simulate_marked(traces, platform, placement, opts, &[]).map(|(s, _)| s)
+    simulate_marked(traces, platform, placement, opts, &[], None).map(|(s, _)| s)
 }
 
 /// [`simulate`], also noting when each rank reaches each call of `marks[rank]` (indices into its
 /// events, ascending, repeats allowed; its number of events or more: its end): per rank, the
-/// times in the order of its marks.
+/// times in the order of its marks. `plan`: the fast-forward's plan of `traces` where the caller
+/// made it already ([`fastforward::plan`]; made here otherwise, where fast-forwarding).
 pub fn simulate_marked(
     traces: &[RankTrace],
     platform: &Platform,
     placement: &[usize],
     opts: &Options,
     marks: &[Vec<usize>],
+    plan: Option<&std::result::Result<fastforward::Plan, fastforward::Refusal>>,
 ) -> Result<(Simulation, Vec<Vec<f64>>)> {
     if placement.len() != traces.len() {
         return Err(SimulateError::Model {
@@ -380,7 +382,11 @@ pub fn simulate_marked(
         mark_times: marks.iter().map(|m| Vec::with_capacity(m.len())).collect(),
     };
     if opts.fast_forward {
-        sim.ff = Some(match fastforward::plan(traces) {
+        let plan = match plan {
+            Some(p) => p.clone(),
+            None => fastforward::plan(traces),
+        };
+        sim.ff = Some(match plan {
             Ok(plan) => Ff {
                 arrivals: vec![Vec::new(); traces.len()],
                 plan,

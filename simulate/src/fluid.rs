@@ -245,22 +245,8 @@ impl System {
     /// of its variables have come or gone; then all of them are, together.
     pub fn solve_around(&mut self, seeds: &[usize], hints: &[usize], out: &mut Vec<Change>) {
         out.clear();
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.mark_res.iter_mut().for_each(|m| *m = 0);
-            self.mark_var.iter_mut().for_each(|m| *m = 0);
-            self.epoch = 1;
-        }
-        let e = self.epoch;
         // Breadth-first over resources and the sharing variables on them.
-        self.comp_res.clear();
-        self.comp_vars.clear();
-        for &s in seeds {
-            if self.mark_res[s] != e {
-                self.mark_res[s] = e;
-                self.comp_res.push(s);
-            }
-        }
+        let e = self.start_set(seeds);
         let mut i = 0;
         // A seed resource alone over the limit makes the component too large: no need to
         // explore it.
@@ -291,16 +277,7 @@ impl System {
         if local_only {
             // Too large a component to solve whole: re-solve the variables on the seeds'
             // resources only, the others keeping their rates (and their share of capacity).
-            self.epoch = self.epoch.wrapping_add(1).max(1);
-            let e = self.epoch;
-            self.comp_vars.clear();
-            self.comp_res.clear();
-            for &s in seeds {
-                if self.mark_res[s] != e {
-                    self.mark_res[s] = e;
-                    self.comp_res.push(s);
-                }
-            }
+            let e = self.start_set(seeds);
             self.partial.clear();
             for &r in seeds {
                 let crowd = self.resources[r].vars.len();
@@ -485,6 +462,28 @@ impl System {
             }
         }
         *out = values;
+    }
+
+    /// Starts a new set to solve, holding the resources `seeds` and no variable; returns its
+    /// epoch (the marks of the resources and variables in it). Marks start again from zero when
+    /// the epochs wrap around.
+    fn start_set(&mut self, seeds: &[usize]) -> u32 {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark_res.iter_mut().for_each(|m| *m = 0);
+            self.mark_var.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
+        let e = self.epoch;
+        self.comp_res.clear();
+        self.comp_vars.clear();
+        for &s in seeds {
+            if self.mark_res[s] != e {
+                self.mark_res[s] = e;
+                self.comp_res.push(s);
+            }
+        }
+        e
     }
 
     /// Adds variable `v` and the resources it uses to the set being solved (marked with epoch

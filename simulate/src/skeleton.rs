@@ -32,8 +32,8 @@ use std::sync::Arc;
 use mpiskel_compress::When;
 use mpiskel_emit::instantiate::{self, resolve};
 use mpiskel_emit::program::{
-    calls_in, collective_recv_bytes, collective_send_bytes, factor_of, Call, Comm, Completion,
-    Peer as IrPeer, Phase, Skeleton, SlotRef, Stmt, QUANTILE_PROBABILITIES,
+    calls_in, collective_recv_bytes, collective_send_bytes, factor_of, Call, Comm, Peer as IrPeer,
+    Phase, Skeleton, SlotRef, Stmt, QUANTILE_PROBABILITIES,
 };
 use mpiskel_trace::model::world_members;
 use mpiskel_trace::{
@@ -581,13 +581,8 @@ impl RankLowering<'_> {
             Call::Complete { how, slots, .. } => {
                 let open: Vec<u32> =
                     slots.iter().copied().filter(|s| self.pending.contains_key(s)).collect();
-                let done: Vec<u32> = match how {
-                    Completion::All => open,
-                    Completion::Any | Completion::Some => open.into_iter().take(1).collect(),
-                    Completion::Poll => Vec::new(),
-                };
                 let ids: Vec<RequestId> =
-                    done.iter().filter_map(|s| self.pending.remove(s)).collect();
+                    how.completes(open).iter().filter_map(|s| self.pending.remove(s)).collect();
                 self.complete(ids);
             }
             Call::Collective { op, comm, root, bytes, slot, .. } => {
@@ -670,7 +665,8 @@ mod tests {
         let lowered = lower(skel, 0, whole);
         let opts = Options { fast_forward: false, ..Options::default() };
         let (sim, times) =
-            simulate_marked(&lowered.traces, &cluster(), &[0, 1], &opts, &lowered.marks).unwrap();
+            simulate_marked(&lowered.traces, &cluster(), &[0, 1], &opts, &lowered.marks, None)
+                .unwrap();
         assert!(sim.stuck.is_empty());
         let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
         (price(&lowered, &times, &ends), lowered)

@@ -121,6 +121,19 @@ pub enum Completion {
     Poll,
 }
 
+impl Completion {
+    /// Which of `open`, the slots of a completion call whose requests are still pending, it
+    /// completes: every one, the first (`MPI_Waitany`/`Waitsome`: a possible execution, the
+    /// real call returns no later), or none (a poll).
+    pub fn completes(self, open: Vec<u32>) -> Vec<u32> {
+        match self {
+            Completion::All => open,
+            Completion::Any | Completion::Some => open.into_iter().take(1).collect(),
+            Completion::Poll => Vec::new(),
+        }
+    }
+}
+
 /// One MPI call of the skeleton.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "call")]
