@@ -112,6 +112,39 @@ fn npb_structures_as_the_readme_describes() {
 }
 
 /// Ranks renumbered at random: the same topology, and a mapping that is an isomorphism.
+/// NPB MG's ranks differ at the coarse levels of its V-cycle (only every second rank holds
+/// points there and exchanges two planes away): on its grid with strides they fold into one
+/// class whose point-to-point calls only some ranks make list the others as absent, and every
+/// rank makes exactly the calls it is not absent from.
+#[test]
+fn a_multigrid_folds_into_one_class_with_guarded_calls() {
+    let mg = logical(&shared().join("fixtures/npb/mg.S.16/trace.txt"));
+    assert_eq!(mg.topology_name(), "4×2×2 grid periodic in dim 0 with strides (2,0,0)");
+    assert_eq!(mg.classes.len(), 1);
+    let class = &mg.classes[0];
+    assert_eq!(class.ranks.len() + class.folded.len(), 16);
+    let guarded: Vec<_> = class.ops.iter().filter(|op| !op.absent.is_empty()).collect();
+    assert!(!guarded.is_empty());
+    // No rank is absent from a collective, and no call is absent for every rank.
+    for op in &guarded {
+        assert_ne!(op.key.op.class(), mpiskel_trace::OpClass::Collective, "{:?}", op.key);
+        assert!(op.absent.len() < 16);
+    }
+    // At every point-to-point position, each rank either made the call (its compute gap is
+    // there) or is absent, never both; a wait only some ranks made is made by all (on requests
+    // toward MPI_PROC_NULL for the others), so nobody is absent from it.
+    for (i, op) in class.ops.iter().enumerate() {
+        let made: BTreeSet<u32> = op.gap_samples.iter().map(|&(r, _)| r).collect();
+        let absent: BTreeSet<u32> = op.absent.iter().copied().collect();
+        if op.key.op.class() == mpiskel_trace::OpClass::Completion {
+            assert!(absent.is_empty() && !made.is_empty(), "position {i}");
+        } else {
+            assert!(made.is_disjoint(&absent), "position {i}");
+            assert_eq!(made.len() + absent.len(), 16, "position {i}: {made:?} {absent:?}");
+        }
+    }
+}
+
 #[test]
 fn renumbered_fixtures_are_identified_the_same() {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;

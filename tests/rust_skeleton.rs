@@ -363,3 +363,20 @@ fn per_rank_sizes_are_sent_in_rust_as_in_c() {
     build("sp.S.16", &support::npb("sp.S.16"), "c", &c_dir);
     equivalent("sp.S.16", &c_dir, 16);
 }
+
+/// Where only some ranks of a class make a call (NPB MG's coarse levels, folded into one class
+/// with guards), the Rust skeleton reads the same presence table as the C skeleton: both make
+/// the same calls on all sixteen ranks, the guarded ones only where the trace made them.
+#[test]
+fn guarded_calls_are_made_in_rust_as_in_c() {
+    let base = scratch("rust-skeleton-mg-guards");
+    let dir = base.join("skel-rs");
+    build("mg.S.16", &support::npb("mg.S.16"), "rust", &dir);
+    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
+    assert!(main.contains("PRESENT[0][k.all.rank() as usize]"), "no guarded call");
+    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
+    cargo(&dir, "openmpi", &["build", "--release", "--quiet"]);
+    let c_dir = base.join("skel-c");
+    build("mg.S.16", &support::npb("mg.S.16"), "c", &c_dir);
+    equivalent("mg.S.16", &c_dir, 16);
+}

@@ -184,6 +184,10 @@ impl Rank<'_> {
         // Some(None): any source; None: MPI_PROC_NULL.
         match p {
             Peer::Dir(d) => resolve(self.skel, self.rank, *d).map(Some),
+            Peer::Only { dir, table } => self.skel.presence_tables[*table][self.rank as usize]
+                .then(|| resolve(self.skel, self.rank, *dir))
+                .flatten()
+                .map(Some),
             Peer::Null => None,
             Peer::Any => Some(None),
             Peer::Rank(r) => Some(Some(*r)),

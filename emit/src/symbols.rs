@@ -88,6 +88,15 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
             ),
             _ => format!("{} {:?}", k.op, k.comm),
         };
+        // Ranks that skip the call (guarded folding) make it a call of its own.
+        let skip = if op.absent.is_empty() {
+            String::new()
+        } else {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            op.absent.hash(&mut h);
+            format!(" ({} ranks skip, set {:08x})", op.absent.len(), h.finish() as u32)
+        };
         // The shape: the same without sizes.
         let shape = match k.op.class() {
             OpClass::Send | OpClass::Recv | OpClass::Probe if !any => {
@@ -101,7 +110,8 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
                 k.root.as_ref().map_or(String::new(), |r| format!(" root {r:?}"))
             ),
             _ => text.clone(),
-        };
+        } + &skip;
+        let text = text + &skip;
         let next_shape = shape_key.len() as Sym;
         let world = k.op.class() == OpClass::Collective && k.comm == LogicalComm::World;
         shapes.push(*shape_key.entry(shape).or_insert_with(|| {

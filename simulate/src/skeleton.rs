@@ -459,6 +459,13 @@ impl RankLowering<'_> {
             IrPeer::Dir(d) => {
                 resolve(self.skel, self.rank, *d).map_or(Peer::Null, |r| Peer::Rank(Rank(r)))
             }
+            IrPeer::Only { dir, table } => {
+                if self.skel.presence_tables[*table][self.rank as usize] {
+                    self.peer(&IrPeer::Dir(*dir))
+                } else {
+                    Peer::Null
+                }
+            }
             IrPeer::Null => Peer::Null,
             IrPeer::Any => Peer::Any,
             IrPeer::Rank(r) => Peer::Rank(Rank(*r)),

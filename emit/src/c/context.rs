@@ -136,6 +136,13 @@ pub(super) fn program(skel: &Skeleton) -> Value {
             .iter()
             .map(|t| table_lines(&t.iter().map(u64::to_string).collect::<Vec<_>>(), 16))
             .collect::<Vec<_>>(),
+        presence_tables => skel
+            .presence_tables
+            .iter()
+            .map(|t| {
+                table_lines(&t.iter().map(|&b| u8::from(b).to_string()).collect::<Vec<_>>(), 32)
+            })
+            .collect::<Vec<_>>(),
         compute_factors => skel
             .compute_factors
             .iter()

@@ -20,6 +20,10 @@ impl Names<'_> {
             Peer::Null => "MPI_PROC_NULL".into(),
             Peer::Any => "MPI_ANY_SOURCE".into(),
             Peer::Rank(r) => r.to_string(),
+            Peer::Only { dir, table } => format!(
+                "(present[{table}][me] ? nbr[{}] : MPI_PROC_NULL)",
+                self.skel.directions[*dir].ident
+            ),
         }
     }
 

@@ -75,6 +75,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
     let mut tables = ComputeTables::default();
     let mut rank_weight = vec![1.0f64; n as usize];
     let mut size_tables: Vec<Vec<u64>> = Vec::new();
+    let mut presence_tables: Vec<Vec<bool>> = Vec::new();
     let collective_sizes = agreed_collective_sizes(lt, nests);
     for (ci, (class, nest)) in lt.classes.iter().zip(nests).enumerate() {
         for &r in class.ranks.iter().chain(&class.folded) {
@@ -159,6 +160,22 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
                         })
                     });
                 }
+                if !op.absent.is_empty() {
+                    if let Some(
+                        call @ (Call::Send { .. }
+                        | Call::Recv { .. }
+                        | Call::SendRecv { .. }
+                        | Call::Probe { .. }),
+                    ) = &mut call
+                    {
+                        let t = presence(class, ps, n);
+                        let t = presence_tables.iter().position(|x| *x == t).unwrap_or_else(|| {
+                            presence_tables.push(t);
+                            presence_tables.len() - 1
+                        });
+                        guard(call, t);
+                    }
+                }
                 call
             })
             .collect();
@@ -192,6 +209,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         distributions: tables.distributions,
         rank_weight,
         size_tables,
+        presence_tables,
         compute_factors: tables.compute_factors,
         send_buffer: None,
         replays: Vec::new(),
@@ -341,7 +359,8 @@ fn request_slots(
 /// Each rank's systematic weight: its recorded computation over the class's mean program's.
 ///
 /// A rank folded into a class may lack some of its positions (a rank on the grid's boundary
-/// makes no call to the neighbour it lacks); the computation around such a call is in its next
+/// makes no call to the neighbour it lacks; a rank of a multigrid that does not hold a coarse
+/// level skips its exchanges); the computation around such a call is in its next
 /// call's gap, so its gaps hold all of its computation, and the skeleton runs every block of
 /// the class program on it. Its weight is therefore its total over the total of every
 /// position's mean, not over the positions it has (which counted its merged gaps against

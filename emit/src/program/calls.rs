@@ -32,6 +32,41 @@ pub(super) fn rank_sizes(class: &ProcessClass, ps: &[usize], n: u32) -> Option<V
     (seen.len() > 1).then_some(table)
 }
 
+/// Which ranks make the call that positions `ps` of `class` make: all but those the logical
+/// trace lists as absent at every one of them (ranks outside the class are marked present; they
+/// never run it).
+pub(super) fn presence(class: &ProcessClass, ps: &[usize], n: u32) -> Vec<bool> {
+    let mut table = vec![true; n as usize];
+    if let Some(&first) = ps.first() {
+        for &r in &class.ops[first].absent {
+            if ps.iter().all(|&q| class.ops[q].absent.binary_search(&r).is_ok()) {
+                if let Some(x) = table.get_mut(r as usize) {
+                    *x = false;
+                }
+            }
+        }
+    }
+    table
+}
+
+/// Makes a point-to-point call toward a direction run only where presence table `t` says so.
+pub(super) fn guard(call: &mut Call, t: usize) {
+    let only = |p: &mut Peer| {
+        if let Peer::Dir(d) = *p {
+            *p = Peer::Only { dir: d, table: t };
+        }
+    };
+    match call {
+        Call::Send { to, .. } => only(to),
+        Call::Recv { from, .. } | Call::Probe { from, .. } => only(from),
+        Call::SendRecv { to, from, .. } => {
+            only(to);
+            only(from);
+        }
+        Call::Complete { .. } | Call::Collective { .. } => {}
+    }
+}
+
 /// What makes calls of a collective the same collective to every rank: operation,
 /// communicator, root (`None` for other calls).
 pub(super) fn collective_key(op: &mpiskel_logicalize::LogicalOp) -> Option<String> {
@@ -195,13 +230,13 @@ pub(super) fn call_of(
     let own = any_tags.get(&op.traced_tag).copied();
     let send_tag = |p: &Peer| match p {
         _ if own.is_some() => own.unwrap_or(0),
-        Peer::Dir(i) => dirs[*i].tag,
+        Peer::Dir(i) | Peer::Only { dir: i, .. } => dirs[*i].tag,
         _ => 0,
     };
     let recv_tag = |p: &Peer, any_tag: bool| match p {
         _ if any_tag => -1,
         _ if own.is_some() => own.unwrap_or(0),
-        Peer::Dir(i) => dirs[*i].recv_tag,
+        Peer::Dir(i) | Peer::Only { dir: i, .. } => dirs[*i].recv_tag,
         Peer::Any => -1,
         _ => 0,
     };

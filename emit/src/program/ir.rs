@@ -93,6 +93,26 @@ pub enum Peer {
     Any,
     /// A fixed world rank (an exception of the logical trace).
     Rank(u32),
+    /// Direction `dir` for the ranks marked in presence table `table` (index into
+    /// [`Skeleton::presence_tables`]), `MPI_PROC_NULL` for the others: a call that only some
+    /// ranks of a class make (a multigrid's coarse-level exchange; see
+    /// `mpiskel_logicalize`'s guarded folding).
+    Only {
+        /// Direction (index into [`Skeleton::directions`]).
+        dir: usize,
+        /// Presence table.
+        table: usize,
+    },
+}
+
+impl Peer {
+    /// The direction this peer names, for every rank or for those present.
+    pub fn dir(&self) -> Option<usize> {
+        match self {
+            Peer::Dir(d) | Peer::Only { dir: d, .. } => Some(*d),
+            _ => None,
+        }
+    }
 }
 
 /// Where a non-blocking call keeps its request: slot `base`, or for a call started `ring` times
@@ -507,6 +527,10 @@ pub struct Skeleton {
     /// ranks of other classes). Sends name theirs in `sizes`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub size_tables: Vec<Vec<u64>>,
+    /// Per-rank presence of the calls only some ranks of a class make ([`Peer::Only`]): `true`
+    /// where rank `r` makes the call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub presence_tables: Vec<Vec<bool>>,
     /// Per-rank factors of compute blocks whose class's ranks differ there beyond their
     /// weights: one table per such block, one entry per rank (1 for ranks of other classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

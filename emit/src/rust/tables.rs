@@ -60,6 +60,24 @@ pub(super) fn tables(skel: &Skeleton, tables: &mut TokenStream) -> (bool, bool) 
         );
         tables.extend(quote! { #d static SEND_SIZE: [[usize; #n_lit]; #nt] = [#(#rows),*]; });
     }
+    if !skel.presence_tables.is_empty() {
+        let rows = skel.presence_tables.iter().map(|t| {
+            let v = t.iter().map(|&b| {
+                if b {
+                    quote! { true }
+                } else {
+                    quote! { false }
+                }
+            });
+            quote! { [#(#v),*] }
+        });
+        let nt = Literal::usize_unsuffixed(skel.presence_tables.len());
+        let d = doc(
+            "Where only some ranks of a class make a call (a multigrid's coarse levels): whether
+             each rank makes it, PRESENT[table][rank]; the others skip it, as toward MPI_PROC_NULL.",
+        );
+        tables.extend(quote! { #d static PRESENT: [[bool; #n_lit]; #nt] = [#(#rows),*]; });
+    }
     if !skel.compute_factors.is_empty() {
         let rows = skel.compute_factors.iter().map(|t| {
             let v = t.iter().map(|&f| float(f));

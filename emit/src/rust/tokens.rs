@@ -73,6 +73,15 @@ impl Gen<'_> {
             }
             Peer::Any => quote! { let p = k.world.any_process(); #body },
             Peer::Null => note("toward MPI_PROC_NULL: nothing to do"),
+            Peer::Only { dir, table } => {
+                let d = format_ident!("{}", self.skel.directions[*dir].ident);
+                let t = Literal::usize_unsuffixed(*table);
+                quote! {
+                    if PRESENT[#t][k.all.rank() as usize] {
+                        if let Some(p) = k.at(#d) { #body }
+                    }
+                }
+            }
         }
     }
 
@@ -203,6 +212,13 @@ impl Gen<'_> {
                             Peer::Rank(r) => {
                                 let r = Literal::u32_unsuffixed(*r);
                                 quote! { Some(k.world.process_at_rank(#r)) }
+                            }
+                            Peer::Only { dir, table } => {
+                                let d = format_ident!("{}", self.skel.directions[*dir].ident);
+                                let t = Literal::usize_unsuffixed(*table);
+                                quote! {
+                                    if PRESENT[#t][k.all.rank() as usize] { k.at(#d) } else { None }
+                                }
                             }
                             _ => quote! { Some(k.world.any_process()) },
                         };

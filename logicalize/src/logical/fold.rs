@@ -135,3 +135,29 @@ impl GapAcc {
         }
     }
 }
+
+/// A position of a class's program with what its ranks gave there: the call, the positions it
+/// completes, the gaps, the range of sizes, the tag class, the sizes of the ranks that differ
+/// from the call's and the ranks that skip it.
+pub(super) fn gathered_op(
+    key: Arc<OpKey>,
+    completes: ThinVec<usize>,
+    acc: GapAcc,
+    bytes_range: (u64, u64),
+    (tag_class, traced_tag): (i32, i32),
+    mut rank_bytes: Vec<(u32, u64)>,
+    absent: Vec<u32>,
+) -> LogicalOp {
+    rank_bytes.sort_unstable();
+    LogicalOp {
+        key,
+        completes,
+        bytes_range,
+        tag_class,
+        traced_tag,
+        gap: acc.stats(),
+        gap_samples: acc.samples,
+        rank_bytes: ThinVec::from(rank_bytes),
+        absent: ThinVec::from(absent),
+    }
+}

@@ -44,6 +44,7 @@ use crate::identify::{identify, normalize_declared, Identification, Structure};
 use crate::matrix::CommMatrix;
 
 mod fold;
+mod guarded;
 mod translate;
 
 use fold::*;
@@ -229,6 +230,12 @@ pub struct LogicalOp {
     /// sizes per rank (NPB SP's multi-partition cells). Ranks not listed send `key.bytes`.
     #[serde(skip)]
     pub rank_bytes: ThinVec<(u32, u64)>,
+    /// Ranks of the class that do not make this point-to-point call (ascending): they make it
+    /// toward `MPI_PROC_NULL`. Set where classes that differ by such calls were merged (a
+    /// multigrid's coarse levels; see `guarded.rs`); a rank at a grid's edge that lacks a
+    /// neighbour is not listed, its missing direction resolves to `MPI_PROC_NULL` by itself.
+    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
+    pub absent: ThinVec<u32>,
 }
 
 impl LogicalOp {
@@ -444,14 +451,13 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
             t
         })
         .collect();
-    let table = keys.table;
     let ids: Vec<&[u32]> = translated.iter().map(|t| t.ids.as_slice()).collect();
 
     // Exceptions and directions.
     let mut exceptions = Exceptions::default();
     let mut directions: BTreeSet<Direction> = BTreeSet::new();
     let mut pairs: BTreeSet<(u32, u32)> = BTreeSet::new();
-    for k in &table {
+    for k in &keys.table {
         for p in [&k.peer, &k.source].into_iter().flatten() {
             if let LogicalPeer::Dir(d) = p {
                 directions.insert(d.clone());
@@ -460,7 +466,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
     }
     for (r, seq) in ids.iter().enumerate() {
         for &id in *seq {
-            let k = &table[id as usize];
+            let k = &keys.table[id as usize];
             for p in [&k.peer, &k.source].into_iter().flatten() {
                 if let LogicalPeer::Exception(o) = p {
                     exceptions.calls += 1;
@@ -483,7 +489,6 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
 
     // Fold edge classes into the classes before them.
     // (members, folded ranks with their alignment to the representative)
-    type Folded = Vec<(u32, Vec<Option<usize>>)>;
     let mut classes: Vec<(Vec<u32>, Folded)> = Vec::new();
     'group: for g in groups {
         let r = g[0] as usize;
@@ -491,7 +496,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         for (members, folded) in &mut classes {
             let rep = members[0] as usize;
             let a = (ids[rep], &translated[rep].links);
-            if align(&table, a, ids[r], &missing).is_none() {
+            if align(&keys.table, a, ids[r], &missing).is_none() {
                 continue;
             }
             // Every member must align (their missing directions may differ).
@@ -499,7 +504,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
                 .iter()
                 .map(|&m| {
                     let mm = missing_directions(ident, topo, m as usize);
-                    align(&table, a, ids[m as usize], &mm).map(|map| (m, map))
+                    align(&keys.table, a, ids[m as usize], &mm).map(|map| (m, map))
                 })
                 .collect();
             if let Some(maps) = maps {
@@ -510,8 +515,59 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         classes.push((g, Vec::new()));
     }
 
+    // Classes that differ by calls some ranks do not make, merged with guards (guarded.rs).
+    let plans = guarded::applies(topo, classes.len()).then(|| {
+        let mut shape = guarded::shapes(&keys);
+        let mut plans: Vec<guarded::Plan> = Vec::new();
+        for (members, folded) in &classes {
+            let rep = members[0] as usize;
+            let p = guarded::Plan::of_class(members, folded, ids[rep], &translated[rep].links);
+            let merged = plans
+                .iter()
+                .enumerate()
+                .find_map(|(i, q)| guarded::merge(&mut keys, &mut shape, q, &p).map(|m| (i, m)));
+            match merged {
+                Some((i, m)) => plans[i] = m,
+                None => plans.push(p),
+            }
+        }
+        plans
+    });
+    let table = keys.table;
+
     // Each rank's translation is freed as soon as its class has taken what it needs.
     let mut translated = translated;
+    let classes = match plans {
+        Some(plans) => {
+            let shared: Vec<Arc<OpKey>> = table.iter().cloned().map(Arc::new).collect();
+            plans.into_iter().map(|p| guarded::build(p, &table, &shared, &mut translated)).collect()
+        }
+        None => exact_classes(classes, &table, &mut translated),
+    };
+
+    LogicalTrace {
+        n_ranks: found.n_ranks,
+        directions: directions.into_iter().collect(),
+        classes,
+        exceptions,
+        shared_variation: found.shared_variation,
+        processor_time: found.processor_time,
+        matrix: found.matrix,
+        dropped_pairs: found.dropped_pairs,
+        identification: found.ident,
+    }
+}
+
+/// The ranks folded into a class, each with its alignment to the class's program.
+type Folded = Vec<(u32, Vec<Option<usize>>)>;
+
+/// The classes of the exact fold: each member's gaps at every position, each folded rank's at
+/// the positions it aligned with.
+fn exact_classes(
+    classes: Vec<(Vec<u32>, Folded)>,
+    table: &[OpKey],
+    translated: &mut [Translated],
+) -> Vec<ProcessClass> {
     let mut built = Vec::with_capacity(classes.len());
     for (ranks, folded) in classes {
         let rep = ranks[0] as usize;
@@ -554,18 +610,10 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
             .zip(sizes)
             .zip(&t.tag_classes)
             .zip(rank_bytes)
-            .map(|((((i, a), bytes_range), &(tag_class, traced_tag)), mut rank_bytes)| {
-                rank_bytes.sort_unstable();
-                LogicalOp {
-                    key: Arc::clone(&shared[t.ids[i] as usize]),
-                    completes: t.links.get(i).iter().map(|&p| p as usize).collect(),
-                    bytes_range,
-                    tag_class,
-                    traced_tag,
-                    gap: a.stats(),
-                    gap_samples: a.samples,
-                    rank_bytes: ThinVec::from(rank_bytes),
-                }
+            .map(|((((i, a), bytes_range), &tags), rank_bytes)| {
+                let completes = t.links.get(i).iter().map(|&p| p as usize).collect();
+                let key = Arc::clone(&shared[t.ids[i] as usize]);
+                gathered_op(key, completes, a, bytes_range, tags, rank_bytes, Vec::new())
             })
             .collect();
         for &r in &ranks {
@@ -575,17 +623,5 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         folded_ranks.sort_unstable();
         built.push(ProcessClass { ranks, folded: folded_ranks, representative: rep as u32, ops });
     }
-    let classes = built;
-
-    LogicalTrace {
-        n_ranks: found.n_ranks,
-        directions: directions.into_iter().collect(),
-        classes,
-        exceptions,
-        shared_variation: found.shared_variation,
-        processor_time: found.processor_time,
-        matrix: found.matrix,
-        dropped_pairs: found.dropped_pairs,
-        identification: found.ident,
-    }
+    built
 }
