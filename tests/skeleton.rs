@@ -17,6 +17,29 @@ fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
     run_skeleton(dir, mpi, timeout, 60, &[])
 }
 
+/// Traces the skeleton compiled by [`compile_strict`] in `dir` (OpenMPI) on `np` ranks into
+/// scratch folder `name`.
+fn trace_skeleton(dir: &Path, np: usize, name: &str) -> PathBuf {
+    let recorded = scratch(name).join("trace");
+    let mut cmd = mpiskel();
+    cmd.args(["trace", "--force", "-o"]).arg(&recorded).arg("--");
+    cmd.args(support::Lib::OpenMpi.mpirun(np)).arg(dir.join("strict-mpicc-openmpi"));
+    let out = {
+        let _lock = mpi_lock();
+        run_with_timeout(cmd, 300)
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    recorded
+}
+
+/// A trace's messages: the total and the busiest pairs, as `mpiskel inspect` counts them.
+fn messages(t: &Path) -> (serde_json::Value, serde_json::Value) {
+    let out = mpiskel().args(["inspect", "--json"]).arg(t).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (v["matrix"]["total"].clone(), v["matrix"]["top_pairs"].clone())
+}
+
 /// Builds the skeleton of `trace` into scratch folder `name`.
 fn build(name: &str, trace: &Path) -> PathBuf {
     let dir = scratch(&format!("skeleton-{name}")).join("skel");
@@ -672,22 +695,65 @@ fn ranks_of_one_class_send_their_own_sizes() {
         insta::assert_snapshot!("skeleton__sp_S_16_size_tables", excerpt);
     });
     compile_strict(&dir, "mpicc.openmpi", &[]);
-    let recorded = scratch("sp-sizes").join("trace");
-    let mut cmd = mpiskel();
-    cmd.args(["trace", "--force", "-o"]).arg(&recorded).arg("--");
-    cmd.args(support::Lib::OpenMpi.mpirun(16)).arg(dir.join("strict-mpicc-openmpi"));
-    let out = {
-        let _lock = mpi_lock();
-        run_with_timeout(cmd, 300)
-    };
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let matrix = |t: &Path| {
-        let out = mpiskel().args(["inspect", "--json"]).arg(t).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        (v["matrix"]["total"].clone(), v["matrix"]["top_pairs"].clone())
-    };
-    assert_eq!(matrix(&recorded), matrix(&trace));
+    let recorded = trace_skeleton(&dir, 16, "sp-sizes");
+    assert_eq!(messages(&recorded), messages(&trace));
+}
+
+/// NPB MG's coarse levels are exchanges only some of its ranks make; folded into one class,
+/// those calls are guarded per rank. Built for a target longer than the run (nothing cut) and
+/// traced natively, the skeleton makes exactly the trace's messages, pair by pair: every rank
+/// makes the guarded calls it made, and no other.
+#[test]
+fn guarded_calls_make_the_messages_of_the_trace_pair_by_pair() {
+    let trace = npb("mg.S.16");
+    let dir = scratch("skeleton-mg-guards").join("skel");
+    build_into(&trace, &dir, &["--name", "mg-guards", "--target-time", "100"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    assert_eq!(doc["program"]["classes"].as_array().map(Vec::len), Some(1));
+    assert!(doc["program"]["presence_tables"].as_array().is_some_and(|t| !t.is_empty()));
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    let recorded = trace_skeleton(&dir, 16, "mg-guards");
+    assert_eq!(messages(&recorded), messages(&trace));
+}
+
+/// A multigrid of our own (`fixtures/programs/multigrid.c`: at each coarser level only the
+/// ranks at multiples of 2^l hold points and exchange 2^l ranks away) is one class at 16 and
+/// at 32 ranks, where the exact fold alone keeps the ranks that hold a coarse level apart from
+/// those that do not.
+/// Nothing cut, its skeleton makes the trace's messages pair by pair; cut by default, it runs
+/// under MPICH.
+#[test]
+fn a_multigrid_program_is_one_class_at_every_size() {
+    for np in [16, 32] {
+        let base = scratch(&format!("multigrid-{np}"));
+        let trace = base.join("trace");
+        support::trace_program(
+            support::Lib::OpenMpi,
+            np,
+            "multigrid",
+            &["4", "4096", "50"],
+            &trace,
+        );
+        let dir = base.join("skel");
+        build_into(&trace, &dir, &["--name", "multigrid", "--target-time", "100"]);
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap())
+                .unwrap();
+        let topology = doc["topology"].as_str().unwrap();
+        assert!(topology.contains("with strides"), "{np} ranks: {topology}");
+        assert_eq!(doc["classes"].as_array().map(Vec::len), Some(1), "{np} ranks");
+        assert!(doc["program"]["presence_tables"].as_array().is_some_and(|t| !t.is_empty()));
+        compile_strict(&dir, "mpicc.openmpi", &[]);
+        let recorded = trace_skeleton(&dir, np, &format!("multigrid-{np}-skeleton"));
+        assert_eq!(messages(&recorded), messages(&trace), "{np} ranks");
+        if np == 32 {
+            let cut = base.join("skel-cut");
+            build_into(&trace, &cut, &["--name", "multigrid"]);
+            let _lock = mpi_lock();
+            check_report(&run(&cut, "mpich", 300), "mpich", 32);
+        }
+    }
 }
 
 /// A loop cut to two iterations after an uneven set-up: rank 0 computes 50 ms and sends to

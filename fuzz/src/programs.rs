@@ -71,8 +71,10 @@ enum Motif {
     Shift { k: u32, periodic: bool, mode: Mode, bytes: u64, tag: i32 },
     /// Ranks `2i` and `2i + 1` exchange with synchronous sends, the even one sending first.
     Pairs { bytes: u64 },
-    /// A halo exchange on a `px × py` grid.
-    Halo { px: u32, py: u32, periodic: bool, bytes: u64 },
+    /// A halo exchange on a `px × py` grid; with `stride` s > 1, a multigrid's coarse level
+    /// (periodic): only the ranks at multiples of s along each dimension longer than s take
+    /// part, exchanging with those s ranks away; the others skip it.
+    Halo { px: u32, py: u32, periodic: bool, stride: u32, bytes: u64 },
     /// A collective on `MPI_COMM_WORLD` (`comm` 0) or on the `comm`-th communicator split off.
     Coll { op: Op, comm: usize, root: u32, bytes: u64 },
     /// Rank 0 answers `tasks` requests of each other rank in any order.
@@ -236,7 +238,9 @@ fn motif(rng: &mut Rng, n: u32, grid: Option<(u32, u32)>, n_splits: usize) -> Mo
         4 if n >= 2 => Motif::Pairs { bytes },
         5 if grid.is_some() => {
             let (px, py) = grid.unwrap_or((1, n));
-            Motif::Halo { px, py, periodic: rng.chance(0.5), bytes }
+            // A coarse level where a dimension is long enough for one.
+            let stride = if (px > 2 || py > 2) && rng.chance(0.3) { 2 } else { 1 };
+            Motif::Halo { px, py, periodic: stride > 1 || rng.chance(0.5), stride, bytes }
         }
         6 if n >= 2 && rng.chance(0.5) => Motif::Workers { tasks: rng.range(1, 3) as u32, bytes },
         _ => {
@@ -287,8 +291,10 @@ fn describe(out: &mut String, what: &str, items: &[Item]) {
                     format!("shift+{k}{} {mode:?}", if *periodic { "" } else { " open" })
                 }
                 Motif::Pairs { .. } => "pairs".into(),
-                Motif::Halo { px, py, periodic, .. } => {
-                    format!("halo {px}x{py}{}", if *periodic { "" } else { " open" })
+                Motif::Halo { px, py, periodic, stride, .. } => {
+                    let coarse =
+                        if *stride > 1 { format!(" level {stride}") } else { String::new() };
+                    format!("halo {px}x{py}{}{coarse}", if *periodic { "" } else { " open" })
                 }
                 Motif::Coll { op, comm, .. } => {
                     format!(
@@ -445,10 +451,18 @@ impl Machine<'_> {
                     self.call(ru, b.0, b.1);
                 }
             }
-            Motif::Halo { px, py, periodic, bytes } => {
+            Motif::Halo { px, py, periodic, stride, bytes } => {
                 let bytes = grow(bytes);
+                let s = i64::from(stride);
+                // Along a dimension no longer than the stride, or that it does not divide,
+                // nobody is exchanged with.
+                let along = |p: u32| if p > stride && p % stride == 0 { s } else { 0 };
+                let (sx, sy) = (along(px), along(py));
                 for r in 0..n {
                     let (x, y) = ((r % px) as i64, (r / px) as i64);
+                    if (sx > 0 && x % sx != 0) || (sy > 0 && y % sy != 0) {
+                        continue;
+                    }
                     let at = |dx: i64, dy: i64| {
                         let (a, b) = (x + dx, y + dy);
                         if periodic {
@@ -461,7 +475,11 @@ impl Machine<'_> {
                                 .then(|| (a + px as i64 * b) as u32)
                         }
                     };
-                    let dirs = [(1, 0, 0), (-1, 0, 1), (0, 1, 2), (0, -1, 3)];
+                    let dirs: Vec<(i64, i64, i32)> =
+                        [(sx, 0, 0), (-sx, 0, 1), (0, sy, 2), (0, -sy, 3)]
+                            .into_iter()
+                            .filter(|&(dx, dy, _)| dx != 0 || dy != 0)
+                            .collect();
                     let ru = r as usize;
                     self.compute(ru, 100_000);
                     let mut done = Vec::new();
