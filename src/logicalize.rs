@@ -193,14 +193,16 @@ pub fn render(d: &LogicalDocument) -> String {
         let p2p = c.ops.iter().filter(|op| op.key.peer.is_some()).count();
         let subcomms =
             c.ops.iter().filter(|op| matches!(op.key.comm, LogicalComm::Slice { .. })).count();
+        let guarded = c.ops.iter().filter(|op| !op.absent.is_empty()).count();
         let _ = writeln!(
             o,
-            "  class {i}: {} ranks [{}]{}; {} calls ({} point-to-point, {} on rows/columns/planes); first: {}",
+            "  class {i}: {} ranks [{}]{}; {} calls ({} point-to-point{}, {} on rows/columns/planes); first: {}",
             c.ranks.len() + c.folded.len(),
             ranks(&c.ranks),
             if c.folded.is_empty() { String::new() } else { format!(" + folded [{}]", ranks(&c.folded)) },
             c.ops.len(),
             p2p,
+            if guarded == 0 { String::new() } else { format!(", {guarded} made by some ranks only") },
             subcomms,
             c.ops
                 .iter()

@@ -180,6 +180,7 @@ fn a_multigrid_is_a_grid_with_strides_and_its_classes_cut_the_loops_they_share()
         serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
     assert_eq!(doc["topology"], "4×2×2 grid periodic in dim 0 with strides (2,0,0)");
     assert_eq!(doc["classes"].as_array().map(Vec::len), Some(1), "{}", doc["classes"]);
+    assert!(doc["classes"][0]["guarded_calls"].as_u64().is_some_and(|n| n > 0));
     let presence = doc["program"]["presence_tables"].as_array().expect("guarded calls");
     // Every table marks some ranks present and some not.
     for t in presence {

@@ -53,6 +53,10 @@ pub struct ClassDoc {
     pub notation: String,
     /// Calls in the class's logical program.
     pub calls: usize,
+    /// Of those, the point-to-point calls only some of its ranks make (a multigrid's coarse
+    /// levels; the others make them toward `MPI_PROC_NULL`).
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub guarded_calls: usize,
     /// Phases: name, iterations, run.
     pub phases: Vec<PhaseDoc>,
 }
@@ -274,6 +278,7 @@ impl SkeletonDocument {
                     ranks: c.ranks.clone(),
                     notation: c.notation.clone(),
                     calls: lc.ops.len(),
+                    guarded_calls: lc.ops.iter().filter(|op| !op.absent.is_empty()).count(),
                     phases: c
                         .phases
                         .iter()
@@ -409,8 +414,18 @@ pub fn render(doc: &SkeletonDocument) -> String {
         doc.check.operations, doc.check.ranks, doc.check.seconds
     );
     for (i, c) in doc.classes.iter().enumerate() {
-        let _ =
-            writeln!(s, "class {i}: {} ranks, {} calls: {}", c.ranks.len(), c.calls, c.notation);
+        let guarded = if c.guarded_calls == 0 {
+            String::new()
+        } else {
+            format!(" ({} made by some ranks only)", c.guarded_calls)
+        };
+        let _ = writeln!(
+            s,
+            "class {i}: {} ranks, {} calls{guarded}: {}",
+            c.ranks.len(),
+            c.calls,
+            c.notation
+        );
         for p in &c.phases {
             let _ = writeln!(
                 s,
@@ -420,4 +435,8 @@ pub fn render(doc: &SkeletonDocument) -> String {
         }
     }
     s
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
 }
