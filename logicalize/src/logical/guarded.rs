@@ -26,7 +26,8 @@
 //! missing neighbour is `MPI_PROC_NULL`, from the grid's boundary to any position class.
 //!
 //! # Complexity
-//! O((N + M)·D) time and O(D²) memory per merge of programs of N and M calls that differ in D.
+//! O((N + M)·D) time and O(D²) memory per merge of programs of N and M calls that differ in D
+//! edits, D at most 8,192 (beyond it the classes stay apart).
 
 use std::collections::BTreeSet;
 
@@ -128,22 +129,33 @@ pub(super) fn shapes(keys: &Keys) -> Vec<u32> {
         .collect()
 }
 
+/// The most edits a merge looks for: the search keeps every round's paths, D² four-byte
+/// entries (at most 256 MB); classes further apart stay apart.
+const MAX_EDITS: i64 = 8192;
+
 /// One aligned pair of a shortest edit script: a position of `a`, of `b`, or of both.
 type Pair = (Option<usize>, Option<usize>);
 
 /// A shortest edit script between `a` and `b` (Myers 1986, the greedy forward search of §3,
 /// with every round's furthest reaching paths kept for the trace back), as aligned pairs in
-/// order.
-pub(super) fn diff(a: &[u32], b: &[u32]) -> Vec<Pair> {
+/// order; `None` beyond [`MAX_EDITS`] edits.
+pub(super) fn diff(a: &[u32], b: &[u32]) -> Option<Vec<Pair>> {
     let (n, m) = (a.len() as i64, b.len() as i64);
     let max = n + m;
+    if n.max(m) >= i64::from(i32::MAX) {
+        return None;
+    }
     // v[k + off] = furthest x on diagonal k.
     let off = max + 1;
     let mut v = vec![0i64; (2 * max + 3) as usize];
-    let mut trace: Vec<Vec<i64>> = Vec::new();
+    let mut trace: Vec<Vec<i32>> = Vec::new();
     'search: for d in 0..=max {
+        if d > MAX_EDITS {
+            return None;
+        }
         // The state before round d, over the diagonals it can read: [-d-1, d+1].
-        trace.push(v[(off - d - 1) as usize..=(off + d + 1) as usize].to_vec());
+        let saved = &v[(off - d - 1) as usize..=(off + d + 1) as usize];
+        trace.push(saved.iter().map(|&x| x as i32).collect());
         let mut k = -d;
         while k <= d {
             let i = (k + off) as usize;
@@ -165,7 +177,7 @@ pub(super) fn diff(a: &[u32], b: &[u32]) -> Vec<Pair> {
     let (mut x, mut y) = (n, m);
     for (d, saved) in trace.iter().enumerate().rev() {
         let d = d as i64;
-        let get = |k: i64| saved[(k + d + 1) as usize];
+        let get = |k: i64| i64::from(saved[(k + d + 1) as usize]);
         let k = x - y;
         let prev_k = if k == -d || (k != d && get(k - 1) < get(k + 1)) { k + 1 } else { k - 1 };
         let prev_x = get(prev_k);
@@ -186,7 +198,7 @@ pub(super) fn diff(a: &[u32], b: &[u32]) -> Vec<Pair> {
         y = prev_y;
     }
     out.reverse();
-    out
+    Some(out)
 }
 
 fn all_wait(k: &OpKey) -> bool {
@@ -198,7 +210,7 @@ fn all_wait(k: &OpKey) -> bool {
 pub(super) fn merge(keys: &mut Keys, shape: &mut Vec<u32>, a: &Plan, b: &Plan) -> Option<Plan> {
     let sa: Vec<u32> = a.prog.iter().map(|p| shape[p.id as usize]).collect();
     let sb: Vec<u32> = b.prog.iter().map(|p| shape[p.id as usize]).collect();
-    let pairs = diff(&sa, &sb);
+    let pairs = diff(&sa, &sb)?;
     let mut a_to_m = vec![0u32; a.prog.len()];
     let mut b_to_m = vec![0u32; b.prog.len()];
     for (m, &(i, j)) in pairs.iter().enumerate() {
@@ -383,7 +395,7 @@ mod tests {
     use super::*;
 
     fn check(a: &[u32], b: &[u32], d: usize) {
-        let pairs = diff(a, b);
+        let pairs = diff(a, b).unwrap();
         let edits = pairs.iter().filter(|(i, j)| i.is_none() || j.is_none()).count();
         assert_eq!(edits, d, "{a:?} {b:?} {pairs:?}");
         let ai: Vec<usize> = pairs.iter().filter_map(|p| p.0).collect();
@@ -399,6 +411,9 @@ mod tests {
 
     #[test]
     fn shortest_edit_scripts() {
+        // Beyond the bound: no script.
+        let far: Vec<u32> = (0..9000).collect();
+        assert!(diff(&far, &[]).is_none());
         check(&[], &[], 0);
         check(&[1, 2, 3], &[1, 2, 3], 0);
         check(&[1, 2, 3], &[], 3);
