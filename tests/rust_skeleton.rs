@@ -347,21 +347,32 @@ fn a_shrunk_computation_is_set_and_runs_in_rust() {
     assert!(restored, "{r}");
 }
 
+/// The Rust skeleton of NPB fixture `name` uses `table` (a per-rank table the C skeleton uses
+/// too), passes clippy, and makes the same calls as the C skeleton on all `np` ranks.
+fn same_calls_with_a_table(name: &str, folder: &str, table: &str, np: u64) {
+    let base = scratch(folder);
+    let dir = base.join("skel-rs");
+    build(name, &support::npb(name), "rust", &dir);
+    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
+    assert!(main.contains(table), "{name}: no {table}");
+    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
+    cargo(&dir, "openmpi", &["build", "--release", "--quiet"]);
+    let c_dir = base.join("skel-c");
+    build(name, &support::npb(name), "c", &c_dir);
+    equivalent(name, &c_dir, np);
+}
+
 /// Where the ranks of a class send different sizes (NPB SP's cells), the Rust skeleton sends
 /// each rank's own from its table, as the C skeleton does: both make the same calls, sizes
 /// included, on all sixteen ranks.
 #[test]
 fn per_rank_sizes_are_sent_in_rust_as_in_c() {
-    let base = scratch("rust-skeleton-sp-sizes");
-    let dir = base.join("skel-rs");
-    build("sp.S.16", &support::npb("sp.S.16"), "rust", &dir);
-    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
-    assert!(main.contains("SEND_SIZE[0][k.all.rank() as usize]"), "no per-rank size sent");
-    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
-    cargo(&dir, "openmpi", &["build", "--release", "--quiet"]);
-    let c_dir = base.join("skel-c");
-    build("sp.S.16", &support::npb("sp.S.16"), "c", &c_dir);
-    equivalent("sp.S.16", &c_dir, 16);
+    same_calls_with_a_table(
+        "sp.S.16",
+        "rust-skeleton-sp-sizes",
+        "SEND_SIZE[0][k.all.rank() as usize]",
+        16,
+    );
 }
 
 /// Where only some ranks of a class make a call (NPB MG's coarse levels, folded into one class
@@ -369,14 +380,10 @@ fn per_rank_sizes_are_sent_in_rust_as_in_c() {
 /// the same calls on all sixteen ranks, the guarded ones only where the trace made them.
 #[test]
 fn guarded_calls_are_made_in_rust_as_in_c() {
-    let base = scratch("rust-skeleton-mg-guards");
-    let dir = base.join("skel-rs");
-    build("mg.S.16", &support::npb("mg.S.16"), "rust", &dir);
-    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
-    assert!(main.contains("PRESENT[0][k.all.rank() as usize]"), "no guarded call");
-    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
-    cargo(&dir, "openmpi", &["build", "--release", "--quiet"]);
-    let c_dir = base.join("skel-c");
-    build("mg.S.16", &support::npb("mg.S.16"), "c", &c_dir);
-    equivalent("mg.S.16", &c_dir, 16);
+    same_calls_with_a_table(
+        "mg.S.16",
+        "rust-skeleton-mg-guards",
+        "PRESENT[0][k.all.rank() as usize]",
+        16,
+    );
 }

@@ -17,6 +17,11 @@ fn run(dir: &Path, mpi: &str, timeout: u64) -> serde_json::Value {
     run_skeleton(dir, mpi, timeout, 60, &[])
 }
 
+/// A skeleton folder's `skeleton.json`.
+fn document(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap()
+}
+
 /// Traces the skeleton compiled by [`compile_strict`] in `dir` (OpenMPI) on `np` ranks into
 /// scratch folder `name`.
 fn trace_skeleton(dir: &Path, np: usize, name: &str) -> PathBuf {
@@ -103,8 +108,7 @@ fn compile_strict(dir: &Path, cc: &str, extra: &[&str]) {
 /// The whole check for one trace.
 fn skeleton(name: &str, trace: &Path) {
     let dir = build(name, trace);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     let ranks = doc["n_ranks"].as_u64().unwrap();
     // The deadlock check ran over every rank and found none (the build refuses otherwise).
     assert_eq!(doc["check"]["ranks"].as_u64(), Some(ranks));
@@ -139,9 +143,6 @@ skeleton_fixture_tests!(skeleton);
 #[test]
 fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
     let out = scratch("setup-cut");
-    let doc = |dir: &Path| -> serde_json::Value {
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap()
-    };
     let mut results = Vec::new();
     for (name, extra) in [("cut", None), ("whole", Some("--whole-compute"))] {
         let dir = out.join(name);
@@ -150,7 +151,7 @@ fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
-        results.push((doc(&dir)["scaling"].clone(), code));
+        results.push((document(&dir)["scaling"].clone(), code));
     }
     let (cut, whole) = (&results[0], &results[1]);
     assert!(cut.0["compute_removed_s"].as_f64().unwrap() > 0.0, "{}", cut.0);
@@ -176,8 +177,7 @@ fn a_multigrid_is_a_grid_with_strides_and_its_classes_cut_the_loops_they_share()
     let out =
         mpiskel().args(["build", "-q"]).arg(npb("mg.S.16")).arg("-o").arg(&dir).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     assert_eq!(doc["topology"], "4×2×2 grid periodic in dim 0 with strides (2,0,0)");
     assert_eq!(doc["classes"].as_array().map(Vec::len), Some(1), "{}", doc["classes"]);
     assert!(doc["classes"][0]["guarded_calls"].as_u64().is_some_and(|n| n > 0));
@@ -343,8 +343,7 @@ fn an_irregular_time_step_loop_folds_into_steps_and_is_cut() {
     assert!(nest["report"]["coverage"].as_f64().unwrap() > 0.95, "{}", nest["report"]);
 
     let dir = build("timestep", &trace);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     let s = &doc["scaling"];
     assert!(s["main_share"].as_f64().unwrap() >= 0.9, "{s}");
     let (ran_steps, full) = (s["main_run"].as_u64().unwrap(), s["main_full"].as_u64().unwrap());
@@ -401,9 +400,7 @@ fn polling_loops_fold_into_blocking_completions() {
         let trace = scratch(program).join("trace");
         support::trace_program(support::Lib::OpenMpi, 4, program, &args, &trace);
         let dir = build(program, &trace);
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap())
-                .unwrap();
+        let doc: serde_json::Value = document(&dir);
         let polls = &doc["polls"];
         assert!(polls["polls"].as_u64().unwrap() > 0, "{program}: {polls}");
         assert!(polls["folded_runs"].as_u64().unwrap() > 0, "{program}: {polls}");
@@ -451,8 +448,7 @@ fn calls_nothing_matches_are_left_out_unless_strict() {
     assert!(!strict.exists());
 
     let dir = build("cancel", &trace);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     let local = &doc["local_calls"];
     // One cancelled receive and its wait per rank.
     assert_eq!(local["receives"].as_u64(), Some(4), "{local}");
@@ -492,8 +488,7 @@ fn sends_the_run_buffered_are_buffered_unless_strict() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("blocking sends are buffered (MPI_Bsend"), "{err}");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     // The ring's send in each class, and rank 0's send across the broadcast.
     let classes = doc["classes"].as_array().unwrap().len() as u64;
     assert_eq!(doc["buffered_sends"].as_u64(), Some(classes + 1), "{}", doc["buffered_sends"]);
@@ -546,8 +541,7 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("MPI_ANY_SOURCE take the source"));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     // The master takes one result per task.
     assert_eq!(doc["pinned_any_source"].as_u64(), Some(300), "{}", doc["pinned_any_source"]);
     let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
@@ -672,8 +666,7 @@ fn ranks_of_one_class_send_their_own_sizes() {
     let trace = npb("sp.S.16");
     let dir = scratch("skeleton-sp-sizes").join("skel");
     build_into(&trace, &dir, &["--name", "sp-sizes", "--target-time", "100"]);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     assert_eq!(doc["program"]["classes"].as_array().map(Vec::len), Some(1));
     let tables = doc["program"]["size_tables"].as_array().expect("size tables");
     assert!(!tables.is_empty());
@@ -709,8 +702,7 @@ fn guarded_calls_make_the_messages_of_the_trace_pair_by_pair() {
     let trace = npb("mg.S.16");
     let dir = scratch("skeleton-mg-guards").join("skel");
     build_into(&trace, &dir, &["--name", "mg-guards", "--target-time", "100"]);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     assert_eq!(doc["program"]["classes"].as_array().map(Vec::len), Some(1));
     assert!(doc["program"]["presence_tables"].as_array().is_some_and(|t| !t.is_empty()));
     compile_strict(&dir, "mpicc.openmpi", &[]);
@@ -738,9 +730,7 @@ fn a_multigrid_program_is_one_class_at_every_size() {
         );
         let dir = base.join("skel");
         build_into(&trace, &dir, &["--name", "multigrid", "--target-time", "100"]);
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap())
-                .unwrap();
+        let doc: serde_json::Value = document(&dir);
         let topology = doc["topology"].as_str().unwrap();
         assert!(topology.contains("with strides"), "{np} ranks: {topology}");
         assert_eq!(doc["classes"].as_array().map(Vec::len), Some(1), "{np} ranks");
@@ -788,8 +778,7 @@ fn a_cut_loop_counts_its_first_iteration_once() {
     std::fs::write(base.join("trace.txt"), index).unwrap();
     let trace = base.join("trace.txt");
     let dir = build("first-iteration", &trace);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap().clone();
     let loop_30 = phases.iter().find(|p| p["full"] == 30).expect("the 30-iteration loop");
     assert_eq!(loop_30["run"].as_u64(), Some(2), "{loop_30}");
@@ -843,8 +832,7 @@ fn a_warm_up_iteration_is_priced_as_one_more_iteration_of_the_main_loop() {
     std::fs::write(base.join("trace.txt"), index).unwrap();
     let trace = base.join("trace.txt");
     let dir = build("warm-up", &trace);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     for class in doc["program"]["classes"].as_array().unwrap() {
         let phases = class["phases"].as_array().unwrap();
         let warm = phases.iter().find(|p| p["name"] == "warmup").expect("a warm-up phase");
@@ -894,8 +882,7 @@ fn a_loop_replays_its_first_iteration_as_recorded_and_counts_it_once() {
     std::fs::write(base.join("trace.txt"), index).unwrap();
     let trace = base.join("trace.txt");
     let dir = build("first-apart", &trace);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap().clone();
     let loop_12 = phases.iter().find(|p| p["full"] == 12).expect("the loop of broadcasts");
     assert!(loop_12["run"].as_u64().is_some_and(|r| (2..12).contains(&r)), "{loop_12}");
@@ -929,8 +916,7 @@ fn a_loop_replays_its_first_iteration_as_recorded_and_counts_it_once() {
 #[test]
 fn a_seed_chooses_the_draws() {
     let dir = build("cg-seed", &npb("cg.S.16"));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&dir);
     assert!(!doc["program"]["distributions"].as_array().unwrap().is_empty());
     let predicted = |seed: Option<&str>| {
         let mut cmd = mpiskel();
@@ -997,8 +983,7 @@ fn a_pipelined_sweeps_fill_counts_once_per_sweep_when_the_sweep_is_cut() {
     let (cut, whole) = (base.join("cut"), base.join("whole"));
     build_into(&trace, &cut, &["--target-time", "0.001"]);
     build_into(&trace, &whole, &["--target-time", "100"]);
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(cut.join("skeleton.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = document(&cut);
     let source = std::fs::read_to_string(cut.join("skeleton.c")).unwrap();
     assert!(source.contains("sk_inner_first("), "the sweep is cut inside:\n{source}");
     assert!(doc["scaling"]["main_run"].as_u64() < doc["scaling"]["main_full"].as_u64());

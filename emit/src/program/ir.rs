@@ -105,16 +105,6 @@ pub enum Peer {
     },
 }
 
-impl Peer {
-    /// The direction this peer names, for every rank or for those present.
-    pub fn dir(&self) -> Option<usize> {
-        match self {
-            Peer::Dir(d) | Peer::Only { dir: d, .. } => Some(*d),
-            _ => None,
-        }
-    }
-}
-
 /// Where a non-blocking call keeps its request: slot `base`, or for a call started `ring` times
 /// by an inner loop before anything completes it, slot `base + i` in that loop's iteration `i`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
