@@ -168,6 +168,8 @@ struct Report<'a> {
     ranks: &'a [RankFigures],
     messages: u64,
     bytes: u64,
+    /// Times the sharing of the resources was solved again.
+    solves: u64,
     stuck: &'a [Stuck],
     #[serde(skip_serializing_if = "Option::is_none")]
     fast_forward: Option<&'a FastForward>,
@@ -378,6 +380,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             ranks: &sim.ranks,
             messages: sim.messages,
             bytes: sim.bytes,
+            solves: sim.solves,
             stuck: &sim.stuck,
             fast_forward: sim.fast_forward.as_ref(),
             local_calls: input.local_calls(),
@@ -443,7 +446,10 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 );
             }
         }
-        println!("  {} messages, {} bytes; simulated in {:.3} s", sim.messages, sim.bytes, wall_s);
+        println!(
+            "  {} messages, {} bytes, {} sharing solves; simulated in {:.3} s",
+            sim.messages, sim.bytes, sim.solves, wall_s
+        );
     }
     if !sim.stuck.is_empty() {
         for s in sim.stuck.iter().take(8) {

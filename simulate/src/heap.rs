@@ -109,6 +109,11 @@ impl Deadlines {
         self.pos.get(id).is_some_and(|&p| p != ABSENT)
     }
 
+    /// The time of the earliest event.
+    pub fn next_time(&self) -> Option<f64> {
+        self.heap.first().map(|&id| self.entry[id].t)
+    }
+
     /// Takes the earliest event.
     pub fn pop(&mut self) -> Option<(usize, Entry)> {
         let &id = self.heap.first()?;
