@@ -2,6 +2,7 @@
 //! as SimGrid time-independent traces (no MPI needed), with a focused snapshot of one phase of
 //! emitted C.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use mpiskel_emit::c::Meta;
@@ -319,4 +320,111 @@ fn a_cut_inner_loop_replays_the_inner_iterations_it_runs() {
     // The stretch is a quarter of the inner iterations: the rows replay about as many.
     let share = slow as f64 / r.seconds.len() as f64;
     assert!((0.1..=0.4).contains(&share), "{share} of {:?}", r.seconds);
+}
+
+/// Every non-blocking receive's region of the receive buffer, by request slot: (offset, bytes).
+fn regions(skel: &mpiskel_emit::Skeleton) -> BTreeMap<u32, (u64, u64)> {
+    use mpiskel_emit::program::{Call, Stmt};
+    fn walk(body: &[Stmt], out: &mut BTreeMap<u32, (u64, u64)>) {
+        for s in body {
+            match s {
+                Stmt::Call { call: Call::Recv { slot: Some(r), offset, count, .. }, .. } => {
+                    let size = count.div_ceil(8) * 8;
+                    for i in 0..r.ring {
+                        let at = (offset + u64::from(i) * size, *count);
+                        let e = out.entry(r.base + i).or_insert(at);
+                        assert_eq!(*e, at, "slot {} has two regions", r.base + i);
+                    }
+                }
+                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, out),
+                Stmt::Steps { cases } => cases.iter().for_each(|c| walk(&c.body, out)),
+                _ => {}
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    for c in &skel.classes {
+        for p in &c.phases {
+            walk(&p.body, &mut out);
+        }
+    }
+    out
+}
+
+/// Runs every rank's operations and checks that no two receives pending at once share bytes of
+/// the receive buffer, and that every region lies inside it.
+fn receives_pending_at_once_are_apart(b: &Built) {
+    let at = regions(&b.skeleton);
+    for (slot, (o, n)) in &at {
+        assert!(o + n <= b.skeleton.recv_bytes, "slot {slot}: {o} + {n} beyond the buffer");
+    }
+    let (programs, _) = instantiate(&b.skeleton);
+    for (r, ops) in programs.iter().enumerate() {
+        let mut pending: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+        for (i, op) in ops.iter().enumerate() {
+            match op {
+                CheckOp::Irecv { slot, .. } => {
+                    let (o, n) = at[slot];
+                    for (other, (p, m)) in &pending {
+                        assert!(
+                            o + n <= *p || p + m <= o,
+                            "rank {r} op {i}: slot {slot} meets {other}"
+                        );
+                    }
+                    pending.insert(*slot, (o, n));
+                }
+                CheckOp::Wait { slots } => slots.iter().for_each(|s| {
+                    pending.remove(s);
+                }),
+                _ => {}
+            }
+        }
+    }
+}
+
+#[test]
+fn receives_share_the_buffer_only_when_never_pending_at_once() {
+    // Receives of growing sizes, each completed before the next is posted (a straight line of
+    // them): one region, as large as the largest.
+    let n = 4;
+    let b = skeleton(n, 1.0, |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        (1..=6)
+            .flat_map(|k| {
+                vec![
+                    "compute 1000000".to_owned(),
+                    format!("irecv {prev} 0 {}", 1024 * k),
+                    format!("isend {next} 0 {}", 1024 * k),
+                    "waitall".into(),
+                ]
+            })
+            .collect()
+    });
+    receives_pending_at_once_are_apart(&b);
+    // (Sizes in these traces are counts of 8-byte elements.)
+    assert_eq!(
+        b.skeleton.recv_bytes,
+        6 * 1024 * 8,
+        "one region for receives never pending at once"
+    );
+    // Two receives pending at once in a loop, and a receive completed an iteration after it
+    // was posted: regions apart, checked on every rank's operations.
+    let b = skeleton(n, 2.0, |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec![format!("irecv {prev} 1 512")];
+        for _ in 0..30 {
+            v.push("compute 1000000".into());
+            v.push(format!("irecv {next} 0 2048"));
+            v.push(format!("irecv {prev} 0 2048"));
+            v.push(format!("send {prev} 0 2048"));
+            v.push(format!("send {next} 0 2048"));
+            v.push(format!("send {next} 1 512"));
+            v.push("waitall".into());
+            v.push(format!("irecv {prev} 1 512"));
+        }
+        v.push(format!("send {next} 1 512"));
+        v.push("waitall".into());
+        v
+    });
+    receives_pending_at_once_are_apart(&b);
 }

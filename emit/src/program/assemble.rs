@@ -457,7 +457,8 @@ fn gaps_of(
 type ClassCalls<'a> = (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, LeafMap);
 
 /// Sets receive counts (the largest size each channel carries) and the receive buffer's regions
-/// (one per non-blocking receive slot, one shared by the rest), and splits each class into
+/// (one shared by blocking receives and collectives, then the non-blocking receives' slots, a
+/// region reused by slots never pending at once: `regions.rs`), and splits each class into
 /// phases. Returns the classes, and the bytes of the send and receive buffers.
 fn classes_with_buffers(
     lt: &LogicalTrace,
@@ -517,12 +518,37 @@ fn classes_with_buffers(
             }
             send_bytes = send_bytes.max(largest(c));
         }
-        let mut offsets: HashMap<u32, u64> = HashMap::new();
-        let mut at = round8(shared);
-        for (s, (b, ring)) in &region {
-            offsets.insert(*s, at);
-            at += round8(*b) * u64::from(*ring);
+        // Where each slot group is live: from the first place of the nest that names one of
+        // its slots to the last, a place inside a top-level loop standing for the whole loop.
+        let spans: Vec<(usize, usize)> = leaf_loops(&nest.items)
+            .iter()
+            .enumerate()
+            .map(|(leaf, loops)| loops.first().map_or((leaf, leaf), |l| (l.lo, l.hi - 1)))
+            .collect();
+        let group_of = |slot: u32| {
+            region.range(..=slot).next_back().filter(|(b, r)| slot < *b + r.1).map(|(b, _)| *b)
+        };
+        let mut live: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+        for (leaf, c) in calls.iter().enumerate() {
+            let named: Vec<u32> = match c {
+                Some(Call::Recv { slot: Some(s), .. }) => vec![s.base],
+                Some(Call::Complete { slots, .. }) => slots.clone(),
+                _ => continue,
+            };
+            let (lo, hi) = spans.get(leaf).copied().unwrap_or((leaf, leaf));
+            for g in named.into_iter().filter_map(group_of) {
+                let e = live.entry(g).or_insert((lo, hi));
+                *e = (e.0.min(lo), e.1.max(hi));
+            }
         }
+        let needs: BTreeMap<u32, super::regions::Need> = region
+            .iter()
+            .map(|(&s, &(b, ring))| {
+                let (from, to) = live.get(&s).copied().unwrap_or((0, usize::MAX));
+                (s, super::regions::Need { from, to, bytes: round8(b) * u64::from(ring) })
+            })
+            .collect();
+        let (offsets, at) = super::regions::assign(&needs, round8(shared));
         recv_bytes = recv_bytes.max(at);
         for c in calls.iter_mut().flatten() {
             if let Call::Recv { slot: Some(s), offset, .. } = c {

@@ -24,14 +24,15 @@
 //!   collectives run as their regular form with this rank's size per member.
 //!
 //! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
-//! `calls.rs` (logical operations as calls), `lower.rs` (loop nests as phases), `assemble.rs`
-//! (the whole program).
+//! `calls.rs` (logical operations as calls), `lower.rs` (loop nests as phases), `regions.rs`
+//! (the receive buffer's regions), `assemble.rs` (the whole program).
 
 mod assemble;
 mod calls;
 mod ir;
 mod layout;
 mod lower;
+mod regions;
 
 pub use assemble::{build, BuildError};
 pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonblocking_collective};
