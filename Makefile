@@ -42,8 +42,9 @@ bench: deps
 	cargo bench --bench simulate
 
 # Fuzzing campaigns whose figures BENCHMARKS.md records (FUZZ_CASES per reader, five times as
-# many through the pipeline, a tenth for OTF2, whose cases each run libotf2's reader; about
-# 1 h 35 min on 2 cores): optimized, with overflow checks.
+# many through the pipeline, a tenth for OTF2, whose cases each run libotf2's reader, and as many
+# again of the OTF2 reader's own half, libotf2's dumps mutated in process; about 1 h 45 min on
+# 2 cores): optimized, with overflow checks.
 FUZZ_CASES ?= 200000
 fuzz:
 	cargo build --profile fuzz -p mpiskel-fuzz
@@ -52,6 +53,7 @@ fuzz:
 	target/fuzz/mpiskel-fuzz ti --cases $(FUZZ_CASES) --seed 3000000
 	target/fuzz/mpiskel-fuzz dumpi --cases $(FUZZ_CASES) --seed 4000000
 	target/fuzz/mpiskel-fuzz otf2 --cases $$(( $(FUZZ_CASES) / 10 )) --seed 5000000
+	target/fuzz/mpiskel-fuzz otf2-dump --cases $(FUZZ_CASES) --seed 6000000
 
 # Re-record fixtures/traces with the project's tracer (OpenMPI; LAMMPS from Debian).
 fixtures: deps

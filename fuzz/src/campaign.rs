@@ -12,7 +12,14 @@
 //! - **dumpi**: SST DUMPI traces from a corpus of real ones (a `.meta` file and its rank
 //!   files), a file's bytes mutated and read the same way;
 //! - **otf2**: OTF2 traces from a corpus of real ones (the anchor, global and per-location
-//!   definitions and events), one file's bytes mutated and read through libotf2 the same way.
+//!   definitions and events), one file's bytes mutated and read through libotf2 the same way;
+//! - **otf2-dump**: the second half of the OTF2 reader alone, in process: the text the libotf2
+//!   dump program writes for each real OTF2 trace of the corpus (made once, at the start),
+//!   mutated as bytes and turned into the model as `mpiskel` turns the dump program's text
+//!   ([`mpiskel_trace::otf2::read_dump`]), then read and built the same way. libotf2 runs in
+//!   a process of its own in the reader, so this half is the only OTF2 code in `mpiskel`'s
+//!   process; at about a hundred cases a second through libotf2, it is how a campaign reaches
+//!   millions of cases.
 //!
 //! Case `i` of a campaign started at seed `s` is made from seed `s + i` alone, so
 //! `mpiskel-fuzz TARGET --seed S --cases 1 --verbose` makes any case again.
@@ -47,6 +54,9 @@ pub enum Target {
     Dumpi,
     /// Real OTF2 traces, mutated as bytes, read and built.
     Otf2,
+    /// The libotf2 dump program's text of real OTF2 traces, mutated as bytes, turned into
+    /// the model as the OTF2 reader does, read and built.
+    Otf2Dump,
 }
 
 /// How to run a campaign.
@@ -171,6 +181,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
         Target::Ti => load_corpus(&cfg.corpus)?,
         Target::Dumpi => load_dumpi_corpus(&cfg.corpus)?,
         Target::Otf2 => load_otf2_corpus(&cfg.corpus)?,
+        Target::Otf2Dump => load_otf2_dump_corpus(&cfg.corpus)?,
         _ => Vec::new(),
     };
     BACKTRACES.store(cfg.verbose, Ordering::Relaxed);
@@ -399,7 +410,70 @@ fn one(
         Target::Ti | Target::Dumpi | Target::Otf2 => {
             corpus_case(&mut Rng::new(seed), dir, corpus, read_only)
         }
+        Target::Otf2Dump => dump_case(&mut Rng::new(seed), corpus, read_only),
     }
+}
+
+/// An `otf2-dump` case: a corpus dump's bytes mutated, turned into the model as the OTF2 reader
+/// turns the dump program's text, then read (and built) as a trace.
+fn dump_case(rng: &mut Rng, corpus: &[Corpus], read_only: bool) -> CaseResult {
+    let c = rng.pick(corpus);
+    let other = &rng.pick(corpus).files[0].1;
+    let mut b = c.files[0].1.clone();
+    let m = mutate::bytes(rng, &mut b, other, 6);
+    let case = format!("{}: {}", c.name, m.join(", "));
+    let input_bytes = b.len() as u64;
+    let anchor = &c.open;
+    let refused = |e: mpiskel_trace::TraceError| {
+        let msg = e.to_string();
+        if msg.len() > 2_000 {
+            return Err(Violation(format!("an error message of {} bytes", msg.len())));
+        }
+        Ok(Outcome::Refused { stage: "read", reason: msg })
+    };
+    let result = (|| {
+        // The reader reads the dump as UTF-8 text: other bytes are refused there.
+        let Ok(text) = std::str::from_utf8(&b) else {
+            return Ok(Outcome::Refused { stage: "read", reason: "not UTF-8".into() });
+        };
+        let ranks = match mpiskel_trace::otf2::read_dump(anchor, text) {
+            Ok(r) => r,
+            Err(e) => return refused(e),
+        };
+        if let Err(e) = mpiskel_trace::validate::validate(anchor, &ranks) {
+            return refused(e);
+        }
+        let mut set = TraceSet {
+            path: anchor.clone(),
+            format: mpiskel_trace::TraceFormat::Otf2,
+            ranks,
+            meta: None,
+        };
+        set.fold_polls();
+        if read_only {
+            set.drop_local_calls();
+            let events = set.ranks.iter().map(|r| r.events.len() as u64).sum();
+            return Ok(Outcome::Read { events });
+        }
+        pipeline::built(&set, false, true)
+    })();
+    CaseResult { case, mutated: true, input_bytes, result }
+}
+
+/// The dump program's text of every OTF2 trace of `paths` (anchor files), made once.
+fn load_otf2_dump_corpus(paths: &[PathBuf]) -> anyhow::Result<Vec<Corpus>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let text = mpiskel_trace::otf2::dump_text(p)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        let files = vec![(PathBuf::from("dump.txt"), text.into_bytes())];
+        out.push(Corpus { name: p.display().to_string(), files, open: p.clone() });
+    }
+    anyhow::ensure!(
+        !out.is_empty(),
+        "the otf2-dump target needs a corpus of real OTF2 traces (--corpus)"
+    );
+    Ok(out)
 }
 
 fn io_violation(what: &str, e: impl std::fmt::Display) -> Violation {
@@ -651,6 +725,9 @@ pub fn write_corpus_case(
         Target::Ti => load_corpus(corpus)?,
         Target::Dumpi => load_dumpi_corpus(corpus)?,
         Target::Otf2 => load_otf2_corpus(corpus)?,
+        Target::Otf2Dump => {
+            anyhow::bail!("otf2-dump cases are dumps, not trace files: run the case with --verbose")
+        }
         Target::Pipeline | Target::Native => anyhow::bail!("{target:?} cases are not real traces"),
     };
     let mut rng = Rng::new(seed);

@@ -21,6 +21,7 @@ use mpiskel_fuzz::campaign::{run, Config, Report, Target};
 ///   mpiskel-fuzz ti --corpus ../shared/fixtures/public/simgrid-ti/ti_traces_32_1.index.txt
 ///   mpiskel-fuzz dumpi --cases 100000
 ///   mpiskel-fuzz otf2 --cases 10000
+///   mpiskel-fuzz otf2-dump --read-only --cases 10000000
 ///   mpiskel-fuzz dumpi --read-only --cases 10000000
 ///   mpiskel-fuzz pipeline --seed 4711 --cases 1 --verbose
 #[derive(Debug, Parser)]
@@ -29,7 +30,9 @@ struct Args {
     /// What to fuzz: `pipeline` (generated programs mutated as events, through every stage),
     /// `native` (generated programs as native rank files, mutated as bytes), `ti` (real
     /// SimGrid time-independent traces, mutated as text), `dumpi` (real SST DUMPI traces,
-    /// mutated as bytes) or `otf2` (real OTF2 traces, mutated as bytes, read through libotf2).
+    /// mutated as bytes), `otf2` (real OTF2 traces, mutated as bytes, read through libotf2) or
+    /// `otf2-dump` (the libotf2 dump program's text of real OTF2 traces, mutated as bytes and
+    /// turned into the model in process, as the OTF2 reader does after libotf2).
     #[arg(value_enum)]
     target: Target,
     /// Number of cases.
@@ -45,7 +48,7 @@ struct Args {
     #[arg(long, default_value_t = 30.0)]
     hang_after: f64,
     /// Real traces for the `ti` target (index files or single action files), the `dumpi`
-    /// target (`.meta` files) or the `otf2` target (anchor files); repeatable. Default: for
+    /// target (`.meta` files) or the `otf2` and `otf2-dump` targets (anchor files); repeatable. Default: for
     /// `ti` the SimGrid samples and the small NPB traces of `../shared/fixtures` (or
     /// `$MPISKEL_SHARED/fixtures`), for `dumpi` and `otf2` the DUMPI and OTF2 traces there.
     #[arg(long, value_name = "FILE")]
@@ -58,7 +61,7 @@ struct Args {
     /// Print every case's shape, mutations and outcome.
     #[arg(long)]
     verbose: bool,
-    /// Reader targets (native, ti, dumpi, otf2): read each mutated trace as `mpiskel build`
+    /// Reader targets (native, ti, dumpi, otf2, otf2-dump): read each mutated trace as `mpiskel build`
     /// opens it (whole-run check, poll folding, local calls) and stop there: the readers alone,
     /// at many more cases per second than through the whole pipeline.
     #[arg(long)]
@@ -165,7 +168,7 @@ fn main() -> Result<ExitCode> {
     let corpus = match a.target {
         Target::Ti if a.corpus.is_empty() => default_corpus(),
         Target::Dumpi if a.corpus.is_empty() => default_dumpi_corpus(),
-        Target::Otf2 if a.corpus.is_empty() => default_otf2_corpus(),
+        Target::Otf2 | Target::Otf2Dump if a.corpus.is_empty() => default_otf2_corpus(),
         _ => a.corpus.clone(),
     };
     if let Some(dir) = &a.write {

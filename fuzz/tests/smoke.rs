@@ -106,5 +106,8 @@ fn the_otf2_reader_survives_mutated_real_traces() {
     for c in &corpus {
         assert!(c.is_file(), "{} missing (set MPISKEL_SHARED)", c.display());
     }
-    campaign(Target::Otf2, 100, seed(), corpus);
+    campaign(Target::Otf2, 100, seed(), corpus.clone());
+    // The dump program's text, mutated and turned into the model in process.
+    campaign(Target::Otf2Dump, 300, seed(), corpus.clone());
+    read_only(Target::Otf2Dump, 2_000, corpus);
 }

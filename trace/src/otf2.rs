@@ -102,6 +102,14 @@ fn dumper() -> Result<PathBuf> {
 
 /// Reads the OTF2 trace whose anchor file is `anchor`.
 pub fn read_otf2(anchor: &Path) -> Result<Vec<RankTrace>> {
+    let text = dump_text(anchor)?;
+    parse(anchor, &text)
+}
+
+/// The text the dump program ([`OTF2_DUMP_C`]) writes for the OTF2 trace at `anchor`: what
+/// libotf2 read of its definitions and events, one record per line. A trace libotf2 refuses
+/// (or a dump program that fails in any way) is refused with the program's message.
+pub fn dump_text(anchor: &Path) -> Result<String> {
     let exe = dumper()?;
     let tmp = std::env::temp_dir().join(format!(
         "mpiskel-otf2-{}-{:?}.txt",
@@ -118,8 +126,15 @@ pub fn read_otf2(anchor: &Path) -> Result<Vec<RankTrace>> {
             reason: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         });
     }
-    let text = text.map_err(|e| TraceError::io(&tmp, e))?;
-    parse(anchor, &text)
+    text.map_err(|e| TraceError::io(&tmp, e))
+}
+
+/// Turns the dump program's text for the trace at `anchor` ([`dump_text`]) into every rank's
+/// calls; the second half of [`read_otf2`], apart so that it can be given any text (the
+/// reader's fuzz target mutates real dumps). Text that does not describe a trace is refused,
+/// naming the anchor, the rank and the line.
+pub fn read_dump(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
+    parse(anchor, text)
 }
 
 /// One MPI record inside a call.
