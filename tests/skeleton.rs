@@ -304,7 +304,11 @@ fn the_folder_builds_and_runs_with_its_own_makefile_and_script() {
     let dir = build("halo-own", &fixture("halo2d-open-4x4"));
     let out = Command::new("make")
         .current_dir(&dir)
-        .args(["MPICC=mpicc.openmpi", "CFLAGS=-O2 -Wall -Wextra -Werror"])
+        .args([
+            "MPICC=mpicc.openmpi",
+            "CFLAGS=-O2 -Wall -Wextra -Werror",
+            "PROGRAM_CFLAGS=-O1 -Wall -Wextra -Werror",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
