@@ -177,7 +177,9 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
         reason: format!("record {line} of libotf2's reading: {reason}"),
     };
     let mut d = Defs::default();
-    let mut events: Vec<(usize, Vec<&str>)> = Vec::new();
+    // Event records, kept as lines and split one at a time (a vector per record was most of
+    // the reading's time).
+    let mut events: Vec<(usize, &str)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let (kind, rest) = line.split_once(' ').unwrap_or((line, ""));
         let num =
@@ -216,7 +218,7 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
                     _ => {}
                 }
             }
-            _ => events.push((i + 1, line.split_whitespace().collect())),
+            _ => events.push((i + 1, line)),
         }
     }
     if d.ticks == 0 {
@@ -272,8 +274,11 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
             }
         }
     }
-    for (line, f) in &events {
-        let line = *line;
+    let mut f: Vec<&str> = Vec::new();
+    for &(line, record) in &events {
+        f.clear();
+        f.extend(record.split_ascii_whitespace());
+        let f = &f;
         let field = |k: usize| -> Result<u64> {
             f.get(k)
                 .and_then(|s| s.parse().ok())
@@ -407,8 +412,9 @@ fn buffer_bytes(
 
 /// The model's operation for an MPI region name.
 fn op_of(name: &str) -> Option<Op> {
+    static BY_NAME: std::sync::OnceLock<HashMap<&'static str, Op>> = std::sync::OnceLock::new();
     let n = name.strip_prefix("MPI_")?;
-    Op::ALL.iter().copied().find(|op| op.name() == n)
+    BY_NAME.get_or_init(|| Op::ALL.iter().map(|&op| (op.name(), op)).collect()).get(n).copied()
 }
 
 impl Builder {
