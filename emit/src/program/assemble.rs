@@ -529,6 +529,7 @@ fn classes_with_buffers(
             region.range(..=slot).next_back().filter(|(b, r)| slot < *b + r.1).map(|(b, _)| *b)
         };
         let mut live: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+        let mut completed = BTreeSet::new();
         for (leaf, c) in calls.iter().enumerate() {
             let named: Vec<u32> = match c {
                 Some(Call::Recv { slot: Some(s), .. }) => vec![s.base],
@@ -539,12 +540,17 @@ fn classes_with_buffers(
             for g in named.into_iter().filter_map(group_of) {
                 let e = live.entry(g).or_insert((lo, hi));
                 *e = (e.0.min(lo), e.1.max(hi));
+                if matches!(c, Some(Call::Complete { .. })) {
+                    completed.insert(g);
+                }
             }
         }
         let needs: BTreeMap<u32, super::regions::Need> = region
             .iter()
             .map(|(&s, &(b, ring))| {
+                // A receive nothing completes stays pending to the end.
                 let (from, to) = live.get(&s).copied().unwrap_or((0, usize::MAX));
+                let to = if completed.contains(&s) { to } else { usize::MAX };
                 (s, super::regions::Need { from, to, bytes: round8(b) * u64::from(ring) })
             })
             .collect();
