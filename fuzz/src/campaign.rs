@@ -424,13 +424,6 @@ fn dump_case(rng: &mut Rng, corpus: &[Corpus], read_only: bool) -> CaseResult {
     let case = format!("{}: {}", c.name, m.join(", "));
     let input_bytes = b.len() as u64;
     let anchor = &c.open;
-    let refused = |e: mpiskel_trace::TraceError| {
-        let msg = e.to_string();
-        if msg.len() > 2_000 {
-            return Err(Violation(format!("an error message of {} bytes", msg.len())));
-        }
-        Ok(Outcome::Refused { stage: "read", reason: msg })
-    };
     let result = (|| {
         // The reader reads the dump as UTF-8 text: other bytes are refused there.
         let Ok(text) = std::str::from_utf8(&b) else {
@@ -438,10 +431,10 @@ fn dump_case(rng: &mut Rng, corpus: &[Corpus], read_only: bool) -> CaseResult {
         };
         let ranks = match mpiskel_trace::otf2::read_dump(anchor, text) {
             Ok(r) => r,
-            Err(e) => return refused(e),
+            Err(e) => return refused_at_read(&e),
         };
         if let Err(e) = mpiskel_trace::validate::validate(anchor, &ranks) {
-            return refused(e);
+            return refused_at_read(&e);
         }
         let mut set = TraceSet {
             path: anchor.clone(),
@@ -449,12 +442,10 @@ fn dump_case(rng: &mut Rng, corpus: &[Corpus], read_only: bool) -> CaseResult {
             ranks,
             meta: None,
         };
-        set.fold_polls();
         if read_only {
-            set.drop_local_calls();
-            let events = set.ranks.iter().map(|r| r.events.len() as u64).sum();
-            return Ok(Outcome::Read { events });
+            return Ok(opened(set));
         }
+        set.fold_polls();
         pipeline::built(&set, false, true)
     })();
     CaseResult { case, mutated: true, input_bytes, result }
@@ -539,20 +530,27 @@ fn native_case(rng: &mut Rng, dir: Option<&Path>, read_only: bool) -> CaseResult
 /// stops there.
 fn read(path: &Path) -> Result<Outcome, Violation> {
     match TraceSet::open(path, &ReadOptions::default()) {
-        Ok(mut set) => {
-            set.fold_polls();
-            set.drop_local_calls();
-            let events = set.ranks.iter().map(|r| r.events.len() as u64).sum();
-            Ok(Outcome::Read { events })
-        }
-        Err(e) => {
-            let msg = e.to_string();
-            if msg.len() > 2_000 {
-                return Err(Violation(format!("an error message of {} bytes", msg.len())));
-            }
-            Ok(Outcome::Refused { stage: "read", reason: msg })
-        }
+        Ok(set) => Ok(opened(set)),
+        Err(e) => refused_at_read(&e),
     }
+}
+
+/// What `mpiskel build` does to a trace it opened before anything else (poll folding, local
+/// calls), and the events left.
+fn opened(mut set: TraceSet) -> Outcome {
+    set.fold_polls();
+    set.drop_local_calls();
+    let events = set.ranks.iter().map(|r| r.events.len() as u64).sum();
+    Outcome::Read { events }
+}
+
+/// A reader's refusal; a message too long to read is a broken promise.
+fn refused_at_read(e: &mpiskel_trace::TraceError) -> Result<Outcome, Violation> {
+    let msg = e.to_string();
+    if msg.len() > 2_000 {
+        return Err(Violation(format!("an error message of {} bytes", msg.len())));
+    }
+    Ok(Outcome::Refused { stage: "read", reason: msg })
 }
 
 /// Opens `path` as `mpiskel build` does; what the reader accepts goes through the pipeline
@@ -561,14 +559,11 @@ pub fn read_and_build(path: &Path, correct: bool) -> Result<Outcome, Violation> 
     let mut set = match TraceSet::open(path, &ReadOptions::default()) {
         Ok(s) => s,
         Err(e) => {
-            let msg = e.to_string();
-            if msg.len() > 2_000 {
-                return Err(Violation(format!("an error message of {} bytes", msg.len())));
-            }
+            let refusal = refused_at_read(&e)?;
             if correct {
-                return Err(Violation(format!("a correct program was refused at read: {msg}")));
+                return Err(Violation(format!("a correct program was refused at read: {e}")));
             }
-            return Ok(Outcome::Refused { stage: "read", reason: msg });
+            return Ok(refusal);
         }
     };
     set.fold_polls();
