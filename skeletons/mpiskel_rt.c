@@ -183,9 +183,21 @@ void sk_compute_shrink(double share) {
 
 static void sk_cut_run(double seconds, double removed, double shrink, int clip);
 
+#define SK_KEEP_SHARE 0.05
+#define SK_KEEP_MIN 5e-5
+
 /* Runs the `kept` seconds of a cut block and adds them, with the `removed` seconds that do not
- * run, to the phase being timed (sk_cut). */
+ * run, to the phase being timed (sk_cut). On a real machine a part shorter than SK_KEEP_MIN
+ * runs untimed (reading the clocks would cost a good share of it): what it skipped is priced at
+ * the pace of the phase's timed parts (sk_restored_of). Simulated time is exact at any length. */
 static void sk_run_kept(double kept, double removed) {
+#ifndef MPISKEL_SMPI
+    if (kept < SK_KEEP_MIN) {
+        sk_run(kept);
+        sk_cut[sk_current][0] += removed;
+        return;
+    }
+#endif
     double start = MPI_Wtime();
 #ifndef MPISKEL_SMPI
     double cpu = sk_cpu_now();
@@ -244,9 +256,6 @@ void sk_compute_less_whole(double seconds, double removed) {
 static int *sk_keep;
 static int sk_keep_any;
 static double *sk_keep_most;
-
-#define SK_KEEP_SHARE 0.05
-#define SK_KEEP_MIN 5e-5
 
 void sk_compute_keep(double seconds) {
     double s = seconds * sk_weight * sk_scale;
@@ -430,10 +439,20 @@ static double sk_restored_of(int i) {
     if (sk_keep_most && sk_keep && sk_keep[i]) {
         return sk_keep_most[i];
     }
-    if (!sk_cut || sk_cut[i][1] <= 0.0) {
+    if (!sk_cut || sk_cut[i][0] <= 0.0) {
         return 0.0;
     }
-    return sk_cut[i][0] * sk_cut[i][2] / sk_cut[i][1];
+    if (sk_cut[i][1] > 0.0) {
+        return sk_cut[i][0] * sk_cut[i][2] / sk_cut[i][1];
+    }
+    /* Only untimed parts ran here: the pace of the rank's timed parts elsewhere, or, with none,
+     * the pace the kernel was calibrated at (1). */
+    double asked = 0.0, took = 0.0;
+    for (int j = 0; j < sk_nphases; j++) {
+        asked += sk_cut[j][1];
+        took += sk_cut[j][2];
+    }
+    return sk_cut[i][0] * (asked > 0.0 ? took / asked : 1.0);
 }
 
 /* A first iteration this many times longer than the mean of the others waited for ranks that

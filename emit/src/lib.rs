@@ -25,6 +25,7 @@
 
 pub mod c;
 pub mod compute_cut;
+pub mod correspond;
 pub mod deadlock;
 pub mod document;
 pub mod instantiate;

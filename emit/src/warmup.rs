@@ -110,19 +110,7 @@ pub fn skip(skel: &mut Skeleton) -> bool {
         c.phases[m].warmup += 1;
         let Some(w) = c.phases.iter_mut().find(|p| p.name == WARMUP) else { continue };
         let beyond = (compute_of(&w.body) - per_iteration).max(0.0);
-        let body = if beyond > 0.0 {
-            vec![Stmt::Compute {
-                seconds: beyond,
-                dist: None,
-                removed: 0.0,
-                factors: None,
-                replay: None,
-                keep_only: false,
-                leaf: None,
-            }]
-        } else {
-            Vec::new()
-        };
+        let body = if beyond > 0.0 { vec![Stmt::block(beyond)] } else { Vec::new() };
         w.skipped = Some(std::mem::replace(&mut w.body, body));
         w.compute_s = beyond;
         w.calls = 0;

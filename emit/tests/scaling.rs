@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use mpiskel_emit::pipeline::make;
+use mpiskel_emit::program::Stmt;
 use mpiskel_trace::{ReadOptions, TraceSet};
 
 /// Writes a TI trace of `n` ranks whose rank `r` runs `body(r)` (action lines without the rank)
@@ -336,5 +337,73 @@ fn a_set_up_loop_that_holds_the_bytes_runs_once_when_communication_is_over_the_t
     // Both set-up exchanges would be 8 MB of the 8.05 MB the application sends per rank.
     assert!(t.bytes_share() < 0.6, "{t:?}");
     // The program that runs was checked: every rank runs to completion.
+    assert_eq!(b.check.ranks, n as usize);
+}
+
+/// An open chain whose every step is an inner loop of three exchanges after 30 µs of
+/// computation, then a report to rank 0 (so rank 0's program differs from the others'):
+/// blocks under the part a cut block keeps, inside an inner loop, at places whose index differs
+/// between the classes. Once the main loop runs the fewest iterations it can, they are what is
+/// left to cut, and they are cut on every rank alike.
+#[test]
+fn short_blocks_in_inner_loops_are_cut_alike_in_every_class_when_nothing_else_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4;
+    let chain = |r: u32| {
+        let mut v = vec!["compute 20000".to_owned(), "allreduce 1 1".to_owned()];
+        for _ in 0..6 {
+            for _ in 0..3 {
+                v.push("compute 30000".into());
+                if r > 0 {
+                    v.push(format!("irecv {} 0 64", r - 1));
+                }
+                if r + 1 < n {
+                    v.push(format!("isend {} 0 64", r + 1));
+                }
+                v.push("waitall".into());
+            }
+            // Rank 0 collects a report from every other rank.
+            if r == 0 {
+                v.extend((1..n).map(|q| format!("irecv {q} 1 8")));
+            } else {
+                v.push("isend 0 1 8".into());
+            }
+            v.push("waitall".into());
+            v.push("allreduce 1 1".into());
+        }
+        v
+    };
+    let path = ti_trace(dir.path(), n, chain);
+    // 20 µs of set-up and 6 × 3 × 30 µs of steps: one step is a sixth of the run, the target a
+    // twelfth.
+    let b = built(&path, 0.00056, 0.00056 / 12.0);
+    let s = &b.scaling;
+    assert_eq!((s.main_full, s.main_run), (6, 1), "{s:?}");
+    assert!(b.skeleton.classes.len() > 1, "rank 0 is a class of its own");
+    assert!(s.skeleton_estimate_s <= s.target_s * (1.0 + 1e-9), "{s:?}");
+    // Every class loses the same seconds from its inner loop's block.
+    let inner_removed: Vec<f64> = b
+        .skeleton
+        .classes
+        .iter()
+        .map(|c| {
+            let main = c.phases.iter().find(|p| p.name == "main_loop").expect("a main loop");
+            let mut removed = Vec::new();
+            fn walk(body: &[Stmt], depth: usize, out: &mut Vec<f64>) {
+                for st in body {
+                    match st {
+                        Stmt::Compute { removed, .. } if depth > 0 => out.push(*removed),
+                        Stmt::Loop { body, .. } => walk(body, depth + 1, out),
+                        _ => {}
+                    }
+                }
+            }
+            walk(&main.body, 0, &mut removed);
+            assert_eq!(removed.len(), 1, "one block in the inner loop: {removed:?}");
+            removed[0]
+        })
+        .collect();
+    assert!(inner_removed[0] > 0.0 && inner_removed[0] < 30e-6, "{inner_removed:?} {s:?}");
+    assert!(inner_removed.iter().all(|&r| r == inner_removed[0]), "{inner_removed:?}");
     assert_eq!(b.check.ranks, n as usize);
 }

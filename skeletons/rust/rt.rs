@@ -39,7 +39,8 @@ const FIRST_LONGER: f64 = 1.25;
 /// Share of its duration that a block cut by [`Runtime::compute_keep`] still runs.
 const KEEP_SHARE: f64 = 0.05;
 
-/// Seconds of a block cut by [`Runtime::compute_keep`] that always run: enough to time.
+/// Seconds of a block cut by [`Runtime::compute_keep`] that always run: enough to time. A kept
+/// part shorter than this runs untimed ([`Runtime::run_kept`]).
 const KEEP_MIN: f64 = 5e-5;
 
 /// One timed part of the program: a loop of the trace or the calls between loops.
@@ -76,7 +77,8 @@ pub struct Phase {
 impl Phase {
     /// Seconds of removed computation added back: what was removed, at the pace the parts that
     /// ran kept over the whole phase.
-    fn restored(&self) -> f64 {
+    /// Where only untimed parts ran here, at `pace`: the rank's over its other phases.
+    fn restored(&self, pace: f64) -> f64 {
         if let (true, Some(most)) = (self.keep, self.keep_most) {
             return most;
         }
@@ -84,7 +86,7 @@ impl Phase {
         if kept > 0.0 {
             removed * took / kept
         } else {
-            0.0
+            removed * pace
         }
     }
 
@@ -357,6 +359,17 @@ impl Runtime {
         self.compute_cut(seconds, removed, 1.0, false);
     }
 
+    /// The pace of this rank's timed kept parts over all phases (taken over asked seconds), or 1.
+    fn pace(&self) -> f64 {
+        let (asked, took) =
+            self.phases.iter().fold((0.0, 0.0), |(a, t), p| (a + p.cut[1], t + p.cut[2]));
+        if asked > 0.0 {
+            took / asked
+        } else {
+            1.0
+        }
+    }
+
     /// A block right before a collective of every rank, in a phase that runs once: runs only a
     /// short part of it ([`KEEP_SHARE`] of this rank's duration, at least [`KEEP_MIN`]); at the
     /// report, every rank adds back to the phase the most that any rank skipped, at the pace
@@ -398,7 +411,14 @@ impl Runtime {
 
     /// Runs the `kept` seconds of a cut block and adds them, with the `removed` seconds that do
     /// not run, to phase `i`.
+    /// A part shorter than [`KEEP_MIN`] runs untimed (reading the clocks would cost a good
+    /// share of it): what it skipped is priced at the pace of the phase's timed parts.
     fn run_kept(&mut self, i: usize, kept: f64, removed: f64) {
+        if kept < KEEP_MIN {
+            self.run_for(kept);
+            self.phases[i].cut[0] += removed;
+            return;
+        }
         let (start, cpu) = (mpi::time(), cpu_time::ThreadTime::now());
         self.run_for(kept);
         let cut = &mut self.phases[i].cut;
@@ -610,18 +630,18 @@ impl Runtime {
                 let others = (own - first) / (p.run - o.run) as f64;
                 return first * o.full as f64 / o.run as f64
                     + others * (p.full - o.full) as f64
-                    + p.restored() * scale;
+                    + p.restored(self.pace()) * scale;
             }
         }
         let predicted = match p.first {
             Some(first) if children == 0 && p.parent.is_none() && p.run >= 2 && p.full > p.run => {
                 let others = (own - first) / (p.run - 1) as f64;
                 if p.first_apart || first > FIRST_LONGER * others {
-                    return first + others * (p.full - 1) as f64 + p.restored() * scale;
+                    return first + others * (p.full - 1) as f64 + p.restored(self.pace()) * scale;
                 }
-                (own + p.restored()) * scale
+                (own + p.restored(self.pace())) * scale
             }
-            _ => (own + p.restored()) * scale + inner,
+            _ => (own + p.restored(self.pace())) * scale + inner,
         };
         // A rank that reached the main loop before the last one waited for it in the iterations
         // it ran, as the application did once, in its first: that wait is counted once, not
@@ -667,7 +687,7 @@ impl Runtime {
             if p.cut[0] > 0.0 {
                 let cpu_per_s = if p.cut[1] > 0.0 { p.cut[3] / p.cut[1] } else { self.cpu_per_asked };
                 mine[1] += p.cut[0] * cpu_per_s * scale;
-                restored += p.restored() * scale;
+                restored += p.restored(self.pace()) * scale;
             }
         }
         let node = world.split_shared(0);
@@ -696,7 +716,7 @@ impl Runtime {
         for (i, p) in self.phases.iter().enumerate() {
             if p.keep {
                 let at = slot(i);
-                mine[at] = mine[at].max(p.restored());
+                mine[at] = mine[at].max(p.restored(self.pace()));
             }
         }
         let mut most = vec![0.0f64; n];
@@ -774,7 +794,7 @@ impl Runtime {
                     p.run,
                     p.warmup,
                     g(p.seconds, 9),
-                    g(p.restored(), 9),
+                    g(p.restored(self.pace()), 9),
                     g(self.predicted(i) + warm, 9)
                 )
             })

@@ -412,6 +412,21 @@ pub struct ClassProgram {
     pub notation: String,
 }
 
+impl Stmt {
+    /// A compute block of `seconds`, fixed, whole, with nothing else attached.
+    pub fn block(seconds: f64) -> Stmt {
+        Stmt::Compute {
+            seconds,
+            dist: None,
+            removed: 0.0,
+            factors: None,
+            replay: None,
+            keep_only: false,
+            leaf: None,
+        }
+    }
+}
+
 impl Phase {
     /// A phase of `full` iterations (all run), one of which is `body`, from `origin`.
     pub(super) fn new(
