@@ -72,6 +72,24 @@ fn inspect_refuses_what_is_not_a_trace() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// A compressed trace (the shared fixtures ship their large traces as `.tar.gz`) is named as
+/// such, with what to do; `build`, which wraps the reader's error in its own, says it once.
+#[test]
+fn a_compressed_trace_is_named_as_such_and_every_error_is_said_once() {
+    let dir = scratch("cli-compressed");
+    let f = dir.join("trace.tar.gz");
+    std::fs::write(&f, [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 1, 2, 3]).unwrap();
+    let out = dir.join("out");
+    for (cmd, extra) in [("inspect", vec![]), ("build", vec!["-o".as_ref(), out.as_os_str()])] {
+        let out = mpiskel().arg(cmd).arg(&f).args(extra).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("gzip-compressed") && err.contains("tar xf"), "{cmd}: {err}");
+        let error = err.lines().find(|l| l.starts_with("error:")).unwrap_or_default();
+        assert_eq!(error.matches("trace.tar.gz").count(), 1, "{cmd}: {err}");
+    }
+}
+
 #[test]
 fn trace_refuses_to_overwrite_without_force() {
     let dir = scratch("cli-exists");

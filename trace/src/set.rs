@@ -111,6 +111,12 @@ impl TraceSet {
         if !head[..n].contains(&0) && is_dumpi_meta(path) {
             return open_dumpi(path);
         }
+        if let Some(kind) = archive_kind(&head[..n]) {
+            return Err(not(&format!(
+                "a {kind}-compressed file, not a trace: extract it first (for a tar archive: \
+                 tar xf FILE) and give the trace inside"
+            )));
+        }
         if head[..n].contains(&0) {
             return Err(not("binary file that is not an mpiskel trace (bad magic at byte 0)"));
         }
@@ -225,4 +231,16 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
     let meta_path = dir.join("meta.json");
     let meta = if meta_path.is_file() { Some(RunMeta::read(&meta_path)?) } else { None };
     Ok(TraceSet { path: dir.to_path_buf(), format: TraceFormat::Native, ranks, meta })
+}
+
+/// The compression a file's first bytes announce (gzip, bzip2, xz, zstd), if any: traces are
+/// often shipped compressed, and saying so beats "bad magic".
+fn archive_kind(head: &[u8]) -> Option<&'static str> {
+    match head {
+        [0x1f, 0x8b, ..] => Some("gzip"),
+        [b'B', b'Z', b'h', ..] => Some("bzip2"),
+        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => Some("xz"),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Some("zstd"),
+        _ => None,
+    }
 }

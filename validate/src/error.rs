@@ -6,34 +6,34 @@ use std::fmt::Display;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file or process operation failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A JSON document could not be read or written.
-    #[error("{0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
     /// A CSV table could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Csv(#[from] csv::Error),
     /// A trace could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Trace(#[from] mpiskel_trace::TraceError),
     /// No skeleton could be made.
-    #[error("{0}")]
+    #[error(transparent)]
     Pipeline(#[from] mpiskel_emit::pipeline::PipelineError),
     /// A skeleton folder's `skeleton.json` could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Document(#[from] mpiskel_emit::document::DocumentError),
     /// A picture could not be drawn.
-    #[error("{0}")]
+    #[error(transparent)]
     Report(#[from] mpiskel_report::ReportError),
     /// A skeleton could not be rendered.
     #[error("{0}")]
     Render(String),
     /// A number could not be read.
-    #[error("{0}")]
+    #[error(transparent)]
     Number(#[from] std::num::ParseFloatError),
     /// A system call failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Sys(#[from] nix::Error),
     /// The program made from the trace can block forever; nothing was written.
     #[error("{report}refusing to emit {}: the program can deadlock{}", output.display(), if *strict {
