@@ -71,11 +71,14 @@ fn unroll(body: &[Stmt]) -> Option<Vec<Place>> {
             path.push(i);
             *n += 1;
             match st {
-                Stmt::Loop { count, body, .. } => {
+                // (Every pass counts its statements, so a loop of many iterations ends the
+                // unrolling early; an empty body has nothing to unroll.)
+                Stmt::Loop { count, body, .. } if !body.is_empty() => {
                     for _ in 0..*count {
                         go(body, path, out, gap, n)?;
                     }
                 }
+                Stmt::Loop { .. } => {}
                 Stmt::Compute { .. } => gap.push(path.clone()),
                 Stmt::Call { call, .. } => out.push((call_key(call), std::mem::take(gap))),
                 Stmt::Guard { .. } => out.push(("guard".into(), std::mem::take(gap))),
