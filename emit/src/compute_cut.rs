@@ -81,10 +81,11 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
 /// block, the shortest its distribution holds: unlike [`cut_compute_with`], which may clip a
 /// draw's lower tail within a bounded bias, this cut never makes an execution skip more than it
 /// lasts, because blocks this short are too many to bound the bias of each), by one share of
-/// that for all blocks, the share that brings the estimate to the target. The part that runs is too short to time on its own: the
-/// runtime runs it untimed and prices what it skipped at the pace of the phase's timed parts (or
-/// the rank's, where the phase has none). Blocks in time-step loops, in a phase with a cut inner
-/// loop, or under a guard are left as they are.
+/// that for all blocks, the share that brings the estimate to the target. The part that runs is
+/// too short to time on its own on a real machine: the runtime runs it untimed there and prices
+/// what it skipped at the pace of the phase's timed parts (or the rank's, where the phase has
+/// none); simulated parts are timed at any length. Blocks in time-step loops, in a phase with a
+/// cut inner loop, or under a guard are left as they are.
 ///
 /// # Complexity
 /// O(size of the program) and the alignment of [`crate::correspond`].

@@ -9,8 +9,8 @@
 //! aligned with each other class's by a heaviest common subsequence of the calls (by kind,
 //! operation, logical peer, tag and communicator; a pair with as many blocks before it weighs
 //! more). The blocks between two pairs of aligned calls (before calls only one class makes
-//! included) correspond one for one where both classes run as many. Blocks whose executions correspond
-//! form one group; a group every execution of which, in every class, corresponds to an
+//! included) correspond one for one where both classes run as many. Blocks whose executions
+//! correspond form one group; a group every execution of which, in every class, corresponds to an
 //! execution of the group in every other class is a block every rank runs at the same places,
 //! and the compute cut can take the same seconds out of it on every rank. This is Xu & Subhlok's
 //! (2008, §4) matching of the processes' calls by their place in the program, applied to the

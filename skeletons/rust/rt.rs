@@ -607,6 +607,7 @@ impl Runtime {
     /// or is over [`FIRST_LONGER`] times the mean of the others: the first waited for the ranks
     /// that reached the loop last, which the application did once.
     fn predicted(&self, i: usize) -> f64 {
+        let pace = self.pace();
         let p = &self.phases[i];
         let (mut own, mut inner, mut children) = (p.seconds, 0.0, 0);
         for (j, q) in self.phases.iter().enumerate() {
@@ -630,18 +631,18 @@ impl Runtime {
                 let others = (own - first) / (p.run - o.run) as f64;
                 return first * o.full as f64 / o.run as f64
                     + others * (p.full - o.full) as f64
-                    + p.restored(self.pace()) * scale;
+                    + p.restored(pace) * scale;
             }
         }
         let predicted = match p.first {
             Some(first) if children == 0 && p.parent.is_none() && p.run >= 2 && p.full > p.run => {
                 let others = (own - first) / (p.run - 1) as f64;
                 if p.first_apart || first > FIRST_LONGER * others {
-                    return first + others * (p.full - 1) as f64 + p.restored(self.pace()) * scale;
+                    return first + others * (p.full - 1) as f64 + p.restored(pace) * scale;
                 }
-                (own + p.restored(self.pace())) * scale
+                (own + p.restored(pace)) * scale
             }
-            _ => (own + p.restored(self.pace())) * scale + inner,
+            _ => (own + p.restored(pace)) * scale + inner,
         };
         // A rank that reached the main loop before the last one waited for it in the iterations
         // it ran, as the application did once, in its first: that wait is counted once, not
@@ -680,14 +681,14 @@ impl Runtime {
         if !self.processor_time {
             return 0.0;
         }
-        let (mut mine, mut restored) = ([0.0f64; 2], 0.0);
+        let (mut mine, mut restored, pace) = ([0.0f64; 2], 0.0, self.pace());
         for p in self.phases.iter().filter(|p| p.run > 0) {
             let scale = p.full as f64 / p.run as f64;
             mine[0] += p.ran * self.cpu_per_asked * scale;
             if p.cut[0] > 0.0 {
                 let cpu_per_s = if p.cut[1] > 0.0 { p.cut[3] / p.cut[1] } else { self.cpu_per_asked };
                 mine[1] += p.cut[0] * cpu_per_s * scale;
-                restored += p.restored(self.pace()) * scale;
+                restored += p.restored(pace) * scale;
             }
         }
         let node = world.split_shared(0);
@@ -712,11 +713,11 @@ impl Runtime {
         }
         let n = self.keep_slots.as_ref().map_or(self.phases.len(), |s| s.1);
         let slot = |i: usize| self.keep_slots.as_ref().map_or(i, |s| s.0[i]);
-        let mut mine = vec![0.0f64; n];
+        let (mut mine, pace) = (vec![0.0f64; n], self.pace());
         for (i, p) in self.phases.iter().enumerate() {
             if p.keep {
                 let at = slot(i);
-                mine[at] = mine[at].max(p.restored(self.pace()));
+                mine[at] = mine[at].max(p.restored(pace));
             }
         }
         let mut most = vec![0.0f64; n];
@@ -781,6 +782,7 @@ impl Runtime {
             g(factor, 4),
             g(recorded_app_s, 6)
         );
+        let pace = self.pace();
         let phases: Vec<String> = self
             .phases
             .iter()
@@ -794,7 +796,7 @@ impl Runtime {
                     p.run,
                     p.warmup,
                     g(p.seconds, 9),
-                    g(p.restored(self.pace()), 9),
+                    g(p.restored(pace), 9),
                     g(self.predicted(i) + warm, 9)
                 )
             })
