@@ -75,17 +75,20 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
 /// [`MIN_REMOVED`] to lose), inside an inner loop of a phase, or at places whose index differs
 /// between classes (NPB MG at 256 ranks: 255 of the 261 blocks of an iteration are under 20 µs,
 /// three quarters of its computation is inside loops of 2 or 3 smoothing steps, and its five
-/// classes' bodies differ in length). Blocks correspond across classes by their place in the
+/// classes' bodies differ in length), and the part the first steps keep of the blocks they cut
+/// (at least [`KEEP_MIN`], to time). Blocks correspond across classes by their place in the
 /// program ([`crate::correspond`]). Every rank loses the same seconds from each, in every class,
 /// at most all but [`KEEP_SHARE`] of the block's shortest duration on any rank (for a drawn
 /// block, the shortest its distribution holds: unlike [`cut_compute_with`], which may clip a
 /// draw's lower tail within a bounded bias, this cut never makes an execution skip more than it
 /// lasts, because blocks this short are too many to bound the bias of each), by one share of
-/// that for all blocks, the share that brings the estimate to the target. The part that runs is
-/// too short to time on its own on a real machine: the runtime runs it untimed there and prices
-/// what it skipped at the pace of the phase's timed parts (or the rank's, where the phase has
-/// none); simulated parts are timed at any length. Blocks in time-step loops, in a phase with a
-/// cut inner loop, or under a guard are left as they are.
+/// what that bound leaves for all blocks, the share that brings the estimate to the target. A
+/// block of fixed duration whose kept part is shrunk already ([`Scaling::compute_shrink`]) saves
+/// only that share of what it loses more, and is counted so. The part that runs is too short to
+/// time on its own on a real machine: the runtime runs it untimed there and prices what it
+/// skipped at the pace of the phase's timed parts (or the rank's, where the phase has none);
+/// simulated parts are timed at any length. Blocks in time-step loops, in a phase with a cut
+/// inner loop, or under a guard are left as they are.
 ///
 /// # Complexity
 /// O(size of the program) and the alignment of [`crate::correspond`].
@@ -96,9 +99,19 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
         return;
     }
     let Some(first) = skel.classes.first() else { return };
-    // (phase, each class's paths of the group's blocks, what every rank can lose, executions
-    // run).
-    let mut blocks: Vec<(String, Vec<Vec<Path>>, f64, f64)> = Vec::new();
+    /// A group of blocks at the same place of every class.
+    struct Small {
+        phase: String,
+        /// Each class's paths of the group's blocks.
+        paths: Vec<Vec<Path>>,
+        /// What an earlier step took from them.
+        before: f64,
+        /// What every rank can lose beyond it.
+        can: f64,
+        /// Executions run, times the share of a loss that is saved.
+        runs: f64,
+    }
+    let mut blocks: Vec<Small> = Vec::new();
     for p in &first.phases {
         if p.steps.is_some() || p.skipped.is_some() || p.inner.is_some() {
             continue;
@@ -117,9 +130,7 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
             for ((c, q), paths) in skel.classes.iter().zip(&phases).zip(&g.paths) {
                 for path in paths {
                     match at(&q.body, path) {
-                        Some(
-                            st @ Stmt::Compute { removed, keep_only: false, replay: None, .. },
-                        ) if *removed == 0.0 => here.push((c, st)),
+                        Some(st @ Stmt::Compute { keep_only: false, .. }) => here.push((c, st)),
                         _ => continue 'group,
                     }
                 }
@@ -142,24 +153,42 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
                     _ => Vec::new(),
                 })
                 .fold(f64::INFINITY, f64::min);
-            let can = (1.0 - KEEP_SHARE) * least;
+            // What an earlier step took from the group's blocks already (the most, where the
+            // classes' differ): this step takes the rest, up to the same bound.
+            let before = here
+                .iter()
+                .map(|(_, st)| match st {
+                    Stmt::Compute { removed, .. } => *removed,
+                    _ => 0.0,
+                })
+                .fold(0.0, f64::max);
+            let can = (1.0 - KEEP_SHARE) * least - before;
+            // A block of fixed duration cut already runs only `compute_shrink` of what it keeps
+            // (see `cut_compute_with`): losing more saves that share of it. (One that ran whole
+            // is shrunk too once cut, and saves more than it loses: counted as what it loses.)
+            let shrunk = before > 0.0
+                && here.iter().any(|(_, st)| {
+                    matches!(st, Stmt::Compute { dist: None, factors: None, replay: None, .. })
+                });
+            let saves = if shrunk { scaling.compute_shrink } else { 1.0 };
             if can.is_finite() && can >= MIN_SMALL {
-                blocks.push((p.name.clone(), g.paths, can, (p.run * g.runs) as f64));
+                let runs = saves * (p.run * g.runs) as f64;
+                blocks.push(Small { phase: p.name.clone(), paths: g.paths, before, can, runs });
             }
         }
     }
-    let total: f64 = blocks.iter().map(|(_, _, can, runs)| can * runs).sum();
+    let total: f64 = blocks.iter().map(|b| b.can * b.runs).sum();
     let seconds_of = |compute: f64| compute / lead_compute * scaling.app_time_s;
     if total <= 0.0 || seconds_of(total) < 0.01 * scaling.target_s {
         return;
     }
     let share = ((scaling.skeleton_estimate_s - scaling.target_s) / seconds_of(total)).min(1.0);
-    for (name, paths, can, _) in &blocks {
-        for (c, paths) in skel.classes.iter_mut().zip(paths) {
-            let Some(p) = c.phases.iter_mut().find(|p| &p.name == name) else { continue };
+    for b in &blocks {
+        for (c, paths) in skel.classes.iter_mut().zip(&b.paths) {
+            let Some(p) = c.phases.iter_mut().find(|p| p.name == b.phase) else { continue };
             for path in paths {
                 if let Some(Stmt::Compute { removed, .. }) = at_mut(&mut p.body, path) {
-                    *removed = share * can;
+                    *removed = b.before + share * b.can;
                 }
             }
         }

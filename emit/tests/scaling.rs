@@ -407,3 +407,43 @@ fn short_blocks_in_inner_loops_are_cut_alike_in_every_class_when_nothing_else_is
     assert!(inner_removed.iter().all(|&r| r == inner_removed[0]), "{inner_removed:?}");
     assert_eq!(b.check.ranks, n as usize);
 }
+
+#[test]
+fn the_part_a_cut_block_keeps_to_be_timed_is_cut_too_when_nothing_else_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4;
+    // Six steps of 200–208 µs of computation and a ring exchange: alike enough that one step
+    // stands for six, and each block cut to keep the 50 µs a timer needs.
+    let path = ti_trace(dir.path(), n, |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec!["compute 20000".to_owned()];
+        for i in 0..6 {
+            v.push(format!("compute {}", 200_000 + ((r * 7 + i * 3) % 5) * 2_000));
+            v.push(format!("irecv {prev} 0 512"));
+            v.push(format!("isend {next} 0 512"));
+            v.push("waitall".into());
+            v.push("allreduce 1 1".into());
+        }
+        v
+    });
+    let b = built(&path, 0.001248, 0.00001);
+    let s = &b.scaling;
+    assert_eq!((s.main_full, s.main_run), (6, 1), "{s:?}");
+    let main = b.skeleton.classes[0].phases.iter().find(|p| p.name == "main_loop").unwrap();
+    let removed: Vec<f64> = main
+        .body
+        .iter()
+        .filter_map(|st| match st {
+            Stmt::Compute { removed, .. } => Some(*removed),
+            _ => None,
+        })
+        .collect();
+    // Every rank skips the same seconds: all but 5 % of the shortest duration the block's
+    // distribution holds for the lightest rank (about 200 µs), less than any execution lasts,
+    // and more than the cut that keeps 50 µs to time.
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert!(removed[0] > 200e-6 - 50e-6 + 1e-6, "{removed:?} {s:?}");
+    assert!(removed[0] < 200e-6, "{removed:?}");
+    assert!(s.skeleton_estimate_s < 40e-6, "{s:?}");
+    assert_eq!(b.check.ranks, n as usize);
+}
