@@ -64,7 +64,11 @@ enum ModelArg {
 /// skeleton cuts simulated for a few iterations (as many as the skeleton runs; six at scale) and
 /// the others priced at their pace, per kind of time step. This answers the same question
 /// from a folder of kilobytes, in about the time of a few iterations whatever the loop's
-/// length (--exact: every iteration), and prints each phase's share.
+/// length (--exact: every iteration), and prints each phase's share. With --as-run, the
+/// skeleton itself instead, as it runs: the iterations it runs, the part of each compute block
+/// it runs (what the compute cut takes out left out), the warm-up it skips skipped; the
+/// predicted time is then how long the skeleton would run there (its SimGrid runs: within 5 %),
+/// before anyone runs it.
 ///
 /// The platform is a SimGrid platform file holding one <cluster> (as `smpirun -platform`
 /// takes it) or a TOML file:
@@ -89,7 +93,7 @@ enum ModelArg {
 ///
 /// Output: the predicted time (the last rank's end, with the iterations priced), the slowest
 /// rank, messages and bytes, and how long the simulation took; --json prints {input, from
-/// ("trace" or "skeleton"), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
+/// ("trace" or "skeleton"), as_run (true with --as-run), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
 /// messages, bytes, stuck, fast_forward and local_calls (traces), phases ([{name, full,
 /// simulated, simulated_s, predicted_s}] of the slowest rank: a skeleton's phases, or a trace's
 /// setup, main loop and finish where a main loop is found), wall_s} (or {sweep:
@@ -100,6 +104,7 @@ enum ModelArg {
 ///   mpiskel simulate lu.S.4/trace.txt --platform cluster.xml
 ///   mpiskel simulate bt.S.16 --platform ref.xml --hostfile hostfile_4perhost.txt --json
 ///   mpiskel simulate bt.S.16.skel --platform ref.xml --sweep latency=1us,10us,100us
+///   mpiskel simulate bt.S.16.skel --platform ref.xml --as-run
 ///   mpiskel simulate --calibrate openmpi -o here.toml
 ///   mpiskel simulate app.trace --platform here.toml
 ///   mpiskel simulate app.trace --platform cluster.toml --sweep bandwidth=10Gbps,1Gbps,100MBps \
@@ -150,6 +155,12 @@ pub struct SimulateArgs {
     /// Of a skeleton: the seed of the draws of compute durations from their recorded spread.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Of a skeleton: simulate the skeleton itself as it runs (the iterations it runs, the
+    /// part of each compute block it runs), not the application it stands for: how long the
+    /// skeleton would take on the platform, before anyone runs it there (`predicted_s` is then
+    /// its time, each phase its own iterations).
+    #[arg(long, conflicts_with = "exact")]
+    as_run: bool,
     /// With --sweep: also draw the predicted time against the parameter as an SVG chart.
     #[arg(long, value_name = "FILE", requires = "sweep")]
     svg: Option<PathBuf>,
@@ -163,6 +174,9 @@ struct Report<'a> {
     input: String,
     /// `trace` or `skeleton`.
     from: &'static str,
+    /// Whether a skeleton was simulated as it runs (`predicted_s` its own time).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    as_run: bool,
     platform: String,
     predicted_s: f64,
     ranks: &'a [RankFigures],
@@ -227,11 +241,27 @@ enum Input {
 }
 
 impl Input {
-    fn open(path: &Path, whole: bool, seed: u64) -> Result<Input> {
+    /// `as_run`: a skeleton as it runs ([`mpiskel_simulate::skeleton::lower_as_run`]); a trace
+    /// is refused then.
+    fn open(path: &Path, whole: bool, seed: u64, as_run: bool) -> Result<Input> {
         if let Some(doc) = mpiskel_emit::document::read(path)? {
-            let lowered = lower(&doc.program, seed, whole);
+            let lowered = if as_run {
+                mpiskel_simulate::skeleton::lower_as_run(
+                    &doc.program,
+                    seed,
+                    doc.scaling.compute_shrink,
+                )
+            } else {
+                lower(&doc.program, seed, whole)
+            };
             return Ok(Input::Skeleton(lowered));
         }
+        anyhow::ensure!(
+            !as_run,
+            "{}: --as-run simulates a skeleton as it runs; give a skeleton folder (what `mpiskel \
+             build` wrote), not a trace",
+            path.display()
+        );
         let opts = ReadOptions { ti: TiOptions { flops_per_second: 1e9 } };
         let mut set = {
             let _bar = crate::progress::Stages::bars_only().reading("reading");
@@ -320,7 +350,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("--trace-speed {}: {e}", a.trace_speed))?;
     anyhow::ensure!(trace_speed > 0.0, "--trace-speed must be positive");
     let platform = Platform::open(&platform_path)?;
-    let input = Input::open(&path, a.exact, a.seed)?;
+    let input = Input::open(&path, a.exact, a.seed, a.as_run)?;
     let place = placement(&platform, a.hostfile.as_deref(), input.n_ranks())?;
     let model = match a.model {
         Some(ModelArg::Smpi) => Model::smpi(),
@@ -375,6 +405,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         let r = Report {
             input: path.display().to_string(),
             from: input.kind(),
+            as_run: a.as_run,
             platform: platform_path.display().to_string(),
             predicted_s,
             ranks: &sim.ranks,
@@ -401,7 +432,11 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             platform.name,
             platform.hosts.len(),
             predicted_s,
-            if matches!(input, Input::Skeleton(_)) { " (the skeleton's program)" } else { "" }
+            match input {
+                Input::Skeleton(_) if a.as_run => " (the skeleton itself, as it runs)",
+                Input::Skeleton(_) => " (the skeleton's program)",
+                Input::Trace { .. } => "",
+            }
         );
         if let Some(s) = slowest {
             println!(
@@ -434,7 +469,11 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             );
         }
         if let Some(p) = &priced {
-            println!("  its phases (iterations of the application, simulated, priced):");
+            if a.as_run {
+                println!("  its phases (iterations the skeleton runs, all simulated):");
+            } else {
+                println!("  its phases (iterations of the application, simulated, priced):");
+            }
             println!(
                 "    {:<20} {:>10} {:>10} {:>13} {:>13}",
                 "phase", "iterations", "simulated", "simulated s", "predicted s"
@@ -551,7 +590,7 @@ pub(crate) fn what_if(
     spec: Option<&str>,
 ) -> Result<mpiskel_report::WhatIf> {
     let platform = Platform::open(platform_path)?;
-    let input = Input::open(path, false, 0)?;
+    let input = Input::open(path, false, 0, false)?;
     let place = placement(&platform, hostfile, input.n_ranks())?;
     let options = Options {
         model: platform.model.clone().unwrap_or_else(Model::smpi),

@@ -441,3 +441,47 @@ fn the_steps_of_a_time_step_loop_replay_what_each_step_computed() {
     let (t, s) = (run(&trace, &[]), run(&skel, &["--exact"]));
     assert!((s / t - 1.0).abs() < 0.25, "skeleton's program {s} s against the trace's {t} s");
 }
+
+#[test]
+fn a_skeleton_simulated_as_it_runs_takes_what_its_smpi_run_takes() {
+    // BT S on 4 ranks, its main loop cut to a few of 60 iterations and its set-up computation
+    // cut: the skeleton's own time, simulated, against its run under SimGrid.
+    let dir = scratch("simulate-as-run");
+    let skel = skeleton_alone("bt.S.4", &dir);
+    let p = npb().join("platforms");
+    for platform in ["ref.xml", "bw5MBps.xml"] {
+        let j = simulate_path(&skel, platform, 1, &["--as-run"]);
+        assert_eq!(j["as_run"], true, "{j}");
+        let own = j["predicted_s"].as_f64().unwrap();
+        let main = j["phases"].as_array().unwrap().iter().find(|x| x["name"] == "main_loop");
+        let main = main.unwrap();
+        assert_eq!(main["full"], main["simulated"], "{main}");
+        assert!(main["full"].as_u64().unwrap() < 60, "{main}");
+        let platform_arg = p.join(platform);
+        let hostfile = p.join("hostfile_1perhost.txt");
+        let extra = [
+            std::ffi::OsStr::new("--platform"),
+            platform_arg.as_os_str(),
+            std::ffi::OsStr::new("--hostfile"),
+            hostfile.as_os_str(),
+        ];
+        let r = support::run_skeleton(&skel, "smpi", 300, 120, &extra);
+        let ran = r["skeleton_s"].as_f64().unwrap();
+        assert!((own / ran - 1.0).abs() < 0.05, "{platform}: simulated {own} s, ran {ran} s");
+        // The application it stands for takes far longer.
+        let app = simulate_path(&skel, platform, 1, &[])["predicted_s"].as_f64().unwrap();
+        assert!(app > 10.0 * own, "{platform}: {app} against {own}");
+    }
+    // A trace has no skeleton to run: refused, with what to give instead.
+    let out = mpiskel()
+        .arg("simulate")
+        .arg(npb().join("bt.S.4").join("trace.txt"))
+        .arg("--platform")
+        .arg(p.join("ref.xml"))
+        .arg("--as-run")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--as-run") && err.contains("skeleton folder"), "{err}");
+}

@@ -2,7 +2,8 @@
 //! process class (`skeleton.json`'s `program`, the IR both back ends render) becomes every
 //! rank's calls, with each compute block at its recorded duration (drawn from its spread,
 //! replayed, or its mean, times the rank's weight and factor, none of it cut), and each loop
-//! the skeleton cuts is simulated for a few iterations and priced at the pace they set.
+//! the skeleton cuts is simulated for a few iterations and priced at the pace they set. Or, with
+//! [`lower_as_run`], the skeleton itself as it runs: how long it would take on the platform.
 //!
 //! Where the trace is not at hand (a skeleton travels, its trace may be gigabytes), this answers
 //! the same what-if from the folder alone; and because a cut loop costs a handful of simulated
@@ -117,6 +118,21 @@ pub struct Priced {
 /// Lowers `skel` for simulation; compute draws use `seed`; `whole` simulates every iteration of
 /// every loop.
 pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
+    lower_with(skel, seed, whole, None)
+}
+
+/// Lowers `skel` as the skeleton itself runs, not as the application it stands for: each loop
+/// for the iterations the skeleton runs (its cut inner loop as cut), the warm-up it skips
+/// skipped, and each compute block for the part it runs (what the compute cut removes left
+/// out; blocks of fixed duration cut already running `shrink` of what they keep, as the
+/// runtime's `sk_compute_shrink`). Every phase counts as many iterations as it runs, so that
+/// [`price`] gives the skeleton's own time: how long it would run on the platform simulated,
+/// before anyone runs it there.
+pub fn lower_as_run(skel: &Skeleton, seed: u64, shrink: f64) -> Lowered {
+    lower_with(skel, seed, false, Some(shrink))
+}
+
+fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<f64>) -> Lowered {
     let n = skel.n_ranks;
     // Every communicator's groups, made once: per communicator and rank, the rank's group.
     let groups: Vec<Vec<Group>> = (0..skel.comms.len()).map(|c| groups_of(skel, c)).collect();
@@ -149,6 +165,7 @@ pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
             comms: BTreeComms::new(),
             kind: 0,
             whole,
+            as_run,
         };
         let mine: Vec<PhaseMarks> = cp.phases.iter().map(|p| lw.phase(p)).collect();
         lw.comms.entry(CommId::WORLD).or_insert_with(|| world_members(n));
@@ -251,6 +268,36 @@ fn unsimulated(p: &PhaseMarks, positions: &[u64], kinds: &[u32], d: &[f64]) -> f
 
 type BTreeComms = std::collections::BTreeMap<CommId, Arc<[Rank]>>;
 
+/// The part of a compute block of duration `d` (this rank's) that the skeleton runs, as its
+/// runtime under SMPI: a block that keeps only a short part runs max(5 %, 50 µs) of it; a cut
+/// block runs `d` less what is removed (a drawn or replayed one nothing where its duration is
+/// shorter; a fixed one whole, and `shrink` of the rest where it has no per-rank factors).
+fn kept(
+    d: f64,
+    removed: f64,
+    keep_only: bool,
+    dist: Option<usize>,
+    factors: Option<usize>,
+    replay: Option<usize>,
+    shrink: f64,
+) -> f64 {
+    const KEEP_SHARE: f64 = 0.05;
+    const KEEP_MIN: f64 = 5e-5;
+    if keep_only && dist.is_none() && replay.is_none() {
+        return (KEEP_SHARE * d).max(KEEP_MIN).min(d);
+    }
+    if removed <= 0.0 {
+        return d;
+    }
+    if replay.is_some() || dist.is_some() {
+        return (d - removed).max(0.0);
+    }
+    if d - removed <= 0.0 {
+        return d;
+    }
+    (d - removed) * if factors.is_some() { 1.0 } else { shrink }
+}
+
 fn rank_trace(r: u32, n: u32, events: Vec<Event>, trailing_s: f64, comms: BTreeComms) -> RankTrace {
     RankTrace {
         rank: Rank(r),
@@ -307,6 +354,8 @@ struct RankLowering<'a> {
     kind: u32,
     /// Every iteration of every loop.
     whole: bool,
+    /// The skeleton as it runs ([`lower_as_run`]), with its compute shrink.
+    as_run: Option<f64>,
 }
 
 impl RankLowering<'_> {
@@ -316,6 +365,9 @@ impl RankLowering<'_> {
     }
 
     fn phase(&mut self, p: &Phase) -> PhaseMarks {
+        if self.as_run.is_some() {
+            return self.phase_as_run(p);
+        }
         let start = self.mark();
         let mut body = p.body.clone();
         if let Some(cut) = p.inner {
@@ -371,11 +423,44 @@ impl RankLowering<'_> {
         }
     }
 
+    /// A phase as the skeleton runs it: the iterations it runs (a time-step loop's schedule),
+    /// each counted as one of the phase's.
+    fn phase_as_run(&mut self, p: &Phase) -> PhaseMarks {
+        let start = self.mark();
+        let (positions, kinds): (Vec<u64>, Vec<u32>) = match &p.steps {
+            Some(s) if p.is_loop => (s.run.iter().map(|&x| u64::from(x)).collect(), s.run_kinds()),
+            _ => ((0..p.run).collect(), vec![0; p.run as usize]),
+        };
+        let n = positions.len() as u64;
+        for (j, _) in positions.iter().enumerate() {
+            self.kind = kinds.get(j).copied().unwrap_or(0);
+            let mut iters = vec![(j as u64, n)];
+            self.run(&p.body, &mut iters);
+        }
+        let end = self.mark();
+        PhaseMarks {
+            name: p.name.clone(),
+            full: n,
+            warmup: 0,
+            simulated: None,
+            kinds: Vec::new(),
+            start,
+            iterations: Vec::new(),
+            end,
+        }
+    }
+
     fn run(&mut self, body: &[Stmt], iters: &mut Vec<(u64, u64)>) {
         for s in body {
             match s {
-                Stmt::Compute { seconds, dist, factors, replay, .. } => {
-                    self.gap_s += self.duration(*seconds, *dist, *factors, *replay);
+                Stmt::Compute { seconds, dist, factors, replay, removed, keep_only, .. } => {
+                    let d = self.duration(*seconds, *dist, *factors, *replay);
+                    self.gap_s += match self.as_run {
+                        Some(shrink) => {
+                            kept(d, *removed, *keep_only, *dist, *factors, *replay, shrink)
+                        }
+                        None => d,
+                    };
                 }
                 Stmt::Call { call, .. } => self.call(call, iters),
                 Stmt::Loop { count, body, .. } => {
@@ -669,7 +754,10 @@ mod tests {
     }
 
     fn predict(skel: &Skeleton, whole: bool) -> (Priced, Lowered) {
-        let lowered = lower(skel, 0, whole);
+        priced(lower(skel, 0, whole))
+    }
+
+    fn priced(lowered: Lowered) -> (Priced, Lowered) {
         let opts = Options { fast_forward: false, ..Options::default() };
         let (sim, times) =
             simulate_marked(&lowered.traces, &cluster(), &[0, 1], &opts, &lowered.marks, None)
@@ -712,5 +800,27 @@ mod tests {
         assert_eq!(positions.last(), Some(&99));
         let (_, whole) = predict(&ring(100, 8), false);
         assert!(whole.phases[0][0].simulated.is_none());
+    }
+
+    #[test]
+    fn as_it_runs_a_skeleton_makes_only_its_own_iterations_and_computes_what_it_keeps() {
+        let mut skel = ring(2, 100_000);
+        // Each iteration's block: 1 ms, of which 0.6 ms are cut.
+        let main = &mut skel.classes[0].phases[0];
+        if let Some(Stmt::Compute { removed, .. }) = main.body.first_mut() {
+            *removed = 0.0006;
+        }
+        let (own, lowered) = priced(lower_as_run(&skel, 0, 1.0));
+        assert_eq!(lowered.traces[0].events.len(), 3 * 2);
+        assert_eq!((own.phases[0].full, own.phases[0].simulated), (2, 2));
+        // Two of the application's hundred iterations, each 0.6 ms of computation short.
+        let (app, _) = predict(&skel, false);
+        let expected = app.predicted_s * 2.0 / 100.0 - 2.0 * 0.0006;
+        let r = own.predicted_s / expected - 1.0;
+        assert!(r.abs() < 0.02, "{} against {expected}", own.predicted_s);
+        // A shrunk fixed block runs that share of what it keeps.
+        let (shrunk, _) = priced(lower_as_run(&skel, 0, 0.5));
+        let d = own.predicted_s - shrunk.predicted_s;
+        assert!((d - 2.0 * 0.0002).abs() < 1e-6, "{d}");
     }
 }
