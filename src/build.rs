@@ -36,6 +36,7 @@ use crate::progress::Stages;
 /// Examples:
 ///   mpiskel build halo.trace -o halo.skel
 ///   mpiskel build bt.W.16/trace.txt -o bt.skel --target-time 0.05
+///   mpiskel build bt.W.16/trace.txt -o bt.skel --platform ref.xml --hostfile hostfile_1perhost.txt
 ///   mpiskel build app.trace -o app.skel --force && mpiskel run app.skel
 ///   mpiskel build halo.trace --lang rust -o halo-rs && mpiskel run halo-rs
 #[derive(Debug, Args)]
@@ -88,6 +89,18 @@ pub struct BuildArgs {
     /// build says what it left out or buffered.
     #[arg(long)]
     strict: bool,
+    /// The platform the application ran on (a SimGrid platform file with one <cluster>, or
+    /// mpiskel's TOML; see `mpiskel simulate`): the build simulates there the application and
+    /// the skeleton as it runs, and records their ratio as the factor (and their times as the
+    /// application's and the expected skeleton's). For a trace without call times (SimGrid's
+    /// time-independent format), whose own span is its computation alone, this is what makes
+    /// the factor count the messages. Compute blocks count there as their recorded seconds
+    /// times --flops flops (a SimGrid trace's own flops).
+    #[arg(long, value_name = "FILE")]
+    platform: Option<PathBuf>,
+    /// With --platform: where the ranks ran (SMPI's hostfile format).
+    #[arg(long, value_name = "FILE", requires = "platform")]
+    hostfile: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -127,6 +140,8 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         name: a.name.clone(),
         flops: a.flops,
         strict: a.strict,
+        platform: a.platform.clone(),
+        hostfile: a.hostfile.clone(),
     };
     let done = build_folder(&o, &Stages::new(a.quiet))?;
     let d = &done.document;
@@ -150,8 +165,13 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     for note in &done.notes {
         eprintln!("note: {note}");
     }
+    let (app, skeleton) = if a.platform.is_some() {
+        ("application on the platform", "skeleton there")
+    } else {
+        ("recorded", "skeleton")
+    };
     println!(
-        "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; recorded {:.4} s, skeleton ≈ {:.4} s (×{:.3})",
+        "{}: {} ranks, {}, {} classes; main loop {} of {} iterations; {app} {:.4} s, {skeleton} ≈ {:.4} s (×{:.3})",
         a.output.display(),
         d.n_ranks,
         d.topology,

@@ -442,6 +442,19 @@ fn the_steps_of_a_time_step_loop_replay_what_each_step_computed() {
     assert!((s / t - 1.0).abs() < 0.25, "skeleton's program {s} s against the trace's {t} s");
 }
 
+/// The report of `skel` run under SimGrid on the fixtures' `platform`, one rank per host.
+fn run_under_smpi(skel: &Path, platform: &str) -> serde_json::Value {
+    let p = npb().join("platforms");
+    let (file, hostfile) = (p.join(platform), p.join("hostfile_1perhost.txt"));
+    let extra = [
+        std::ffi::OsStr::new("--platform"),
+        file.as_os_str(),
+        std::ffi::OsStr::new("--hostfile"),
+        hostfile.as_os_str(),
+    ];
+    support::run_skeleton(skel, "smpi", 300, 120, &extra)
+}
+
 #[test]
 fn a_skeleton_simulated_as_it_runs_takes_what_its_smpi_run_takes() {
     // BT S on 4 ranks, its main loop cut to a few of 60 iterations and its set-up computation
@@ -457,15 +470,7 @@ fn a_skeleton_simulated_as_it_runs_takes_what_its_smpi_run_takes() {
         let main = main.unwrap();
         assert_eq!(main["full"], main["simulated"], "{main}");
         assert!(main["full"].as_u64().unwrap() < 60, "{main}");
-        let platform_arg = p.join(platform);
-        let hostfile = p.join("hostfile_1perhost.txt");
-        let extra = [
-            std::ffi::OsStr::new("--platform"),
-            platform_arg.as_os_str(),
-            std::ffi::OsStr::new("--hostfile"),
-            hostfile.as_os_str(),
-        ];
-        let r = support::run_skeleton(&skel, "smpi", 300, 120, &extra);
+        let r = run_under_smpi(&skel, platform);
         let ran = r["skeleton_s"].as_f64().unwrap();
         assert!((own / ran - 1.0).abs() < 0.05, "{platform}: simulated {own} s, ran {ran} s");
         // The application it stands for takes far longer.
@@ -484,4 +489,59 @@ fn a_skeleton_simulated_as_it_runs_takes_what_its_smpi_run_takes() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--as-run") && err.contains("skeleton folder"), "{err}");
+}
+
+#[test]
+fn a_factor_simulated_where_the_trace_was_recorded_counts_the_messages() {
+    // FT W on 16 ranks: six all-to-alls that a time-independent trace records no time for. Its
+    // own span is its computation; the factor from it (12) made the skeleton's ratio
+    // prediction +421 % on the reference platform.
+    let dir = scratch("build-platform");
+    let p = npb().join("platforms");
+    let skel = dir.join("ft");
+    let out = mpiskel()
+        .arg("build")
+        .arg(npb().join("ft.W.16").join("trace.txt"))
+        .arg("-o")
+        .arg(&skel)
+        .arg("--platform")
+        .arg(p.join("ref.xml"))
+        .arg("--hostfile")
+        .arg(p.join("hostfile_1perhost.txt"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (app, own, factor) = (
+        j["recorded_s"].as_f64().unwrap(),
+        j["skeleton_estimate_s"].as_f64().unwrap(),
+        j["factor"].as_f64().unwrap(),
+    );
+    assert!((factor - app / own).abs() < 1e-9 * factor, "{j}");
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("as simulated") && notes.contains("their ratio"), "{notes}");
+    // The same two times as `mpiskel simulate` gives them from the folder.
+    let sim = simulate_path(&skel, "ref.xml", 1, &[])["predicted_s"].as_f64().unwrap();
+    let ran = simulate_path(&skel, "ref.xml", 1, &["--as-run"])["predicted_s"].as_f64().unwrap();
+    assert!((sim / app - 1.0).abs() < 1e-9 && (ran / own - 1.0).abs() < 1e-9, "{sim} {ran}");
+    // Run there, the skeleton predicts by ratio what SimGrid's replay of the trace takes.
+    let r = run_under_smpi(&skel, "ref.xml");
+    let ratio = r["predicted_ratio_s"].as_f64().unwrap();
+    let truth = replay("ft.W.16", "ref");
+    assert!((ratio / truth - 1.0).abs() < 0.05, "by ratio {ratio} s against the replay's {truth}");
+    // A platform that cannot be read is named.
+    let out = mpiskel()
+        .arg("build")
+        .arg(npb().join("ft.W.16").join("trace.txt"))
+        .arg("-o")
+        .arg(dir.join("none"))
+        .arg("--platform")
+        .arg(dir.join("missing.xml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.xml"), "{err}");
+    assert!(!dir.join("none").exists());
 }

@@ -59,6 +59,12 @@ pub struct BuildOptions {
     pub flops: f64,
     /// Refuse calls nothing matches and programs that rely on buffered sends.
     pub strict: bool,
+    /// The platform the application's time is judged on (a SimGrid cluster file or
+    /// mpiskel's TOML), and where its ranks ran there: the build simulates the application and
+    /// the skeleton on it ([`platform_times`]) and takes their ratio as the factor.
+    pub platform: Option<PathBuf>,
+    /// With `platform`: the hostfile placing the ranks (SMPI's format).
+    pub hostfile: Option<PathBuf>,
 }
 
 impl BuildOptions {
@@ -75,6 +81,8 @@ impl BuildOptions {
             name: None,
             flops: 1e9,
             strict: false,
+            platform: None,
+            hostfile: None,
         }
     }
 }
@@ -109,6 +117,10 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
         "skeleton name {name:?}: use letters, digits, '.', '_' and '-' (--name)"
     );
+    // A platform that cannot be read fails before the trace is read.
+    if let Some(p) = &o.platform {
+        mpiskel_simulate::platform::Platform::open(p)?;
+    }
     let mut notes = Vec::new();
     let opts = ReadOptions { ti: TiOptions { flops_per_second: o.flops } };
     observer.line(&format!("reading {}", o.trace.display()));
@@ -155,7 +167,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         let _busy = observer.busy("finding loops, cutting them and checking the program");
         make(&lt, app_time, &source, o.target_time, !o.whole_compute)
     };
-    let built = match made {
+    let mut built = match made {
         Ok(b) => b,
         Err(PipelineError::Deadlock(d)) => {
             return Err(Error::Deadlock {
@@ -170,6 +182,45 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         "program checked: {} operations over {} ranks run to completion",
         built.check.operations, built.check.ranks
     ));
+    if let Some(platform) = &o.platform {
+        let _busy = observer.busy("simulating the application and the skeleton on the platform");
+        let (app_s, own_s) = platform_times(
+            &built.skeleton,
+            &built.scaling,
+            platform,
+            o.hostfile.as_deref(),
+            o.flops,
+        )?;
+        let s = &mut built.scaling;
+        notes.push(format!(
+            "on {} the application takes {app_s:.6} s and the skeleton {own_s:.6} s, as \
+             simulated (the trace gave {:.6} s and an estimate of {:.6} s): the factor is their \
+             ratio, {:.3}",
+            platform.display(),
+            s.app_time_s,
+            s.skeleton_estimate_s,
+            app_s / own_s
+        ));
+        let share = if s.app_time_s > 0.0 { s.target_s / s.app_time_s } else { 0.0 };
+        if own_s > 1.1 * share * app_s {
+            notes.push(format!(
+                "on {} the skeleton takes {:.1} % of the application's time, over its target \
+                 of {:.1} %: what holds it up is what runs whole (see the other notes)",
+                platform.display(),
+                100.0 * own_s / app_s,
+                100.0 * share
+            ));
+        }
+        s.target_s = share * app_s;
+        s.app_time_s = app_s;
+        s.app_time_source = format!(
+            "simulated on {} (the skeleton's program standing for the application, as `mpiskel \
+             simulate` does)",
+            platform.display()
+        );
+        s.skeleton_estimate_s = own_s;
+        s.factor = app_s / own_s;
+    }
     let meta = Meta {
         name,
         trace: o.trace.display().to_string(),
@@ -215,6 +266,54 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         ));
     }
     Ok(BuildOutcome { document: doc, notes })
+}
+
+/// The application's time and the skeleton's own on `platform` (ranks placed by `hostfile`),
+/// seconds, as `mpiskel simulate` gives them from the skeleton folder: the skeleton's program
+/// standing for the application ([`mpiskel_simulate::skeleton::lower`]), and the skeleton as it
+/// runs ([`mpiskel_simulate::skeleton::lower_as_run`]), compute blocks recorded as seconds
+/// counted at `speed` flop/s. A trace without call times (SimGrid's time-independent format)
+/// records no time for its messages: its own span is its computation alone, and a skeleton's
+/// estimate from it leaves out what its messages take; simulated where the application ran,
+/// both count them, and Xu & Subhlok's factor (their ratio, 2008, §3) holds there.
+pub fn platform_times(
+    skel: &mpiskel_emit::program::Skeleton,
+    scaling: &mpiskel_emit::scale::Scaling,
+    platform: &Path,
+    hostfile: Option<&Path>,
+    speed: f64,
+) -> Result<(f64, f64)> {
+    use mpiskel_simulate::engine::{simulate_marked, Options};
+    use mpiskel_simulate::model::Model;
+    use mpiskel_simulate::platform::{placement, Platform};
+    use mpiskel_simulate::skeleton::{lower, lower_as_run, price, Lowered};
+    let pf = Platform::open(platform)?;
+    let place = placement(&pf, hostfile, skel.n_ranks as usize)?;
+    let options = Options {
+        model: pf.model.clone().unwrap_or_else(Model::smpi),
+        trace_speed: speed,
+        fast_forward: false,
+        ..Options::default()
+    };
+    let time = |l: &Lowered| -> Result<f64> {
+        let (sim, times) = simulate_marked(&l.traces, &pf, &place, &options, &l.marks, None)?;
+        ensure!(
+            sim.stuck.is_empty(),
+            "the skeleton's program could not run to its end on {}: {} ranks stuck",
+            platform.display(),
+            sim.stuck.len()
+        );
+        let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
+        Ok(price(l, &times, &ends).predicted_s)
+    };
+    let app = time(&lower(skel, 0, false))?;
+    let own = time(&lower_as_run(skel, 0, scaling.compute_shrink))?;
+    ensure!(
+        app > 0.0 && own > 0.0,
+        "simulated on {}, the application or the skeleton took no time",
+        platform.display()
+    );
+    Ok((app, own))
 }
 
 /// The skeleton name a trace gives by default: its folder's name (without `.trace`), in the

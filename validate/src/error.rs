@@ -26,6 +26,9 @@ pub enum Error {
     /// A picture could not be drawn.
     #[error(transparent)]
     Report(#[from] mpiskel_report::ReportError),
+    /// A platform could not be read, or the program not simulated on it.
+    #[error(transparent)]
+    Simulate(#[from] mpiskel_simulate::SimulateError),
     /// A skeleton could not be rendered.
     #[error("{0}")]
     Render(String),

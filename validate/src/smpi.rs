@@ -200,7 +200,10 @@ pub fn run(
         let trace = npb.join(t).join("trace.txt");
         let dir: PathBuf = work.join("skeletons").join(t);
         progress.line(&format!("{t}: building the skeleton"));
-        crate::suite::build_skeleton(&trace, &dir)?;
+        // On the reference platform, where the trace was recorded: the factor counts what the
+        // messages take there, which a time-independent trace does not record.
+        let reference = (platforms.join("ref.xml"), platforms.join(ONE));
+        crate::suite::build_skeleton_on(&trace, &dir, Some(&reference))?;
         let main_iterations = document::read(&dir)?.map(|d| d.scaling.main_full).filter(|&n| n > 1);
         for s in scenarios {
             let Some(truth) = truth_of(npb, t, s.name)? else {

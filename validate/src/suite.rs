@@ -59,8 +59,22 @@ pub struct ValidateOptions {
 
 /// Builds the C skeleton of `trace` into `dir` (replacing it).
 pub fn build_skeleton(trace: &Path, dir: &Path) -> Result<()> {
+    build_skeleton_on(trace, dir, None)
+}
+
+/// [`build_skeleton`], its factor simulated on `platform` (the platform file and the hostfile
+/// where the application ran; see [`crate::build::platform_times`]).
+pub fn build_skeleton_on(
+    trace: &Path,
+    dir: &Path,
+    platform: Option<&(PathBuf, PathBuf)>,
+) -> Result<()> {
     let mut o = BuildOptions::new(trace, dir);
     o.force = true;
+    if let Some((file, hostfile)) = platform {
+        o.platform = Some(file.clone());
+        o.hostfile = Some(hostfile.clone());
+    }
     build(&o, &Quiet)
         .map(drop)
         .with_context(|| format!("building the skeleton of {}", trace.display()))
