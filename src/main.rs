@@ -59,7 +59,7 @@ enum Command {
     Logicalize(logicalize::LogicalizeArgs),
     Compress(compress::CompressArgs),
     Build(build::BuildArgs),
-    Run(run::RunArgs),
+    Run(run::RunCommand),
     Export(export::ExportArgs),
     Tracer(record::TracerArgs),
     Validate(validate::ValidateArgs),

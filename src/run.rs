@@ -29,8 +29,26 @@ use crate::progress::Stages;
 ///       --hostfile platforms/hostfile_1perhost.txt
 ///   mpiskel run bt.skel --json -- --iterations 40
 ///   mpiskel run halo-rs --mpi mpich --target-dir /tmp/skeleton-builds/mpich
+///   mpiskel run halo.skel --repeat 5      # the median of five runs, with their spread
+///
+/// With --repeat N the skeleton runs N times, run k with `--seed k` (unless a seed is given
+/// after --): on a shared or oversubscribed machine one short run can be descheduled at the
+/// wrong moment, and each seed draws other compute durations; it prints each run and the
+/// median of each figure with the smallest and largest, and --json prints {runs: [the reports],
+/// median, min, max: {skeleton_s, predicted_s, predicted_ratio_s}}.
 #[derive(Debug, Clone, Args)]
 #[command(verbatim_doc_comment)]
+pub struct RunCommand {
+    /// How to run the skeleton.
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Run the skeleton this many times and report the medians, with the spread.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+}
+
+/// The options of `mpiskel run` that say how to run a skeleton (also `mpiskel retune`'s).
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// The skeleton folder (written by `mpiskel build`).
     pub dir: PathBuf,
@@ -113,7 +131,11 @@ impl From<Mpi> for mpiskel_validate::Mpi {
     }
 }
 
-pub fn run(a: RunArgs) -> Result<ExitCode> {
+pub fn run(c: RunCommand) -> Result<ExitCode> {
+    if c.repeat > 1 {
+        return repeated(&c.run, c.repeat);
+    }
+    let a = c.run;
     let (r, _) = run_skeleton(&a.options(), &Stages::bars_only())?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -147,5 +169,86 @@ pub fn run(a: RunArgs) -> Result<ExitCode> {
             p.name, p.run, p.full, p.seconds, p.predicted_s
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The three figures of a run that `--repeat` summarizes.
+#[derive(serde::Serialize)]
+struct Figures {
+    skeleton_s: f64,
+    predicted_s: f64,
+    predicted_ratio_s: f64,
+}
+
+/// `mpiskel run --repeat n`: n runs, run k with `--seed k` unless the skeleton's arguments
+/// name a seed; each figure's median (the middle run's, or the mean of the two middle ones),
+/// smallest and largest.
+fn repeated(a: &RunArgs, n: u32) -> Result<ExitCode> {
+    let seeded = a.skeleton_args.iter().any(|x| x == "--seed" || x.starts_with("--seed="));
+    let mut runs = Vec::new();
+    for k in 0..n {
+        let mut o = a.options();
+        if !seeded {
+            o.skeleton_args.extend(["--seed".to_owned(), k.to_string()]);
+        }
+        let (r, _) = run_skeleton(&o, &Stages::bars_only())?;
+        if !a.json {
+            println!(
+                "run {}/{n}: skeleton ran {:.6} s; predicted {:.6} s by phase, {:.6} s by ratio",
+                k + 1,
+                r.skeleton_s,
+                r.predicted_s,
+                r.predicted_ratio_s
+            );
+        }
+        runs.push(r);
+    }
+    let stat = |f: &dyn Fn(&mpiskel_validate::run::RunReport) -> f64| -> (f64, f64, f64) {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        let m = v.len();
+        let median = if m % 2 == 1 { v[m / 2] } else { (v[m / 2 - 1] + v[m / 2]) / 2.0 };
+        (median, v[0], v[m - 1])
+    };
+    let (s, p, q) =
+        (stat(&|r| r.skeleton_s), stat(&|r| r.predicted_s), stat(&|r| r.predicted_ratio_s));
+    let pick = |i: usize| {
+        let at = |t: (f64, f64, f64)| [t.0, t.1, t.2][i];
+        Figures { skeleton_s: at(s), predicted_s: at(p), predicted_ratio_s: at(q) }
+    };
+    if a.json {
+        let doc = serde_json::json!({
+            "runs": runs,
+            "median": pick(0),
+            "min": pick(1),
+            "max": pick(2),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let spread = |t: (f64, f64, f64)| {
+        if t.0 > 0.0 {
+            format!("{:+.1} / {:+.1} %", 100.0 * (t.1 / t.0 - 1.0), 100.0 * (t.2 / t.0 - 1.0))
+        } else {
+            "–".to_owned()
+        }
+    };
+    let r0 = &runs[0];
+    println!(
+        "{} on {} ({} ranks), median of {n} runs: skeleton ran {:.6} s ({})",
+        r0.skeleton,
+        mpiskel_validate::Mpi::from(a.mpi).name(),
+        r0.ranks,
+        s.0,
+        spread(s)
+    );
+    println!(
+        "  predicted application time: {:.6} s by phase ({}), {:.6} s by ratio ({})",
+        p.0,
+        spread(p),
+        q.0,
+        spread(q)
+    );
+    println!("  recorded application time:  {:.6} s (where the trace was made)", r0.recorded_app_s);
     Ok(ExitCode::SUCCESS)
 }

@@ -545,3 +545,42 @@ fn a_factor_simulated_where_the_trace_was_recorded_counts_the_messages() {
     assert!(err.contains("missing.xml"), "{err}");
     assert!(!dir.join("none").exists());
 }
+
+#[test]
+fn a_repeated_run_reports_each_run_and_the_medians_with_their_spread() {
+    // BT S on 4 ranks under SimGrid: each run is deterministic given its seed, so the runs
+    // differ only by the seeds `--repeat` gives them.
+    let dir = scratch("run-repeat");
+    let skel = skeleton_alone("bt.S.4", &dir);
+    let p = npb().join("platforms");
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let out = mpiskel()
+            .args(["run", "--json", "--mpi", "smpi", "--repeat", "3", "--platform"])
+            .arg(p.join("ref.xml"))
+            .arg("--hostfile")
+            .arg(p.join("hostfile_1perhost.txt"))
+            .arg(&skel)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let j = run(&[]);
+    let runs = j["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    let mut p: Vec<f64> = runs.iter().map(|r| r["predicted_s"].as_f64().unwrap()).collect();
+    p.sort_by(f64::total_cmp);
+    assert!(p[0] < p[2], "seeds 0, 1 and 2 draw other durations: {p:?}");
+    assert_eq!(j["median"]["predicted_s"].as_f64().unwrap(), p[1]);
+    assert_eq!(j["min"]["predicted_s"].as_f64().unwrap(), p[0]);
+    assert_eq!(j["max"]["predicted_s"].as_f64().unwrap(), p[2]);
+    // A seed given to the skeleton is kept: the three runs are the same run.
+    let j = run(&["--", "--seed", "7"]);
+    let same: Vec<f64> =
+        j["runs"].as_array().unwrap().iter().map(|r| r["predicted_s"].as_f64().unwrap()).collect();
+    assert!(same.iter().all(|&x| x == same[0]), "{same:?}");
+    // No run at all is refused.
+    let out = mpiskel().args(["run", "--repeat", "0"]).arg(&skel).output().unwrap();
+    assert!(!out.status.success());
+}
