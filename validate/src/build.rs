@@ -214,8 +214,8 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         s.target_s = share * app_s;
         s.app_time_s = app_s;
         s.app_time_source = format!(
-            "simulated on {} (the skeleton's program standing for the application, as `mpiskel \
-             simulate` does)",
+            "as simulated on {} with the skeleton's program standing for it, as `mpiskel \
+             simulate` does",
             platform.display()
         );
         s.skeleton_estimate_s = own_s;
