@@ -15,10 +15,10 @@ use crate::scale::{lead_compute, twelfth, Scaling};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
 /// enough to time, on the machine the skeleton runs on, how fast it computes.
-const KEEP_SHARE: f64 = 0.05;
+pub const KEEP_SHARE: f64 = 0.05;
 
 /// Seconds of a cut block that always run, however short the share: a part long enough to time.
-const KEEP_MIN: f64 = 5e-5;
+pub const KEEP_MIN: f64 = 5e-5;
 
 /// Recorded seconds a block must be able to lose to be cut by [`cut_small`]: a microsecond, of
 /// which the runtime's own work per block is a small share.

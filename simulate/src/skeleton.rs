@@ -281,8 +281,7 @@ fn kept(
     replay: Option<usize>,
     shrink: f64,
 ) -> f64 {
-    const KEEP_SHARE: f64 = 0.05;
-    const KEEP_MIN: f64 = 5e-5;
+    use mpiskel_emit::compute_cut::{KEEP_MIN, KEEP_SHARE};
     if keep_only && dist.is_none() && replay.is_none() {
         return (KEEP_SHARE * d).max(KEEP_MIN).min(d);
     }
@@ -427,13 +426,13 @@ impl RankLowering<'_> {
     /// each counted as one of the phase's.
     fn phase_as_run(&mut self, p: &Phase) -> PhaseMarks {
         let start = self.mark();
-        let (positions, kinds): (Vec<u64>, Vec<u32>) = match &p.steps {
-            Some(s) if p.is_loop => (s.run.iter().map(|&x| u64::from(x)).collect(), s.run_kinds()),
-            _ => ((0..p.run).collect(), vec![0; p.run as usize]),
+        let kinds: Vec<u32> = match &p.steps {
+            Some(s) if p.is_loop => s.run_kinds(),
+            _ => vec![0; p.run as usize],
         };
-        let n = positions.len() as u64;
-        for (j, _) in positions.iter().enumerate() {
-            self.kind = kinds.get(j).copied().unwrap_or(0);
+        let n = kinds.len() as u64;
+        for (j, &kind) in kinds.iter().enumerate() {
+            self.kind = kind;
             let mut iters = vec![(j as u64, n)];
             self.run(&p.body, &mut iters);
         }

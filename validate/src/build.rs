@@ -118,9 +118,10 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         "skeleton name {name:?}: use letters, digits, '.', '_' and '-' (--name)"
     );
     // A platform that cannot be read fails before the trace is read.
-    if let Some(p) = &o.platform {
-        mpiskel_simulate::platform::Platform::open(p)?;
-    }
+    let platform = match &o.platform {
+        Some(p) => Some((p, mpiskel_simulate::platform::Platform::open(p)?)),
+        None => None,
+    };
     let mut notes = Vec::new();
     let opts = ReadOptions { ti: TiOptions { flops_per_second: o.flops } };
     observer.line(&format!("reading {}", o.trace.display()));
@@ -182,12 +183,12 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         "program checked: {} operations over {} ranks run to completion",
         built.check.operations, built.check.ranks
     ));
-    if let Some(platform) = &o.platform {
+    if let Some((platform, pf)) = &platform {
         let _busy = observer.busy("simulating the application and the skeleton on the platform");
         let (app_s, own_s) = platform_times(
             &built.skeleton,
             &built.scaling,
-            platform,
+            (platform, pf),
             o.hostfile.as_deref(),
             o.flops,
         )?;
@@ -268,7 +269,8 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     Ok(BuildOutcome { document: doc, notes })
 }
 
-/// The application's time and the skeleton's own on `platform` (ranks placed by `hostfile`),
+/// The application's time and the skeleton's own on `platform` (its file and the platform read
+/// from it; ranks placed by `hostfile`),
 /// seconds, as `mpiskel simulate` gives them from the skeleton folder: the skeleton's program
 /// standing for the application ([`mpiskel_simulate::skeleton::lower`]), and the skeleton as it
 /// runs ([`mpiskel_simulate::skeleton::lower_as_run`]), compute blocks recorded as seconds
@@ -279,16 +281,15 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
 pub fn platform_times(
     skel: &mpiskel_emit::program::Skeleton,
     scaling: &mpiskel_emit::scale::Scaling,
-    platform: &Path,
+    (platform, pf): (&Path, &mpiskel_simulate::platform::Platform),
     hostfile: Option<&Path>,
     speed: f64,
 ) -> Result<(f64, f64)> {
     use mpiskel_simulate::engine::{simulate_marked, Options};
     use mpiskel_simulate::model::Model;
-    use mpiskel_simulate::platform::{placement, Platform};
+    use mpiskel_simulate::platform::placement;
     use mpiskel_simulate::skeleton::{lower, lower_as_run, price, Lowered};
-    let pf = Platform::open(platform)?;
-    let place = placement(&pf, hostfile, skel.n_ranks as usize)?;
+    let place = placement(pf, hostfile, skel.n_ranks as usize)?;
     let options = Options {
         model: pf.model.clone().unwrap_or_else(Model::smpi),
         trace_speed: speed,
@@ -296,7 +297,7 @@ pub fn platform_times(
         ..Options::default()
     };
     let time = |l: &Lowered| -> Result<f64> {
-        let (sim, times) = simulate_marked(&l.traces, &pf, &place, &options, &l.marks, None)?;
+        let (sim, times) = simulate_marked(&l.traces, pf, &place, &options, &l.marks, None)?;
         ensure!(
             sim.stuck.is_empty(),
             "the skeleton's program could not run to its end on {}: {} ranks stuck",
