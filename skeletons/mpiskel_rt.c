@@ -315,6 +315,14 @@ void sk_compute_drawn_scaled(int i, double factor) {
     sk_compute(sk_draw(i) * factor);
 }
 
+void sk_compute_drawn_keep(int i) {
+    sk_compute_keep(sk_draw(i));
+}
+
+void sk_compute_drawn_scaled_keep(int i, double factor) {
+    sk_compute_keep(sk_draw(i) * factor);
+}
+
 void sk_compute_drawn_scaled_less(int i, double factor, double removed) {
     sk_compute_cut(sk_draw(i) * factor, removed, 1.0, 1);
 }

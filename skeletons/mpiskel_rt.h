@@ -95,6 +95,10 @@ void sk_compute_drawn_less(int i, double removed);
  * factor at a block where the ranks of its class compute differently). */
 void sk_compute_drawn_scaled(int i, double factor);
 void sk_compute_drawn_scaled_less(int i, double factor, double removed);
+/* sk_compute_keep of a duration drawn from distribution i (times `factor`, in the scaled form):
+ * a block before a collective of every rank whose ranks' durations the build draws. */
+void sk_compute_drawn_keep(int i);
+void sk_compute_drawn_scaled_keep(int i, double factor);
 /* Busy computation for `seconds` of the recording machine as this rank recorded them (a value
  * of a replay table: its weight is in it already). */
 void sk_compute_as_recorded(double seconds);

@@ -93,7 +93,8 @@ enum ModelArg {
 ///
 /// Output: the predicted time (the last rank's end, with the iterations priced), the slowest
 /// rank, messages and bytes, and how long the simulation took; --json prints {input, from
-/// ("trace" or "skeleton"), as_run (true with --as-run), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
+/// ("trace" or "skeleton"), as_run (true with --as-run; then exposure: the share its compute
+/// cut adds to its own prediction there), platform, predicted_s, ranks: [{rank, host, end_s, compute_s}],
 /// messages, bytes, stuck, fast_forward and local_calls (traces), phases ([{name, full,
 /// simulated, simulated_s, predicted_s}] of the slowest rank: a skeleton's phases, or a trace's
 /// setup, main loop and finish where a main loop is found), wall_s} (or {sweep:
@@ -158,7 +159,9 @@ pub struct SimulateArgs {
     /// Of a skeleton: simulate the skeleton itself as it runs (the iterations it runs, the
     /// part of each compute block it runs), not the application it stands for: how long the
     /// skeleton would take on the platform, before anyone runs it there (`predicted_s` is then
-    /// its time, each phase its own iterations).
+    /// its time, each phase its own iterations), and what its compute cut adds to its own
+    /// prediction there (`exposure`: its shortened blocks waiting for messages their
+    /// computation hid).
     #[arg(long, conflicts_with = "exact")]
     as_run: bool,
     /// With --sweep: also draw the predicted time against the parameter as an SVG chart.
@@ -193,6 +196,10 @@ struct Report<'a> {
     /// The slowest rank's phases.
     #[serde(skip_serializing_if = "Option::is_none")]
     phases: Option<&'a Vec<PhaseFigures>>,
+    /// Of a skeleton as it runs: the share its compute cut adds to its own prediction there,
+    /// its shortened blocks waiting for messages their computation hid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exposure: Option<f64>,
     wall_s: f64,
 }
 
@@ -232,12 +239,10 @@ fn around_main_loop(sim: &Simulation, times: &[Vec<f64>], iterations: u64) -> Pr
 enum Input {
     /// A trace, the calls nothing matched left out of it, and where its main loop lies (made
     /// once: the fast-forward and the phases use it, in every question of a sweep).
-    Trace {
-        set: TraceSet,
-        local: LocalCalls,
-        plan: Box<Result<Plan, Refusal>>,
-    },
-    Skeleton(Lowered),
+    Trace { set: TraceSet, local: LocalCalls, plan: Box<Result<Plan, Refusal>> },
+    /// A skeleton's program; as it runs (`--as-run`), also with every block whole, for
+    /// [`mpiskel_simulate::skeleton::exposure`].
+    Skeleton(Lowered, Option<Lowered>),
 }
 
 impl Input {
@@ -245,16 +250,15 @@ impl Input {
     /// is refused then.
     fn open(path: &Path, whole: bool, seed: u64, as_run: bool) -> Result<Input> {
         if let Some(doc) = mpiskel_emit::document::read(path)? {
-            let lowered = if as_run {
-                mpiskel_simulate::skeleton::lower_as_run(
-                    &doc.program,
-                    seed,
-                    doc.scaling.compute_shrink,
+            use mpiskel_simulate::skeleton::{lower_as_run, lower_as_run_uncut};
+            return Ok(if as_run {
+                Input::Skeleton(
+                    lower_as_run(&doc.program, seed, doc.scaling.compute_shrink),
+                    Some(lower_as_run_uncut(&doc.program, seed)),
                 )
             } else {
-                lower(&doc.program, seed, whole)
-            };
-            return Ok(Input::Skeleton(lowered));
+                Input::Skeleton(lower(&doc.program, seed, whole), None)
+            });
         }
         anyhow::ensure!(
             !as_run,
@@ -278,21 +282,21 @@ impl Input {
     fn n_ranks(&self) -> usize {
         match self {
             Input::Trace { set, .. } => set.n_ranks(),
-            Input::Skeleton(l) => l.traces.len(),
+            Input::Skeleton(l, _) => l.traces.len(),
         }
     }
 
     fn local_calls(&self) -> Option<LocalCalls> {
         match self {
             Input::Trace { local, .. } => Some(*local),
-            Input::Skeleton(_) => None,
+            Input::Skeleton(..) => None,
         }
     }
 
     fn kind(&self) -> &'static str {
         match self {
             Input::Trace { .. } => "trace",
-            Input::Skeleton(_) => "skeleton",
+            Input::Skeleton(..) => "skeleton",
         }
     }
 
@@ -303,6 +307,17 @@ impl Input {
         place: &[usize],
         options: &Options,
     ) -> Result<(Simulation, Option<Priced>)> {
+        self.simulate_exposed(platform, place, options).map(|(sim, priced, _)| (sim, priced))
+    }
+
+    /// [`Input::simulate`], and of a skeleton as it runs what its compute cut adds to its
+    /// prediction there ([`mpiskel_simulate::skeleton::exposure`]).
+    fn simulate_exposed(
+        &self,
+        platform: &Platform,
+        place: &[usize],
+        options: &Options,
+    ) -> Result<(Simulation, Option<Priced>, Option<f64>)> {
         Ok(match self {
             Input::Trace { set, plan, .. } => {
                 // Timed around the main loop where one is found: before it, it, after it.
@@ -310,21 +325,33 @@ impl Input {
                 let Ok(p) = plan else {
                     let (sim, _) =
                         simulate_marked(&set.ranks, platform, place, options, &[], Some(plan))?;
-                    return Ok((sim, None));
+                    return Ok((sim, None, None));
                 };
                 let marks: Vec<Vec<usize>> =
                     p.loops.iter().map(|l| vec![l.start, l.iteration_start(l.count)]).collect();
                 let (sim, times) =
                     simulate_marked(&set.ranks, platform, place, options, &marks, Some(plan))?;
                 let priced = around_main_loop(&sim, &times, p.iterations as u64);
-                (sim, Some(priced))
+                (sim, Some(priced), None)
             }
-            Input::Skeleton(l) => {
+            Input::Skeleton(l, uncut) => {
                 let (sim, times) =
                     simulate_marked(&l.traces, platform, place, options, &l.marks, None)?;
                 let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
                 let priced = price(l, &times, &ends);
-                (sim, Some(priced))
+                let exposure = match uncut {
+                    Some(w) => {
+                        let (whole, wtimes) =
+                            simulate_marked(&w.traces, platform, place, options, &w.marks, None)?;
+                        let wends: Vec<f64> = whole.ranks.iter().map(|r| r.end_s).collect();
+                        Some(mpiskel_simulate::skeleton::exposure(
+                            (l, &times, &ends),
+                            (w, &wtimes, &wends),
+                        ))
+                    }
+                    None => None,
+                };
+                (sim, Some(priced), exposure)
             }
         })
     }
@@ -398,7 +425,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let t = Instant::now();
-    let (sim, priced) = input.simulate(&platform, &place, &options)?;
+    let (sim, priced, exposure) = input.simulate_exposed(&platform, &place, &options)?;
     let wall_s = t.elapsed().as_secs_f64();
     let predicted_s = priced.as_ref().map_or(sim.predicted_s, |p| p.predicted_s);
     if a.json {
@@ -416,6 +443,7 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             fast_forward: sim.fast_forward.as_ref(),
             local_calls: input.local_calls(),
             phases: priced.as_ref().map(|p| &p.phases),
+            exposure,
             wall_s,
         };
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -433,8 +461,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
             platform.hosts.len(),
             predicted_s,
             match input {
-                Input::Skeleton(_) if a.as_run => " (the skeleton itself, as it runs)",
-                Input::Skeleton(_) => " (the skeleton's program)",
+                Input::Skeleton(..) if a.as_run => " (the skeleton itself, as it runs)",
+                Input::Skeleton(..) => " (the skeleton's program)",
                 Input::Trace { .. } => "",
             }
         );
@@ -466,6 +494,13 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
                 l.receives,
                 l.completions,
                 l.bytes
+            );
+        }
+        if let Some(x) = exposure {
+            println!(
+                "  its compute cut adds {:+.2} % to its own prediction here: blocks it shortens \
+                 wait for messages their computation hid",
+                100.0 * x
             );
         }
         if let Some(p) = &priced {

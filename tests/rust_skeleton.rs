@@ -347,6 +347,26 @@ fn a_shrunk_computation_is_set_and_runs_in_rust() {
     assert!(restored, "{r}");
 }
 
+/// The drawn set-up block cut to a short part on every rank (`compute_drawn_keep`; the C test
+/// is in `tests/skeleton.rs`): the Rust skeleton makes the call, passes clippy, runs under
+/// OpenMPI and adds back what it did not run.
+#[test]
+fn a_drawn_set_up_block_is_cut_to_a_short_part_in_rust() {
+    let base = scratch("rust-drawn-set-up");
+    let trace = support::drawn_set_up_trace(&base.join("trace"), 8);
+    let dir = base.join("skel-rs");
+    build("drawn-set-up", &trace, "rust", &dir);
+    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
+    assert!(main.contains("sk.compute_drawn_keep("), "the set-up is cut:\n{main}");
+    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
+    let _lock = mpi_lock();
+    let r = run(&dir, "openmpi", 300);
+    check_report(&r, "openmpi", 8);
+    let setup = r["phases"].as_array().unwrap().iter().find(|p| p["name"] == "setup").cloned();
+    let restored = setup.and_then(|p| p["restored_s"].as_f64()).unwrap_or(0.0);
+    assert!(restored > 0.01, "the set-up's skipped computation is added back: {r}");
+}
+
 /// The Rust skeleton of NPB fixture `name` uses `table` (a per-rank table the C skeleton uses
 /// too), passes clippy, and makes the same calls as the C skeleton on all `np` ranks.
 fn same_calls_with_a_table(name: &str, folder: &str, table: &str, np: u64) {

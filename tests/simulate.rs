@@ -584,3 +584,133 @@ fn a_repeated_run_reports_each_run_and_the_medians_with_their_spread() {
     let out = mpiskel().args(["run", "--repeat", "0"]).arg(&skel).output().unwrap();
     assert!(!out.status.success());
 }
+
+/// `mpiskel build TRACE -o DIR --platform P --json` with the fixtures' one-rank-per-host file;
+/// its JSON.
+fn build_on(trace: &Path, dir: &Path, platform: &str) -> serde_json::Value {
+    let p = npb().join("platforms");
+    let out = mpiskel()
+        .arg("build")
+        .arg(trace)
+        .arg("-o")
+        .arg(dir)
+        .arg("--platform")
+        .arg(p.join(platform))
+        .arg("--hostfile")
+        .arg(p.join("hostfile_1perhost.txt"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_skeleton_over_its_target_where_it_ran_has_its_computation_cut_for_it() {
+    // NPB IS W on 16 ranks: its all-to-alls, which its trace records no time for, keep the
+    // skeleton built from the trace alone over a twelfth of the run on the reference platform.
+    let dir = scratch("build-platform-aim");
+    let trace = npb().join("is.W.16").join("trace.txt");
+    let alone = dir.join("alone");
+    let out = mpiskel().arg("build").arg(&trace).arg("-o").arg(&alone).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let app = simulate_path(&alone, "ref.xml", 1, &[])["predicted_s"].as_f64().unwrap();
+    let own = simulate_path(&alone, "ref.xml", 1, &["--as-run"])["predicted_s"].as_f64().unwrap();
+    assert!(own > app / 12.0 * 1.05, "{own} of {app}");
+    // Built for the platform, its computation is cut for a twelfth there.
+    let j = build_on(&trace, &dir.join("aimed"), "ref.xml");
+    let (app, own) =
+        (j["recorded_s"].as_f64().unwrap(), j["skeleton_estimate_s"].as_f64().unwrap());
+    assert!(own <= app / 12.0 * 1.01, "{own} of {app}: {j}");
+    let ran = simulate_path(&dir.join("aimed"), "ref.xml", 1, &["--as-run"])["predicted_s"]
+        .as_f64()
+        .unwrap();
+    assert!((ran / own - 1.0).abs() < 1e-9, "{ran} {own}");
+}
+
+/// Two ranks: a set-up that exchanges 2 MB, then `steps` iterations that each exchange 800 kB
+/// while computing `flops` (at 1 Gflop/s); the trace's index file in `dir`.
+fn hiding_trace(dir: &Path, steps: usize, flops: u64) -> PathBuf {
+    let actions = |r: u32| {
+        let other = 1 - r;
+        let (a, b) = if r == 0 { ("send", "recv") } else { ("recv", "send") };
+        let mut v = vec![
+            "compute 1000000".to_owned(),
+            format!("{a} {other} 0 2000000"),
+            format!("{b} {other} 0 2000000"),
+        ];
+        for _ in 0..steps {
+            v.push(format!("irecv {other} 1 800000"));
+            v.push(format!("isend {other} 1 800000"));
+            v.push(format!("compute {flops}"));
+            v.push("waitall".into());
+        }
+        v.push("allreduce 8 0".into());
+        v
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    mpiskel_trace::ti::write_actions(dir, 2, actions).unwrap()
+}
+
+#[test]
+fn computation_that_hides_messages_is_not_cut_past_them_to_reach_the_target() {
+    // Each 20 ms block hides an exchange; the set-up's, which no call time in the trace says,
+    // keeps the skeleton over its target on the platform. The build cuts computation for it,
+    // but not so far that the blocks stop hiding their messages: the skeleton would wait for
+    // them, and its prediction, which adds the computation back, would count that wait too.
+    let dir = scratch("build-platform-exposure");
+    // What one exchange takes there: twelve of them without computation, less none.
+    let exchange = {
+        let twelve = hiding_trace(&dir.join("twelve"), 12, 0);
+        let none = hiding_trace(&dir.join("none"), 0, 0);
+        let t = |p: &Path| simulate_path(p, "ref.xml", 1, &[])["predicted_s"].as_f64().unwrap();
+        (t(&twelve) - t(&none)) / 12.0
+    };
+    assert!(exchange > 1e-3 && exchange < 15e-3, "{exchange}");
+    let trace = hiding_trace(&dir.join("trace"), 12, 20_000_000);
+    let j = build_on(&trace, &dir.join("skel"), "ref.xml");
+    let notes = j["notes"].to_string();
+    assert!(notes.contains("without its blocks, shortened, waiting"), "{notes}");
+    // The main loop's block is cut, and still runs longer than its exchange takes.
+    let doc: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("skel").join("skeleton.json")).unwrap(),
+    )
+    .unwrap();
+    let main = doc["program"]["classes"][0]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "main_loop")
+        .cloned()
+        .expect("a main loop");
+    let block = main["body"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stmt"] == "compute" && s["seconds"].as_f64() > Some(10e-3))
+        .cloned()
+        .expect("the 20 ms block");
+    let removed = block["removed"].as_f64().unwrap_or(0.0);
+    let kept = block["seconds"].as_f64().unwrap() - removed;
+    assert!(removed > 1e-3 && kept > exchange, "kept {kept} s of an exchange of {exchange} s");
+    // `simulate --as-run` says what the cut adds there: within the bound for this skeleton; for
+    // one cut to a tiny target without the platform, the waiting its blocks now do.
+    let exposure = |skel: &Path| {
+        simulate_path(skel, "ref.xml", 1, &["--as-run"])["exposure"]
+            .as_f64()
+            .expect("exposure reported")
+    };
+    let guarded = exposure(&dir.join("skel"));
+    assert!(guarded.abs() <= 0.005 + 1e-9, "{guarded}");
+    let deep = dir.join("deep");
+    let out = mpiskel()
+        .args(["build", "--target-time", "0.001"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&deep)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let unguarded = exposure(&deep);
+    assert!(unguarded > 0.05, "{unguarded}");
+}

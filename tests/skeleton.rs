@@ -1181,3 +1181,38 @@ fn a_root_reading_in_a_loop_and_a_rank_writing_at_the_end_are_cut_and_priced() {
     let (p, q) = (c["predicted_s"].as_f64().unwrap(), w["predicted_s"].as_f64().unwrap());
     assert!((p / q - 1.0).abs() < 0.05, "cut {p} s against whole {q} s:\n{c}\n{w}");
 }
+
+/// A set-up block that the ranks of one class compute for different times, too alike for
+/// per-rank factors, so that each rank draws its duration from the class's spread, right before
+/// a barrier: every rank waits there for the longest. It is cut as a root's block is
+/// (`sk_compute_drawn_keep`: a short part of each rank's draw, the most any rank skipped added
+/// back), and the skeleton predicts what the one with every block whole does.
+#[test]
+fn a_drawn_set_up_block_before_a_barrier_is_cut_to_a_short_part_on_every_rank() {
+    let base = scratch("drawn-set-up");
+    let n = 8;
+    let trace = support::drawn_set_up_trace(&base, n);
+    let (cut, whole) = (base.join("cut"), base.join("whole"));
+    build_into(&trace, &cut, &[]);
+    build_into(&trace, &whole, &["--target-time", "100"]);
+    let source = std::fs::read_to_string(cut.join("skeleton.c")).unwrap();
+    assert!(source.contains("sk_compute_drawn_keep("), "the set-up is cut:\n{source}");
+    let whole_source = std::fs::read_to_string(whole.join("skeleton.c")).unwrap();
+    assert!(whole_source.contains("sk_compute_drawn("), "drawn per rank:\n{whole_source}");
+    assert!(!whole_source.contains("_keep("), "not cut without a target to reach");
+    compile_strict(&cut, "mpicc.openmpi", &[]);
+    let _lock = mpi_lock();
+    let (c, w) =
+        (run_skeleton(&cut, "smpi", 300, 60, &[]), run_skeleton(&whole, "smpi", 300, 60, &[]));
+    check_report(&c, "smpi", u64::from(n));
+    let setup = |r: &serde_json::Value| {
+        r["phases"].as_array().unwrap().iter().find(|p| p["name"] == "setup").cloned().unwrap()
+    };
+    let (sc, sw) = (setup(&c), setup(&w));
+    let (ran, ran_whole) = (sc["seconds"].as_f64().unwrap(), sw["seconds"].as_f64().unwrap());
+    assert!(ran < 0.2 * ran_whole, "set-up ran {ran} s cut against {ran_whole} s whole");
+    let (p, q) = (sc["predicted_s"].as_f64().unwrap(), sw["predicted_s"].as_f64().unwrap());
+    assert!((p / q - 1.0).abs() < 0.05, "set-up predicted {p} s cut against {q} s whole");
+    let (p, q) = (c["predicted_s"].as_f64().unwrap(), w["predicted_s"].as_f64().unwrap());
+    assert!((p / q - 1.0).abs() < 0.05, "cut {p} s against whole {q} s:\n{c}\n{w}");
+}

@@ -256,9 +256,12 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             })
             .collect()
     };
-    // A fixed block (neither drawn nor replayed) followed, before any other call or block, by a
-    // collective on every rank, in a phase other than the main loop. A drawn block no longer
-    // than the part a cut block keeps runs whole and can stand beside one.
+    // A block followed, before any other call or block, by a collective on every rank, in a
+    // phase other than the main loop: fixed (neither drawn nor replayed), or drawn in a
+    // straight-line phase (each rank's one execution drawn from the class's spread: NPB MG's
+    // set-up at 256 ranks, where one class's ranks agree within a tenth and so have no factors;
+    // the collective still waits for the longest draw). In a loop, a drawn block no longer than
+    // the part a cut block keeps runs whole and can stand beside one.
     let eligible = |p: &crate::program::Phase, at: usize| -> bool {
         if p.name == "main_loop" || p.skipped.is_some() || p.steps.is_some() {
             return false;
@@ -271,7 +274,26 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             skel.distributions.get(d).and_then(|d| d.q.last()).is_some_and(|&m| m <= KEEP_MIN)
                 && *seconds <= KEEP_MIN
         };
-        dist.is_none_or(short) && *removed == 0.0 && meets_everyone(p, at).is_some()
+        dist.is_none_or(|d| !p.is_loop || short(d))
+            && *removed == 0.0
+            && meets_everyone(p, at).is_some()
+    };
+    // A block's shortest and longest durations over the ranks of a class: fixed, times each
+    // rank's weight; drawn, the least and the most of as many draws as the class has ranks
+    // (their expected quantiles, 1/(k+1) and k/(k+1)), times the lightest and heaviest weights.
+    let extremes = |c: &crate::program::ClassProgram, st: &Stmt| -> (f64, f64) {
+        let Stmt::Compute { seconds, factors, dist, .. } = st else { return (0.0, 0.0) };
+        let weights = skel.block_weights(c, *factors);
+        let (wl, wh) =
+            weights.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
+        match dist.and_then(|d| skel.distributions.get(d)) {
+            Some(d) if !d.q.is_empty() => {
+                let k = weights.len() as f64;
+                let at = |u: f64| crate::removal::quantile(&d.q, u);
+                (at(1.0 / (k + 1.0)) * wl, at(k / (k + 1.0)) * wh)
+            }
+            _ => (seconds * wl, seconds * wh),
+        }
     };
     // The phase of each class with a name (the report gathers the phases by name).
     let phase_of =
@@ -307,11 +329,10 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             let (mut most, mut least) = (0.0f64, f64::INFINITY);
             for (c, pi) in skel.classes.iter().zip(&at_of) {
                 let Some(pi) = pi else { continue };
-                if let Some(Stmt::Compute { seconds, factors, .. }) = c.phases[*pi].body.get(at) {
-                    for w in skel.block_weights(c, *factors) {
-                        most = most.max(seconds * w);
-                        least = least.min(seconds * w);
-                    }
+                if let Some(st) = c.phases[*pi].body.get(at) {
+                    let (l, h) = extremes(c, st);
+                    most = most.max(h);
+                    least = least.min(l);
                 }
             }
             let skip = most - keep(most);
@@ -337,9 +358,11 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     for (name, at) in chosen {
         for c in &mut skel.classes {
             let Some(pi) = c.phases.iter().position(|p| p.name == name) else { continue };
-            if let Some(Stmt::Compute { keep_only, dist: None, .. }) = c.phases[pi].body.get_mut(at)
-            {
-                *keep_only = true;
+            // A drawn block stands beside one in a loop only because it is too short to cut: it
+            // runs whole.
+            let is_loop = c.phases[pi].is_loop;
+            if let Some(Stmt::Compute { keep_only, dist, .. }) = c.phases[pi].body.get_mut(at) {
+                *keep_only = dist.is_none() || !is_loop;
             }
         }
     }

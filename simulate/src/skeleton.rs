@@ -85,6 +85,12 @@ pub struct PhaseMarks {
     pub iterations: Vec<usize>,
     /// See `start`.
     pub end: usize,
+    /// As the skeleton runs ([`lower_as_run`]): seconds of computation this rank did not run in
+    /// the phase, which its runtime adds back.
+    pub removed_s: f64,
+    /// As the skeleton runs: the application's iterations of the phase (with the warm-up it
+    /// prices) per iteration run, by which its runtime scales the phase; 1 otherwise.
+    pub scale: f64,
 }
 
 /// What one phase of the slowest rank took.
@@ -129,10 +135,61 @@ pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
 /// [`price`] gives the skeleton's own time: how long it would run on the platform simulated,
 /// before anyone runs it there.
 pub fn lower_as_run(skel: &Skeleton, seed: u64, shrink: f64) -> Lowered {
-    lower_with(skel, seed, false, Some(shrink))
+    lower_with(skel, seed, false, Some(AsRun { shrink, cut: true }))
 }
 
-fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<f64>) -> Lowered {
+/// [`lower_as_run`] with every compute block whole: the iterations the skeleton runs, each
+/// block for its whole duration. Beside the skeleton as it runs, it tells what the compute
+/// cut does to the waiting ([`exposure`]).
+pub fn lower_as_run_uncut(skel: &Skeleton, seed: u64) -> Lowered {
+    lower_with(skel, seed, false, Some(AsRun { shrink: 1.0, cut: false }))
+}
+
+/// How a skeleton's program is lowered as it runs: the compute shrink of its fixed blocks, and
+/// whether its compute cut applies.
+#[derive(Debug, Clone, Copy)]
+struct AsRun {
+    shrink: f64,
+    cut: bool,
+}
+
+/// What the skeleton's prediction gains from its compute cut on the platform simulated, as a
+/// share of the prediction without it: its runtime's prediction (each phase's time, plus the
+/// computation it did not run, scaled to the application's iterations; the slowest rank's
+/// sum) from the skeleton as it runs (`cut`, [`lower_as_run`]), against the same from its
+/// iterations run with every block whole (`whole`, [`lower_as_run_uncut`]). Taking
+/// computation out of a rank's blocks moves what it waits for: a message that its computation
+/// hid arrives after the shortened block, and the rank waits for it (NPB MG on 256 ranks: 0.2 ms
+/// of one 5.9 ms iteration with a third of its computation cut). The runtime cannot tell that
+/// waiting from the application's and adds the computation back on top of it, so the
+/// prediction grows by this share. `times` and `ends` are each lowering's simulated marks and
+/// ranks' ends.
+pub fn exposure(
+    cut: (&Lowered, &[Vec<f64>], &[f64]),
+    whole: (&Lowered, &[Vec<f64>], &[f64]),
+) -> f64 {
+    let predicted = |(l, times, ends): (&Lowered, &[Vec<f64>], &[f64])| -> f64 {
+        l.phases
+            .iter()
+            .enumerate()
+            .map(|(r, phases)| {
+                let at = |i: usize| times[r].get(i).copied().unwrap_or(ends[r]);
+                phases
+                    .iter()
+                    .map(|p| ((at(p.end) - at(p.start)).max(0.0) + p.removed_s) * p.scale)
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max)
+    };
+    let (c, w) = (predicted(cut), predicted(whole));
+    if w > 0.0 {
+        c / w - 1.0
+    } else {
+        0.0
+    }
+}
+
+fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<AsRun>) -> Lowered {
     let n = skel.n_ranks;
     // Every communicator's groups, made once: per communicator and rank, the rank's group.
     let groups: Vec<Vec<Group>> = (0..skel.comms.len()).map(|c| groups_of(skel, c)).collect();
@@ -166,6 +223,7 @@ fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<f64>) -> L
             kind: 0,
             whole,
             as_run,
+            removed_s: 0.0,
         };
         let mine: Vec<PhaseMarks> = cp.phases.iter().map(|p| lw.phase(p)).collect();
         lw.comms.entry(CommId::WORLD).or_insert_with(|| world_members(n));
@@ -268,8 +326,9 @@ fn unsimulated(p: &PhaseMarks, positions: &[u64], kinds: &[u32], d: &[f64]) -> f
 
 type BTreeComms = std::collections::BTreeMap<CommId, Arc<[Rank]>>;
 
-/// The part of a compute block of duration `d` (this rank's) that the skeleton runs, as its
-/// runtime under SMPI: a block that keeps only a short part runs max(5 %, 50 µs) of it; a cut
+/// The part of a compute block of duration `d` (this rank's, drawn where the block is) that the
+/// skeleton runs, as its runtime under SMPI: a block that keeps only a short part runs
+/// max(5 %, 50 µs) of it; a cut
 /// block runs `d` less what is removed (a drawn or replayed one nothing where its duration is
 /// shorter; a fixed one whole, and `shrink` of the rest where it has no per-rank factors).
 fn kept(
@@ -282,7 +341,7 @@ fn kept(
     shrink: f64,
 ) -> f64 {
     use mpiskel_emit::compute_cut::{KEEP_MIN, KEEP_SHARE};
-    if keep_only && dist.is_none() && replay.is_none() {
+    if keep_only && replay.is_none() {
         return (KEEP_SHARE * d).max(KEEP_MIN).min(d);
     }
     if removed <= 0.0 {
@@ -354,7 +413,9 @@ struct RankLowering<'a> {
     /// Every iteration of every loop.
     whole: bool,
     /// The skeleton as it runs ([`lower_as_run`]), with its compute shrink.
-    as_run: Option<f64>,
+    as_run: Option<AsRun>,
+    /// As it runs: computation not run since the phase began, seconds.
+    removed_s: f64,
 }
 
 impl RankLowering<'_> {
@@ -419,6 +480,8 @@ impl RankLowering<'_> {
             start,
             iterations,
             end,
+            removed_s: 0.0,
+            scale: 1.0,
         }
     }
 
@@ -426,6 +489,7 @@ impl RankLowering<'_> {
     /// each counted as one of the phase's.
     fn phase_as_run(&mut self, p: &Phase) -> PhaseMarks {
         let start = self.mark();
+        self.removed_s = 0.0;
         let kinds: Vec<u32> = match &p.steps {
             Some(s) if p.is_loop => s.run_kinds(),
             _ => vec![0; p.run as usize],
@@ -446,6 +510,8 @@ impl RankLowering<'_> {
             start,
             iterations: Vec::new(),
             end,
+            removed_s: self.removed_s,
+            scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 } else { 0.0 },
         }
     }
 
@@ -454,12 +520,14 @@ impl RankLowering<'_> {
             match s {
                 Stmt::Compute { seconds, dist, factors, replay, removed, keep_only, .. } => {
                     let d = self.duration(*seconds, *dist, *factors, *replay);
-                    self.gap_s += match self.as_run {
-                        Some(shrink) => {
+                    let ran = match self.as_run {
+                        Some(AsRun { shrink, cut: true }) => {
                             kept(d, *removed, *keep_only, *dist, *factors, *replay, shrink)
                         }
-                        None => d,
+                        _ => d,
                     };
+                    self.gap_s += ran;
+                    self.removed_s += d - ran;
                 }
                 Stmt::Call { call, .. } => self.call(call, iters),
                 Stmt::Loop { count, body, .. } => {
@@ -821,5 +889,44 @@ mod tests {
         let (shrunk, _) = priced(lower_as_run(&skel, 0, 0.5));
         let d = own.predicted_s - shrunk.predicted_s;
         assert!((d - 2.0 * 0.0002).abs() < 1e-6, "{d}");
+    }
+
+    /// Simulated marks of `lowered` on the test cluster.
+    fn marks(lowered: &Lowered) -> (Vec<Vec<f64>>, Vec<f64>) {
+        let opts = Options { fast_forward: false, ..Options::default() };
+        let (sim, times) =
+            simulate_marked(&lowered.traces, &cluster(), &[0, 1], &opts, &lowered.marks, None)
+                .unwrap();
+        (times, sim.ranks.iter().map(|r| r.end_s).collect())
+    }
+
+    /// The share by which a skeleton's prediction grows when its cut blocks wait for messages
+    /// their computation hid: none where the block comes before the exchange, about the
+    /// message's transfer less what the block keeps where the block runs while it arrives.
+    #[test]
+    fn a_cut_block_that_hid_a_message_makes_the_prediction_wait_for_it() {
+        let exposure_of = |skel: &Skeleton| {
+            let (cut, whole) = (lower_as_run(skel, 0, 1.0), lower_as_run_uncut(skel, 0));
+            let ((ct, ce), (wt, we)) = (marks(&cut), marks(&whole));
+            // The computation not run is counted per phase, scaled to the application's.
+            assert!((cut.phases[0][0].removed_s - 4.0 * 0.0008).abs() < 1e-9);
+            assert_eq!(cut.phases[0][0].scale, 25.0);
+            assert_eq!(whole.phases[0][0].removed_s, 0.0);
+            exposure((&cut, &ct, &ce), (&whole, &wt, &we))
+        };
+        // 50 kB at 100 MB/s: 0.5 ms on the wire, sent eagerly; 1 ms blocks, 0.8 ms of them cut.
+        let mut skel = ring(4, 50_000);
+        if let Some(Stmt::Compute { removed, .. }) = skel.classes[0].phases[0].body.first_mut() {
+            *removed = 0.0008;
+        }
+        let before = exposure_of(&skel);
+        assert!(before.abs() < 0.005, "computing before the exchange hides nothing: {before}");
+        // The block between the send and the wait: the message arrives while it runs.
+        skel.classes[0].phases[0].body.swap(0, 2);
+        skel.classes[0].phases[0].body.swap(0, 1);
+        let during = exposure_of(&skel);
+        // Whole, the wait is hidden; cut to 0.2 ms, the rest of the transfer is waited for: at
+        // most the 0.8 ms cut, of iterations of about 1 ms.
+        assert!(during > 0.15 && during <= 0.8, "{during}");
     }
 }

@@ -504,6 +504,19 @@ impl Runtime {
         self.compute(x * factor);
     }
 
+    /// [`Runtime::compute_keep`] of a duration drawn from distribution `i`: a block before a
+    /// collective of every rank whose ranks' durations the build draws.
+    pub fn compute_drawn_keep(&mut self, i: usize) {
+        let x = self.draw(i);
+        self.compute_keep(x);
+    }
+
+    /// [`Runtime::compute_drawn_keep`] with the draw multiplied by `factor`.
+    pub fn compute_drawn_scaled_keep(&mut self, i: usize, factor: f64) {
+        let x = self.draw(i);
+        self.compute_keep(x * factor);
+    }
+
     /// [`Runtime::compute_drawn_less`] with the draw multiplied by `factor`.
     pub fn compute_drawn_scaled_less(&mut self, i: usize, factor: f64, removed: f64) {
         let x = self.draw(i);

@@ -226,3 +226,25 @@ macro_rules! skeleton_fixture_tests {
     };
 }
 pub(crate) use skeleton_fixture_tests;
+
+/// Writes a SimGrid trace of `n` ranks into `base`: a set-up block whose duration each rank
+/// draws (the class's ranks differ by up to 8 %, in no order their weights follow), before a
+/// barrier; then a ring of 40 iterations. Returns the index file.
+pub fn drawn_set_up_trace(base: &Path, n: u32) -> PathBuf {
+    std::fs::create_dir_all(base).unwrap();
+    let mut index = String::new();
+    for r in 0..n {
+        let setup = 20_000_000 + 400_000 * u64::from((r * 5) % 7);
+        let mut t = format!("{r} init\n{r} compute {setup}\n{r} barrier\n");
+        for _ in 0..40 {
+            t.push_str(&format!("{r} compute 2000000\n"));
+            t.push_str(&format!("{r} send {} 0 1024\n", (r + 1) % n));
+            t.push_str(&format!("{r} recv {} 0 1024\n", (r + n - 1) % n));
+        }
+        t.push_str(&format!("{r} allreduce 8 0\n{r} finalize\n"));
+        std::fs::write(base.join(format!("rank{r}.txt")), t).unwrap();
+        index.push_str(&format!("rank{r}.txt\n"));
+    }
+    std::fs::write(base.join("trace.txt"), &index).unwrap();
+    base.join("trace.txt")
+}

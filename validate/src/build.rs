@@ -185,13 +185,49 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     ));
     if let Some((platform, pf)) = &platform {
         let _busy = observer.busy("simulating the application and the skeleton on the platform");
-        let (app_s, own_s) = platform_times(
-            &built.skeleton,
-            &built.scaling,
-            (platform, pf),
-            o.hostfile.as_deref(),
-            o.flops,
-        )?;
+        let times = |b: &mpiskel_emit::pipeline::Built| {
+            platform_times(&b.skeleton, &b.scaling, (platform, pf), o.hostfile.as_deref(), o.flops)
+        };
+        let mut at = times(&built)?;
+        // Over its target there, what its messages take beyond the estimate is taken from its
+        // computation too (a second of computation is one there and in the trace): made again
+        // for a target shorter by the excess, while that brings the simulated skeleton closer
+        // and the deeper cut does not make its prediction grow, by waiting for messages its
+        // computation hid ([`PlatformTimes::exposure`]), by more than `removal::TOLERANCE` (or
+        // than the first build's cut does already). Past that bound the target is searched by
+        // bisection. `AIM_ROUNDS` builds at most.
+        let share = built.scaling.target_s / built.scaling.app_time_s;
+        let bound = mpiskel_emit::removal::TOLERANCE.max(at.exposure);
+        let mut held = false;
+        if !o.whole_compute {
+            let (mut lo, mut hi) = (0.0f64, None::<f64>);
+            for _ in 0..AIM_ROUNDS {
+                let excess = at.skeleton_s - share * at.app_s;
+                if excess <= 0.0 {
+                    break;
+                }
+                let by = hi.map_or(lo + excess, |h| (lo + h) / 2.0);
+                let again = mpiskel_emit::pipeline::make_shorter(
+                    &lt,
+                    app_time,
+                    &source,
+                    o.target_time,
+                    o.strict,
+                    by,
+                );
+                let Ok(again) = again else { break };
+                let t = times(&again)?;
+                if t.exposure > bound {
+                    (hi, held) = (Some(by), true);
+                    continue;
+                }
+                if t.skeleton_s >= at.skeleton_s * (1.0 - 1e-3) {
+                    break;
+                }
+                (built, at, lo) = (again, t, by);
+            }
+        }
+        let PlatformTimes { app_s, skeleton_s: own_s, .. } = at;
         let s = &mut built.scaling;
         notes.push(format!(
             "on {} the application takes {app_s:.6} s and the skeleton {own_s:.6} s, as \
@@ -202,11 +238,20 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             s.skeleton_estimate_s,
             app_s / own_s
         ));
-        let share = if s.app_time_s > 0.0 { s.target_s / s.app_time_s } else { 0.0 };
         if own_s > 1.1 * share * app_s {
+            let why = if held {
+                format!(
+                    "its computation is cut as far as it can be without its blocks, shortened, \
+                     waiting for messages their computation hid (cut further, its prediction \
+                     would grow by more than {:.1} %), and what runs whole holds up the rest",
+                    100.0 * bound
+                )
+            } else {
+                "what holds it up is what runs whole".to_owned()
+            };
             notes.push(format!(
                 "on {} the skeleton takes {:.1} % of the application's time, over its target \
-                 of {:.1} %: what holds it up is what runs whole (see the other notes)",
+                 of {:.1} %: {why} (see the other notes)",
                 platform.display(),
                 100.0 * own_s / app_s,
                 100.0 * share
@@ -269,6 +314,10 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     Ok(BuildOutcome { document: doc, notes })
 }
 
+/// Builds again, at most, for a target shortened by what the skeleton's messages take on the
+/// platform beyond its estimate ([`build`] with a platform).
+const AIM_ROUNDS: usize = 4;
+
 /// The application's time and the skeleton's own on `platform` (its file and the platform read
 /// from it; ranks placed by `hostfile`),
 /// seconds, as `mpiskel simulate` gives them from the skeleton folder: the skeleton's program
@@ -284,11 +333,13 @@ pub fn platform_times(
     (platform, pf): (&Path, &mpiskel_simulate::platform::Platform),
     hostfile: Option<&Path>,
     speed: f64,
-) -> Result<(f64, f64)> {
+) -> Result<PlatformTimes> {
     use mpiskel_simulate::engine::{simulate_marked, Options};
     use mpiskel_simulate::model::Model;
     use mpiskel_simulate::platform::placement;
-    use mpiskel_simulate::skeleton::{lower, lower_as_run, price, Lowered};
+    use mpiskel_simulate::skeleton::{
+        exposure, lower, lower_as_run, lower_as_run_uncut, price, Lowered,
+    };
     let place = placement(pf, hostfile, skel.n_ranks as usize)?;
     let options = Options {
         model: pf.model.clone().unwrap_or_else(Model::smpi),
@@ -296,7 +347,7 @@ pub fn platform_times(
         fast_forward: false,
         ..Options::default()
     };
-    let time = |l: &Lowered| -> Result<f64> {
+    let run = |l: &Lowered| -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
         let (sim, times) = simulate_marked(&l.traces, pf, &place, &options, &l.marks, None)?;
         ensure!(
             sim.stuck.is_empty(),
@@ -304,17 +355,35 @@ pub fn platform_times(
             platform.display(),
             sim.stuck.len()
         );
-        let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
-        Ok(price(l, &times, &ends).predicted_s)
+        Ok((times, sim.ranks.iter().map(|r| r.end_s).collect()))
     };
-    let app = time(&lower(skel, 0, false))?;
-    let own = time(&lower_as_run(skel, 0, scaling.compute_shrink))?;
+    let app_program = lower(skel, 0, false);
+    let (times, ends) = run(&app_program)?;
+    let app_s = price(&app_program, &times, &ends).predicted_s;
+    let cut = lower_as_run(skel, 0, scaling.compute_shrink);
+    let (cut_times, cut_ends) = run(&cut)?;
+    let skeleton_s = price(&cut, &cut_times, &cut_ends).predicted_s;
+    let whole = lower_as_run_uncut(skel, 0);
+    let (whole_times, whole_ends) = run(&whole)?;
+    let exposure = exposure((&cut, &cut_times, &cut_ends), (&whole, &whole_times, &whole_ends));
     ensure!(
-        app > 0.0 && own > 0.0,
+        app_s > 0.0 && skeleton_s > 0.0,
         "simulated on {}, the application or the skeleton took no time",
         platform.display()
     );
-    Ok((app, own))
+    Ok(PlatformTimes { app_s, skeleton_s, exposure })
+}
+
+/// What [`platform_times`] simulates.
+#[derive(Debug, Clone, Copy)]
+pub struct PlatformTimes {
+    /// The application's time: the skeleton's program standing for it.
+    pub app_s: f64,
+    /// The skeleton's own time, as it runs.
+    pub skeleton_s: f64,
+    /// What the compute cut adds to the skeleton's prediction there, as a share
+    /// ([`mpiskel_simulate::skeleton::exposure`]).
+    pub exposure: f64,
 }
 
 /// The skeleton name a trace gives by default: its folder's name (without `.trace`), in the

@@ -264,6 +264,21 @@ impl Names<'_> {
                         Self::times(&seconds(*x), *factors)
                     ));
                 }
+                Stmt::Compute { seconds: x, dist: Some(d), factors, keep_only: true, .. } => {
+                    let what = "every rank runs a short part of its draw; the most any rank \
+                                skips is added to the prediction";
+                    out.push(match factors {
+                        None => format!(
+                            "{pad}sk_compute_drawn_keep({d}); /* {} s on average: {what} */",
+                            seconds(*x)
+                        ),
+                        Some(t) => format!(
+                            "{pad}sk_compute_drawn_scaled_keep({d}, compute_factor[{t}][me]); /* {} \
+                             s on average, times this rank's factor: {what} */",
+                            seconds(*x)
+                        ),
+                    });
+                }
                 Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
                     if *removed > 0.0 =>
                 {

@@ -399,6 +399,29 @@ impl Gen<'_> {
                     let x = Self::times(*x, *factors);
                     quote! { #n sk.compute_keep(#x); }
                 }
+                Stmt::Compute { seconds: x, dist: Some(d), factors, keep_only: true, .. } => {
+                    let d = Literal::usize_unsuffixed(*d);
+                    match factors {
+                        None => {
+                            let n = note(&format!(
+                                "{} s on average: every rank runs a short part of its draw; the \
+                                 most any rank skips is added to the prediction",
+                                seconds(*x)
+                            ));
+                            quote! { #n sk.compute_drawn_keep(#d); }
+                        }
+                        Some(t) => {
+                            let n = note(&format!(
+                                "{} s on average, times this rank's factor: every rank runs a \
+                                 short part of its draw; the most any rank skips is added to the \
+                                 prediction",
+                                seconds(*x)
+                            ));
+                            let f = Self::factor(*t);
+                            quote! { #n sk.compute_drawn_scaled_keep(#d, #f); }
+                        }
+                    }
+                }
                 Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
                     if *removed > 0.0 =>
                 {
