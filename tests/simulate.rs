@@ -457,6 +457,12 @@ fn the_steps_of_a_time_step_loop_replay_what_each_step_computed() {
     };
     let (t, s) = (run(&trace, &[]), run(&skel, &["--exact"]));
     assert!((s / t - 1.0).abs() < 0.25, "skeleton's program {s} s against the trace's {t} s");
+    // By default only the step the skeleton runs of each kind is simulated, the others priced at
+    // its pace. The ranks that begin the loop before rank 0, which factors the first panel in
+    // its set-up, wait for it in that step, as the application did once: not part of the pace
+    // (counted in every step priced, it made this +48 %).
+    let d = run(&skel, &[]);
+    assert!((d / t - 1.0).abs() < 0.25, "skeleton's program {d} s by default against {t} s");
 }
 
 /// The report of `skel` run under SimGrid on the fixtures' `platform`, one rank per host.
