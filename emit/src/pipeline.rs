@@ -426,6 +426,7 @@ fn make_with(
     let sampled_within = (target_s.is_none() && n_main >= MANY_ITERATIONS)
         .then(|| crate::scale::twelfth(app_time_s));
     let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
+    let given_s = target_s;
     let target_s = (target_s - goal.shorter_by).max(target_s * MIN_AIM);
     let t = Instant::now();
     // A warm-up iteration is skipped where the program stays checkable; where skipping it is
@@ -450,6 +451,9 @@ fn make_with(
     }
     let replayed_blocks = crate::replay::attach(&mut skeleton, lt, &nests);
     scaling.traffic = Some(crate::traffic::traffic(&skeleton));
+    // A target made shorter only drove the cuts: what the skeleton is said to be over, and
+    // aimed at, is the one given.
+    scaling.target_s = given_s;
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
     let over = over_target(&scaling, sampled_within.is_some());
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
