@@ -498,8 +498,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         }
         if let Some(x) = exposure {
             println!(
-                "  its compute cut adds {:+.2} % to its own prediction here: blocks it shortens \
-                 wait for messages their computation hid",
+                "  its compute cut moves its own prediction here by {:+.2} %: the blocks it \
+                 shortens wait differently for messages their computation hid",
                 100.0 * x
             );
         }

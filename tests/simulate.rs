@@ -699,6 +699,14 @@ fn computation_that_hides_messages_is_not_cut_past_them_to_reach_the_target() {
     let j = build_on(&trace, &dir.join("skel"), "ref.xml");
     let notes = j["notes"].to_string();
     assert!(notes.contains("without its blocks, shortened, waiting"), "{notes}");
+    // And it says by how much the cut moves the skeleton's own prediction: within the bound.
+    let by = notes
+        .split("its compute cut moves its own prediction there by ")
+        .nth(1)
+        .and_then(|t| t.split(" %").next())
+        .and_then(|x| x.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("{notes}"));
+    assert!(by.abs() <= 0.5, "{notes}");
     // The main loop's block is cut, and still runs longer than its exchange takes.
     let doc: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("skel").join("skeleton.json")).unwrap(),

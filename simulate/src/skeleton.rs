@@ -88,6 +88,9 @@ pub struct PhaseMarks {
     /// As the skeleton runs ([`lower_as_run`]): seconds of computation this rank did not run in
     /// the phase, which its runtime adds back.
     pub removed_s: f64,
+    /// Of `removed_s`, what blocks that keep only a short part skipped: the runtime adds back,
+    /// on every rank, the most any rank skipped so in the phase.
+    pub keep_s: f64,
     /// As the skeleton runs: the application's iterations of the phase (with the warm-up it
     /// prices) per iteration run, by which its runtime scales the phase; 1 otherwise.
     pub scale: f64,
@@ -169,6 +172,13 @@ pub fn exposure(
     whole: (&Lowered, &[Vec<f64>], &[f64]),
 ) -> f64 {
     let predicted = |(l, times, ends): (&Lowered, &[Vec<f64>], &[f64])| -> f64 {
+        // What blocks that keep a short part skipped is restored as the most any rank skipped
+        // in the phase of that name.
+        let mut most: HashMap<&str, f64> = HashMap::new();
+        for p in l.phases.iter().flatten() {
+            let m = most.entry(p.name.as_str()).or_insert(0.0);
+            *m = m.max(p.keep_s);
+        }
         l.phases
             .iter()
             .enumerate()
@@ -176,7 +186,10 @@ pub fn exposure(
                 let at = |i: usize| times[r].get(i).copied().unwrap_or(ends[r]);
                 phases
                     .iter()
-                    .map(|p| ((at(p.end) - at(p.start)).max(0.0) + p.removed_s) * p.scale)
+                    .map(|p| {
+                        let restored = p.removed_s - p.keep_s + most[p.name.as_str()];
+                        ((at(p.end) - at(p.start)).max(0.0) + restored) * p.scale
+                    })
                     .sum::<f64>()
             })
             .fold(0.0, f64::max)
@@ -224,6 +237,7 @@ fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<AsRun>) ->
             whole,
             as_run,
             removed_s: 0.0,
+            keep_s: 0.0,
         };
         let mine: Vec<PhaseMarks> = cp.phases.iter().map(|p| lw.phase(p)).collect();
         lw.comms.entry(CommId::WORLD).or_insert_with(|| world_members(n));
@@ -429,8 +443,10 @@ struct RankLowering<'a> {
     whole: bool,
     /// The skeleton as it runs ([`lower_as_run`]), with its compute shrink.
     as_run: Option<AsRun>,
-    /// As it runs: computation not run since the phase began, seconds.
+    /// As it runs: computation not run since the phase began, seconds, and of it what blocks
+    /// that keep a short part skipped.
     removed_s: f64,
+    keep_s: f64,
 }
 
 impl RankLowering<'_> {
@@ -496,6 +512,7 @@ impl RankLowering<'_> {
             iterations,
             end,
             removed_s: 0.0,
+            keep_s: 0.0,
             scale: 1.0,
         }
     }
@@ -504,7 +521,7 @@ impl RankLowering<'_> {
     /// each counted as one of the phase's.
     fn phase_as_run(&mut self, p: &Phase) -> PhaseMarks {
         let start = self.mark();
-        self.removed_s = 0.0;
+        (self.removed_s, self.keep_s) = (0.0, 0.0);
         let kinds: Vec<u32> = match &p.steps {
             Some(s) if p.is_loop => s.run_kinds(),
             _ => vec![0; p.run as usize],
@@ -526,6 +543,7 @@ impl RankLowering<'_> {
             iterations: Vec::new(),
             end,
             removed_s: self.removed_s,
+            keep_s: self.keep_s,
             scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 } else { 0.0 },
         }
     }
@@ -543,6 +561,9 @@ impl RankLowering<'_> {
                     };
                     self.gap_s += ran;
                     self.removed_s += d - ran;
+                    if *keep_only {
+                        self.keep_s += d - ran;
+                    }
                 }
                 Stmt::Call { call, .. } => self.call(call, iters),
                 Stmt::Loop { count, body, .. } => {

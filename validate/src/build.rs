@@ -227,16 +227,18 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 (built, at, lo) = (again, t, by);
             }
         }
-        let PlatformTimes { app_s, skeleton_s: own_s, .. } = at;
+        let PlatformTimes { app_s, skeleton_s: own_s, exposure } = at;
         let s = &mut built.scaling;
         notes.push(format!(
             "on {} the application takes {app_s:.6} s and the skeleton {own_s:.6} s, as \
              simulated (the trace gave {:.6} s and an estimate of {:.6} s): the factor is their \
-             ratio, {:.3}",
+             ratio, {:.3}; its compute cut moves its own prediction there by {:+.2} % (the \
+             blocks it shortens wait differently for messages their computation hid)",
             platform.display(),
             s.app_time_s,
             s.skeleton_estimate_s,
-            app_s / own_s
+            app_s / own_s,
+            100.0 * exposure
         ));
         if own_s > 1.1 * share * app_s {
             let why = if held {
