@@ -210,10 +210,18 @@ fn skeleton_alone(trace: &str, dir: &Path) -> PathBuf {
     skel
 }
 
-fn simulate_path(path: &Path, platform: &str, per_host: u32, extra: &[&str]) -> serde_json::Value {
+/// `mpiskel ARGS PATH --platform P --hostfile (per_host per host) --json EXTRA` with the
+/// fixtures' platform `platform`; its JSON.
+fn on_platform(
+    args: &[&str],
+    path: &Path,
+    platform: &str,
+    per_host: u32,
+    extra: &[&str],
+) -> serde_json::Value {
     let p = npb().join("platforms");
     let out = mpiskel()
-        .arg("simulate")
+        .args(args)
         .arg(path)
         .arg("--platform")
         .arg(p.join(platform))
@@ -225,6 +233,10 @@ fn simulate_path(path: &Path, platform: &str, per_host: u32, extra: &[&str]) -> 
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn simulate_path(path: &Path, platform: &str, per_host: u32, extra: &[&str]) -> serde_json::Value {
+    on_platform(&["simulate"], path, platform, per_host, extra)
 }
 
 #[test]
@@ -614,21 +626,8 @@ fn a_repeated_run_reports_each_run_and_the_medians_with_their_spread() {
 /// `mpiskel build TRACE -o DIR --platform P --json` with the fixtures' one-rank-per-host file;
 /// its JSON.
 fn build_on(trace: &Path, dir: &Path, platform: &str) -> serde_json::Value {
-    let p = npb().join("platforms");
-    let out = mpiskel()
-        .arg("build")
-        .arg(trace)
-        .arg("-o")
-        .arg(dir)
-        .arg("--platform")
-        .arg(p.join(platform))
-        .arg("--hostfile")
-        .arg(p.join("hostfile_1perhost.txt"))
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    let dir = dir.to_str().expect("a UTF-8 path");
+    on_platform(&["build"], trace, platform, 1, &["-o", dir])
 }
 
 #[test]

@@ -1105,19 +1105,29 @@ fn a_root_that_computes_alone_before_a_broadcast_is_cut_and_priced_as_everyones_
     );
     let whole_source = std::fs::read_to_string(whole.join("skeleton.c")).unwrap();
     assert!(!whole_source.contains("sk_compute_keep("), "not cut without a target to reach");
+    // Cut: well under the root's 20 ms; whole: the root's 20 ms.
+    set_up_cut_against_whole(&cut, &whole, n as u64, 0.03);
+}
+
+/// Runs the skeletons `cut` and `whole` of one trace (`ranks` ranks) under SimGrid and checks
+/// that the cut one's set-up ran under a fifth of the whole one's, and predicts it within
+/// `setup_tolerance`, the whole run within 5 %.
+fn set_up_cut_against_whole(cut: &Path, whole: &Path, ranks: u64, setup_tolerance: f64) {
     let _lock = mpi_lock();
     let (c, w) =
-        (run_skeleton(&cut, "smpi", 300, 60, &[]), run_skeleton(&whole, "smpi", 300, 60, &[]));
-    check_report(&c, "smpi", n as u64);
+        (run_skeleton(cut, "smpi", 300, 60, &[]), run_skeleton(whole, "smpi", 300, 60, &[]));
+    check_report(&c, "smpi", ranks);
     let setup = |r: &serde_json::Value| {
         r["phases"].as_array().unwrap().iter().find(|p| p["name"] == "setup").cloned().unwrap()
     };
     let (sc, sw) = (setup(&c), setup(&w));
     let (ran, ran_whole) = (sc["seconds"].as_f64().unwrap(), sw["seconds"].as_f64().unwrap());
-    // Cut: well under the root's 20 ms; whole: the root's 20 ms.
     assert!(ran < 0.2 * ran_whole, "set-up ran {ran} s cut against {ran_whole} s whole");
     let (p, q) = (sc["predicted_s"].as_f64().unwrap(), sw["predicted_s"].as_f64().unwrap());
-    assert!((p / q - 1.0).abs() < 0.03, "set-up predicted {p} s cut against {q} s whole");
+    assert!(
+        (p / q - 1.0).abs() < setup_tolerance,
+        "set-up predicted {p} s cut against {q} s whole"
+    );
     let (p, q) = (c["predicted_s"].as_f64().unwrap(), w["predicted_s"].as_f64().unwrap());
     assert!((p / q - 1.0).abs() < 0.05, "cut {p} s against whole {q} s:\n{c}\n{w}");
 }
@@ -1201,18 +1211,5 @@ fn a_drawn_set_up_block_before_a_barrier_is_cut_to_a_short_part_on_every_rank() 
     assert!(whole_source.contains("sk_compute_drawn("), "drawn per rank:\n{whole_source}");
     assert!(!whole_source.contains("_keep("), "not cut without a target to reach");
     compile_strict(&cut, "mpicc.openmpi", &[]);
-    let _lock = mpi_lock();
-    let (c, w) =
-        (run_skeleton(&cut, "smpi", 300, 60, &[]), run_skeleton(&whole, "smpi", 300, 60, &[]));
-    check_report(&c, "smpi", u64::from(n));
-    let setup = |r: &serde_json::Value| {
-        r["phases"].as_array().unwrap().iter().find(|p| p["name"] == "setup").cloned().unwrap()
-    };
-    let (sc, sw) = (setup(&c), setup(&w));
-    let (ran, ran_whole) = (sc["seconds"].as_f64().unwrap(), sw["seconds"].as_f64().unwrap());
-    assert!(ran < 0.2 * ran_whole, "set-up ran {ran} s cut against {ran_whole} s whole");
-    let (p, q) = (sc["predicted_s"].as_f64().unwrap(), sw["predicted_s"].as_f64().unwrap());
-    assert!((p / q - 1.0).abs() < 0.05, "set-up predicted {p} s cut against {q} s whole");
-    let (p, q) = (c["predicted_s"].as_f64().unwrap(), w["predicted_s"].as_f64().unwrap());
-    assert!((p / q - 1.0).abs() < 0.05, "cut {p} s against whole {q} s:\n{c}\n{w}");
+    set_up_cut_against_whole(&cut, &whole, u64::from(n), 0.05);
 }
