@@ -26,6 +26,8 @@ static volatile double sk_sink;
 #endif
 static sk_phase *sk_phases;
 static int sk_nphases;
+/* Per phase: what its time is multiplied by beyond its iterations (sk_phase_scale); NULL: 1. */
+static double *sk_scales;
 /* Per phase, for the computation not run (sk_compute_less): seconds removed, the seconds
  * asked of and taken by the parts that ran, whose pace prices the removed ones, and the
  * processor seconds those parts took (see sk_cores_floor). */
@@ -367,6 +369,8 @@ long sk_replay_row(int table, long rows, long again) {
 void sk_start(sk_phase *phases, int n) {
     sk_phases = phases;
     sk_nphases = n;
+    free(sk_scales);
+    sk_scales = NULL;
     free(sk_cut);
     sk_cut = calloc((size_t)n, sizeof *sk_cut);
     free(sk_ran);
@@ -436,6 +440,25 @@ void sk_phase_add(int i, double seconds) {
     }
 }
 
+void sk_phase_scale(int i, double scale) {
+    if (!sk_scales) {
+        sk_scales = malloc((size_t)sk_nphases * sizeof *sk_scales);
+        if (!sk_scales) {
+            return;
+        }
+        for (int j = 0; j < sk_nphases; j++) {
+            sk_scales[j] = 1.0;
+        }
+    }
+    if (i >= 0 && i < sk_nphases && scale > 0.0) {
+        sk_scales[i] = scale;
+    }
+}
+
+static double sk_scale_of(int i) {
+    return sk_scales ? sk_scales[i] : 1.0;
+}
+
 void sk_inner_first(int i, double seconds) {
     sk_phases[i].first += seconds;
     sk_phases[i].first_set = 1;
@@ -475,7 +498,9 @@ static double sk_restored_of(int i) {
  * replays the application's first (its compute blocks replay it), or where it is clearly the
  * longest: the first waited for the ranks that reached the loop last, which the application
  * did once (NPB CG A's set-up loop: 2.6 times the second). */
-static double sk_predicted(int i) {
+static double sk_predicted(int i);
+
+static double sk_predicted_unscaled(int i) {
     const sk_phase *p = &sk_phases[i];
     double own = p->seconds, inner = 0.0;
     int children = 0;
@@ -520,6 +545,11 @@ static double sk_predicted(int i) {
         predicted -= (wait < most ? wait : most) * ((double)p->full / (double)p->run - 1.0);
     }
     return predicted;
+}
+
+/* Predicted application seconds of phase i, with its scale (sk_phase_scale). */
+static double sk_predicted(int i) {
+    return sk_predicted_unscaled(i) * sk_scale_of(i);
 }
 
 static void *sk_send_buffer;
@@ -744,7 +774,7 @@ static double sk_cores_floor(double by_phase) {
         if (p->run <= 0) {
             continue;
         }
-        double scale = (double)p->full / (double)p->run;
+        double scale = (double)p->full / (double)p->run * sk_scale_of(i);
         mine[0] += sk_ran[i] * sk_cpu_per_asked * scale;
         if (sk_cut[i][0] > 0.0) {
             double cpu_per_s = sk_cut[i][1] > 0.0 ? sk_cut[i][3] / sk_cut[i][1] : sk_cpu_per_asked;

@@ -126,6 +126,10 @@ void sk_phase_add(int i, double seconds);
 /* Adds the seconds of an inner loop's first iteration (timed inside its phase) to phase i's
  * first: the loop around it ran it once per iteration, and so did the application. */
 void sk_inner_first(int i, double seconds);
+/* Phase i is the part a skeleton runs of a stretch between two collectives of all ranks that
+ * folds into no loop: its time, times `scale` (the stretch's recorded span over the part's),
+ * stands for the whole stretch. Call after sk_start. */
+void sk_phase_scale(int i, double scale);
 
 /* Buffered sends (MPI_Bsend): attaches a buffer for `bytes` in `messages` messages, what the
  * skeleton sends buffered with `main_run` iterations of its main loop; more iterations

@@ -15,7 +15,11 @@ use crate::progress::Stages;
 /// Runs the whole pipeline: reads the trace, finds the topology and the process classes
 /// (`mpiskel logicalize`), the loop nest of every class (`mpiskel compress`), builds one SPMD
 /// program, cuts its main loop so that it runs about --target-time, executes every rank's
-/// program abstractly to prove it cannot deadlock, and writes the skeleton folder:
+/// program abstractly to prove it cannot deadlock, and writes the skeleton folder. Still over
+/// the target with long runs of calls that fold into no loop between two collectives of all
+/// ranks (stretches), it makes the skeleton again from the trace with those stretches cut by
+/// time: each rank keeps the calls it began in their first part, whose time is scaled to the
+/// whole stretch.
 ///
 ///   skeleton.c, mpiskel_rt.c, mpiskel_rt.h   the program and its runtime
 ///   Makefile                                  make (MPICC=...), make smpi (SimGrid)
@@ -86,7 +90,8 @@ pub struct BuildArgs {
     /// such calls are local (Xu & Subhlok 2008, §4): they are left out, their time stays in
     /// the computation before the next call; and sends the run completed before their receives
     /// were posted, where the program relies on it, become buffered sends (`MPI_Bsend`). The
-    /// build says what it left out or buffered.
+    /// build says what it left out or buffered. With --strict, no stretch is cut by time either
+    /// (that cut leaves out the messages that cross it).
     #[arg(long)]
     strict: bool,
     /// The platform the application ran on (a SimGrid platform file with one <cluster>, or

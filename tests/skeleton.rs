@@ -1213,3 +1213,86 @@ fn a_drawn_set_up_block_before_a_barrier_is_cut_to_a_short_part_on_every_rank() 
     compile_strict(&cut, "mpicc.openmpi", &[]);
     set_up_cut_against_whole(&cut, &whole, u64::from(n), 0.05);
 }
+
+/// Simulates `input` (a trace or a skeleton folder) on the cluster of `toml`; returns
+/// `predicted_s`.
+fn simulated(input: &Path, toml: &Path, extra: &[&str]) -> f64 {
+    let out = mpiskel()
+        .args(["simulate", "--json", "--platform"])
+        .arg(toml)
+        .args(extra)
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["predicted_s"].as_f64().unwrap()
+}
+
+/// `shuffle` (`fixtures/programs/shuffle.c`, 4 ranks) exchanges with a drawn partner, size and
+/// kind of exchange every round, between a barrier, an allreduce and a barrier: two stretches
+/// that fold into no loop. `build` cuts each by time to its first part, scales the part's time
+/// to the whole stretch, and the skeleton's program stands for the trace on a fast and on a slow
+/// modelled cluster (without the scale it would be a fraction of it); the skeleton itself runs
+/// a fraction of the application's calls, and `--strict` cuts nothing.
+#[test]
+fn stretches_that_fold_into_no_loop_are_cut_by_time_and_scaled() {
+    let trace = fixture("shuffle");
+    let out = scratch("stretch");
+    let dir = out.join("skel");
+    build_into(&trace, &dir, &[]);
+    let doc = document(&dir);
+    let cuts = doc["stretches"].as_array().expect("stretches cut");
+    assert_eq!(cuts.len(), 2, "{cuts:?}");
+    for c in cuts {
+        let (calls, kept) = (c["calls"].as_u64().unwrap(), c["kept_calls"].as_u64().unwrap());
+        // At least 400 calls per rank are aimed at, by time (the pace drifts a little).
+        assert!(kept > 4 * 300 && kept < calls / 2, "{c}");
+    }
+    let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(code.contains("sk_phase_scale("), "the kept parts are scaled");
+    // Class 0's program: its phases timed, the kept parts' halves scaled.
+    let from = code.find("static void c0_program(void)").expect("class 0's program");
+    let excerpt: String =
+        code[from..].lines().take_while(|l| *l != "}").collect::<Vec<_>>().join("\n");
+    insta::with_settings!({
+        description => "mpiskel build fixtures/traces/shuffle (skeleton.c, c0_program)",
+        omit_expression => true,
+        snapshot_path => root().join("tests").join("snapshots"),
+    }, {
+        insta::assert_snapshot!("skeleton__shuffle_program", excerpt);
+    });
+    let scaled = doc["program"]["classes"][0]["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["scale"].as_f64())
+        .collect::<Vec<_>>();
+    assert!(scaled.iter().any(|&x| x > 1.5), "{scaled:?}");
+    // Both simulated on the same clusters: the skeleton's program stands for the trace.
+    for (name, bandwidth, latency) in [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")] {
+        let toml = out.join(format!("{name}.toml"));
+        std::fs::write(
+            &toml,
+            format!(
+                "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \
+                 \"{latency}\"\n"
+            ),
+        )
+        .unwrap();
+        let (app, skel) = (simulated(&trace, &toml, &[]), simulated(&dir, &toml, &[]));
+        assert!((skel / app - 1.0).abs() < 0.08, "{name}: skeleton {skel} s, trace {app} s");
+        let own = simulated(&dir, &toml, &["--as-run"]);
+        assert!(own < 0.5 * app, "{name}: the skeleton runs {own} s of {app} s");
+    }
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    {
+        let _lock = mpi_lock();
+        check_report(&run(&dir, "openmpi", 300), "openmpi", 4);
+        check_report(&run(&dir, "mpich", 600), "mpich", 4);
+    }
+    let strict = out.join("strict");
+    build_into(&trace, &strict, &["--strict"]);
+    assert!(document(&strict).get("stretches").is_none());
+}

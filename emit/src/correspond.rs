@@ -304,6 +304,8 @@ mod tests {
             steps: None,
             warmup: 0,
             skipped: None,
+            scale: 1.0,
+            positions: (0, 0),
         }
     }
 

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use mpiskel_logicalize::{LogicalTrace, Structure};
 use mpiskel_trace::local::LocalCalls;
 use mpiskel_trace::polls::PollFolding;
+use mpiskel_trace::stretch::StretchCut;
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::{Built, CheckSummary};
@@ -76,6 +77,18 @@ pub struct PhaseDoc {
     pub compute_s: f64,
     /// Calls per iteration.
     pub calls: u64,
+    /// What its time is multiplied by beyond its iterations (a part of a stretch cut by time;
+    /// [`crate::program::Phase::scale`]).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 /// `skeleton.json`: the provenance of a skeleton folder.
@@ -108,6 +121,10 @@ pub struct SkeletonDocument {
     /// (`mpiskel_trace::local`).
     #[serde(default, skip_serializing_if = "no_local_calls")]
     pub local_calls: LocalCalls,
+    /// Stretches between collectives of all ranks that fold into no loop, cut by time
+    /// (`mpiskel_trace::stretch`); their calls left without a partner are in `local_calls`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stretches: Vec<StretchCut>,
     /// Receives and probes posted with `MPI_ANY_SOURCE` that the skeleton pins to the source the
     /// traced run gave them, because with the wildcard the program could deadlock (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
@@ -192,6 +209,38 @@ fn no_local_calls(l: &LocalCalls) -> bool {
     l.calls() == 0 && l.unmatched_sendrecv == 0
 }
 
+/// One sentence on the stretches cut by time ([`mpiskel_trace::stretch`]).
+pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
+    let span: f64 = cuts.iter().map(|c| c.span_s).sum();
+    let kept: f64 = cuts.iter().map(|c| c.kept_s).sum();
+    let (calls, dropped): (u64, u64) =
+        cuts.iter().fold((0, 0), |(a, b), c| (a + c.calls, b + c.dropped));
+    let share = if app_time_s > 0.0 { 100.0 * span / app_time_s } else { 0.0 };
+    let each: Vec<String> = cuts
+        .iter()
+        .map(|c| {
+            format!(
+                "after collective {}: {} of {} calls, begun in its first {:.6} of {:.6} s, ×{:.3}",
+                c.index,
+                c.kept_calls,
+                c.calls,
+                c.kept_s,
+                c.span_s,
+                c.scale()
+            )
+        })
+        .collect();
+    format!(
+        "{} stretches between collectives of all ranks fold into no loop and take {share:.1} % of \
+         the application's time ({span:.6} s): the skeleton runs the calls each rank began in the \
+         first part of each ({kept:.6} s in all; {dropped} of their {calls} calls are left out \
+         with the ends of messages and the requests they held) and scales the time of that part \
+         by the stretch's calls over its calls ({})",
+        cuts.len(),
+        each.join("; ")
+    )
+}
+
 /// One line on the local calls left out, with their share of the application's time.
 pub fn describe_local(l: &LocalCalls, app_time_s: f64, ranks: usize) -> String {
     let seconds = l.ns as f64 * 1e-9;
@@ -266,6 +315,7 @@ impl SkeletonDocument {
             exception_calls: lt.exceptions.calls,
             polls,
             local_calls,
+            stretches: lt.stretches.clone(),
             pinned_any_source: built.pinned_any_source,
             buffered_sends: built.buffered_sends,
             replayed_blocks: built.replayed_blocks,
@@ -289,6 +339,7 @@ impl SkeletonDocument {
                             origin: p.origin.clone(),
                             compute_s: p.compute_s,
                             calls: p.calls,
+                            scale: p.scale,
                         })
                         .collect(),
                 })
@@ -347,6 +398,13 @@ pub fn render(doc: &SkeletonDocument) -> String {
     if !no_local_calls(&doc.local_calls) {
         let line = describe_local(&doc.local_calls, doc.scaling.app_time_s, doc.n_ranks as usize);
         let _ = writeln!(s, "local:     {line}");
+    }
+    if !doc.stretches.is_empty() {
+        let _ = writeln!(
+            s,
+            "stretches: {}",
+            describe_stretches(&doc.stretches, doc.scaling.app_time_s)
+        );
     }
     if doc.buffered_sends > 0 {
         let _ = writeln!(s, "sends:     {}", describe_buffered(doc.buffered_sends));
@@ -427,9 +485,14 @@ pub fn render(doc: &SkeletonDocument) -> String {
             c.notation
         );
         for p in &c.phases {
+            let scaled = if p.scale == 1.0 {
+                String::new()
+            } else {
+                format!(" (part of a stretch cut by time: its time ×{:.3})", p.scale)
+            };
             let _ = writeln!(
                 s,
-                "  {:<10} {:>6} of {:>6} iterations, {:>6} calls and {:.4e} s compute each — {}",
+                "  {:<10} {:>6} of {:>6} iterations, {:>6} calls and {:.4e} s compute each — {}{scaled}",
                 p.name, p.run, p.full, p.calls, p.compute_s, p.origin
             );
         }

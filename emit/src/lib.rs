@@ -39,6 +39,7 @@ pub mod rust;
 pub mod sampling;
 pub mod scale;
 pub mod spread;
+pub mod stretches;
 pub mod symbols;
 pub mod timesteps;
 pub mod traffic;

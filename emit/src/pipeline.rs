@@ -401,6 +401,7 @@ fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError>
 /// What a skeleton is made for: the recorded application time and where it comes from, the
 /// target (default: [`default_target`]), whether compute blocks may be cut, and whether sends
 /// may be buffered (see [`make`]).
+#[derive(Clone, Copy)]
 struct Goal<'a> {
     app_time_s: f64,
     app_time_source: &'a str,
@@ -434,6 +435,12 @@ fn make_with(
     let recorded_spread = crate::scale::lead_class_index(&whole)
         .map_or(0.0, |ci| crate::sampling::recorded_spread(&whole, ci, lt, &nests));
     let options = |skip_warmup| ScaleOptions { skip_warmup, recorded_spread };
+    // Stretches cut by time (`mpiskel_trace::stretch`) are not in the trace the program was made
+    // from: its cuts are decided for the time that trace holds, the target stays the
+    // application's, and the factor is the application's time over the skeleton's.
+    let removed_s: f64 = lt.stretches.iter().map(|s| s.removed_s()).sum();
+    let kept_goal = Goal { app_time_s: (app_time_s - removed_s).max(app_time_s * 1e-3), ..*goal };
+    let goal = &kept_goal;
     let mut cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(true));
     let skipped_any = cut.0.classes.iter().any(|c| c.phases.iter().any(|p| p.skipped.is_some()));
     if skipped_any && (cut.4.is_some() || cut.1.note == MAIN_LOOP_WHOLE) {
@@ -454,6 +461,13 @@ fn make_with(
     // A target made shorter only drove the cuts: what the skeleton is said to be over, and
     // aimed at, is the one given.
     scaling.target_s = given_s;
+    if removed_s > 0.0 {
+        scaling.app_time_s = app_time_s;
+        scaling.main_share *= goal.app_time_s / app_time_s;
+        if scaling.skeleton_estimate_s > 0.0 {
+            scaling.factor = app_time_s / scaling.skeleton_estimate_s;
+        }
+    }
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
     let over = over_target(&scaling, sampled_within.is_some());
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {

@@ -44,10 +44,52 @@ fn weight(s: &Symbolized, r: std::ops::Range<usize>) -> f64 {
 }
 
 /// The exact nest of a class (greedy, with its mean gaps).
-fn exact_nest(s: &Symbolized) -> LoopNest {
-    let mut nest = greedy(&s.symbols);
+///
+/// Where stretches were cut by time (`mpiskel_trace::stretch`), the program is folded in pieces
+/// between their ends (`bounds`, ascending positions), so that no loop runs across one: the
+/// part of a stretch that the skeleton runs is timed on its own.
+fn exact_nest(s: &Symbolized, bounds: &[usize]) -> LoopNest {
+    let mut nest = if bounds.is_empty() {
+        greedy(&s.symbols)
+    } else {
+        let mut items = Vec::new();
+        let mut from = 0;
+        for &to in bounds.iter().chain([&s.symbols.len()]) {
+            let to = to.min(s.symbols.len());
+            if to > from {
+                items.extend(greedy(&s.symbols[from..to]).items);
+            }
+            from = from.max(to);
+        }
+        LoopNest { items }
+    };
     nest.attach_weights(&s.gaps_s);
     nest
+}
+
+/// The positions of `class`'s program where a stretch cut by time begins or ends, ascending.
+fn stretch_bounds(lt: &LogicalTrace, class: &mpiskel_logicalize::ProcessClass) -> Vec<usize> {
+    let mut b: Vec<usize> = lt
+        .stretches
+        .iter()
+        .filter_map(|s| crate::program::stretch_parts(class, s))
+        .flatten()
+        .flat_map(|(a, b, _)| [a as usize, b as usize])
+        .collect();
+    b.sort_unstable();
+    b.dedup();
+    b
+}
+
+/// Whether no top-level node of `nest` runs across one of `bounds`.
+fn respects(nest: &LoopNest, bounds: &[usize]) -> bool {
+    let mut at = 0usize;
+    nest.items.iter().all(|n| {
+        let len = n.expanded_len() as usize;
+        let ok = !bounds.iter().any(|&b| at < b && b < at + len);
+        at += len;
+        ok
+    })
 }
 
 /// The span of positions of the exact nest's main loop.
@@ -216,7 +258,9 @@ pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
 /// class's messages in a step the others do not run.
 pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
     let symbolized: Vec<Symbolized> = lt.classes.iter().map(symbolize_class).collect();
-    let exact: Vec<LoopNest> = symbolized.iter().map(exact_nest).collect();
+    let bounds: Vec<Vec<usize>> = lt.classes.iter().map(|c| stretch_bounds(lt, c)).collect();
+    let exact: Vec<LoopNest> =
+        symbolized.iter().zip(&bounds).map(|(s, b)| exact_nest(s, b)).collect();
     // Steps can cover half as much again as the main loop only where it holds less than two
     // thirds of the time: where no class is so, the exact nests come first.
     let loose = symbolized.iter().zip(&exact).any(|(s, e)| {
@@ -225,7 +269,10 @@ pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
     });
     let per_class: Vec<Vec<Candidate>> =
         symbolized.iter().zip(&exact).map(|(s, e)| candidates(s, e)).collect();
-    let folds = choose(per_class);
+    let folds: Vec<Vec<LoopNest>> = choose(per_class)
+        .into_iter()
+        .filter(|nests| nests.iter().zip(&bounds).all(|(n, b)| respects(n, b)))
+        .collect();
     if loose {
         folds.into_iter().chain([exact]).collect()
     } else {
@@ -297,7 +344,7 @@ mod tests {
         shapes.push(9);
         sizes.push(0);
         let s = symbolized(&shapes, &sizes, 1e-3);
-        let exact = exact_nest(&s);
+        let exact = exact_nest(&s, &[]);
         assert!(!exact.notation().starts_with('{'), "{}", exact.notation());
         let c = candidates(&s, &exact).into_iter().next().expect("steps");
         assert!(c.better);
@@ -312,7 +359,7 @@ mod tests {
             [7].into_iter().chain((0..30).flat_map(|_| [1, 2, 3])).chain([8]).collect();
         let sizes = vec![5; shapes.len()];
         let s = symbolized(&shapes, &sizes, 1e-3);
-        let exact = exact_nest(&s);
+        let exact = exact_nest(&s, &[]);
         assert_eq!(exact.notation(), "1 + (3)^30 + 1");
         assert!(!candidates(&s, &exact).iter().any(|c| c.better));
     }
@@ -337,7 +384,7 @@ mod tests {
         shapes.push(9);
         sizes.push(0);
         let s = symbolized(&shapes, &sizes, 1e-3);
-        let exact = exact_nest(&s);
+        let exact = exact_nest(&s, &[]);
         let found = candidates(&s, &exact);
         let notes: Vec<String> = found.iter().map(|c| c.nest.notation()).collect();
         // The spans between rebuilds: one kind per number of plain steps.
@@ -367,7 +414,7 @@ mod tests {
         shapes.push(9);
         sizes.push(0);
         let s = symbolized(&shapes, &sizes, 1e-3);
-        let exact = exact_nest(&s);
+        let exact = exact_nest(&s, &[]);
         assert!(main_span(&exact).is_none(), "{}", exact.notation());
         let found = candidates(&s, &exact);
         let c = found.iter().find(|c| c.better).expect("a fold by shapes");
@@ -395,7 +442,7 @@ mod tests {
         shapes.push(9);
         sizes.push(0);
         let s = symbolized(&shapes, &sizes, 1e-3);
-        let exact = exact_nest(&s);
+        let exact = exact_nest(&s, &[]);
         assert_eq!(main_span(&exact).map(|m| m.2), Some(2), "{}", exact.notation());
         let found = candidates(&s, &exact);
         assert!(found.iter().any(|c| c.better && c.steps > 20), "{}", exact.notation());

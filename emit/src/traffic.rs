@@ -165,7 +165,8 @@ fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
     } else {
         (full, run)
     };
-    let app = (app_n * ac + oc, app_n * ab + ob);
+    // A part of a stretch cut by time stands for the stretch's calls it does not make as well.
+    let app = ((app_n * ac + oc) * p.scale, (app_n * ab + ob) * p.scale);
     let skel = (run_n * rc + oc, run_n * rb + ob);
     (app, skel)
 }

@@ -92,8 +92,12 @@ pub struct PhaseMarks {
     /// on every rank, the most any rank skipped so in the phase.
     pub keep_s: f64,
     /// As the skeleton runs: the application's iterations of the phase (with the warm-up it
-    /// prices) per iteration run, by which its runtime scales the phase; 1 otherwise.
+    /// prices) per iteration run, by which its runtime scales the phase, times its
+    /// [`Phase::scale`]; 1 otherwise.
     pub scale: f64,
+    /// The phase's [`Phase::scale`]: a part of a stretch cut by time stands for the whole
+    /// stretch.
+    pub stretch: f64,
 }
 
 /// What one phase of the slowest rank took.
@@ -288,6 +292,7 @@ pub fn price(lowered: &Lowered, times: &[Vec<f64>], ends: &[f64]) -> Priced {
                 }
                 predicted += unsimulated(p, positions, kinds, &d);
             }
+            predicted *= p.stretch;
             if p.warmup > 0 && p.full > 0 {
                 predicted += p.warmup as f64 * predicted / p.full as f64;
             }
@@ -514,6 +519,7 @@ impl RankLowering<'_> {
             removed_s: 0.0,
             keep_s: 0.0,
             scale: 1.0,
+            stretch: p.scale,
         }
     }
 
@@ -544,7 +550,9 @@ impl RankLowering<'_> {
             end,
             removed_s: self.removed_s,
             keep_s: self.keep_s,
-            scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 } else { 0.0 },
+            scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 * p.scale } else { 0.0 },
+            // As it runs: its own time, not what it stands for.
+            stretch: 1.0,
         }
     }
 

@@ -72,6 +72,8 @@ pub struct Phase {
     /// gathered them, the most removed computation any rank restores here.
     keep: bool,
     keep_most: Option<f64>,
+    /// What its time is multiplied by beyond its iterations ([`Phase::stretch`]).
+    stretch: f64,
 }
 
 impl Phase {
@@ -105,7 +107,15 @@ impl Phase {
             warmup: 0,
             keep: false,
             keep_most: None,
+            stretch: 1.0,
         }
+    }
+
+    /// This phase as the part the skeleton runs of a stretch between two collectives of all
+    /// ranks that folds into no loop: its time, times `scale` (the stretch's recorded span over
+    /// the part's), stands for the whole stretch.
+    pub fn stretch(self, scale: f64) -> Phase {
+        Phase { stretch: scale, ..self }
     }
 
     /// This phase pricing `n` skipped warm-up iterations as its own.
@@ -620,6 +630,11 @@ impl Runtime {
     /// or is over [`FIRST_LONGER`] times the mean of the others: the first waited for the ranks
     /// that reached the loop last, which the application did once.
     fn predicted(&self, i: usize) -> f64 {
+        self.predicted_unscaled(i) * self.phases[i].stretch
+    }
+
+    /// [`Runtime::predicted`] without the phase's [`Phase::stretch`].
+    fn predicted_unscaled(&self, i: usize) -> f64 {
         let pace = self.pace();
         let p = &self.phases[i];
         let (mut own, mut inner, mut children) = (p.seconds, 0.0, 0);
@@ -696,7 +711,7 @@ impl Runtime {
         }
         let (mut mine, mut restored, pace) = ([0.0f64; 2], 0.0, self.pace());
         for p in self.phases.iter().filter(|p| p.run > 0) {
-            let scale = p.full as f64 / p.run as f64;
+            let scale = p.full as f64 / p.run as f64 * p.stretch;
             mine[0] += p.ran * self.cpu_per_asked * scale;
             if p.cut[0] > 0.0 {
                 let cpu_per_s = if p.cut[1] > 0.0 { p.cut[3] / p.cut[1] } else { self.cpu_per_asked };

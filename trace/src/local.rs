@@ -53,20 +53,31 @@ impl LocalCalls {
     pub fn calls(&self) -> u64 {
         self.sends + self.receives + self.completions
     }
+
+    /// Adds what another pass removed.
+    pub fn add(&mut self, other: &LocalCalls) {
+        self.sends += other.sends;
+        self.receives += other.receives;
+        self.completions += other.completions;
+        self.bytes += other.bytes;
+        self.ns += other.ns;
+        self.unmatched_sendrecv += other.unmatched_sendrecv;
+    }
 }
 
 /// One point-to-point half: (rank index, event index, whether it can be removed). 32-bit
 /// indices (12 bytes a half, not 24): a rank of 2³² events would hold over 500 GB of them.
-type Half = (u32, u32, bool);
+pub(crate) type Half = (u32, u32, bool);
 
-/// Removes the local calls of `ranks` (see the module documentation); returns what it removed.
-pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
-    let mut out = LocalCalls::default();
+/// The point-to-point halves of `ranks` matched as MPI matches them (see the module
+/// documentation), each pair as (send, receive), and the halves nothing matches.
+pub(crate) fn pair_up(ranks: &[RankTrace]) -> (Vec<(Half, Half)>, Vec<Half>) {
     // Channels: sends and receives per (source, destination, tag), in program order.
     let mut sends: BTreeMap<(Rank, Rank, i32), Vec<Half>> = BTreeMap::new();
     let mut recvs: BTreeMap<(Rank, Rank, i32), Vec<Half>> = BTreeMap::new();
     let mut any_tag: BTreeMap<(Rank, Rank), Vec<Half>> = BTreeMap::new();
     let mut local: Vec<Half> = Vec::new();
+    let mut pairs: Vec<(Half, Half)> = Vec::new();
     for (ri, r) in ranks.iter().enumerate() {
         let me = r.rank;
         let ri = ri as u32;
@@ -109,6 +120,7 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
     let mut left: BTreeMap<(Rank, Rank), Vec<Half>> = BTreeMap::new();
     for (key, s) in &sends {
         let r = recvs.get(key).map_or(&[][..], Vec::as_slice);
+        pairs.extend(s.iter().copied().zip(r.iter().copied()));
         local.extend_from_slice(r.get(s.len()..).unwrap_or(&[]));
         left.entry((key.0, key.1)).or_default().extend_from_slice(s.get(r.len()..).unwrap_or(&[]));
     }
@@ -119,10 +131,18 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
     }
     for (pair, r) in &any_tag {
         let s = left.remove(pair).unwrap_or_default();
+        pairs.extend(s.iter().copied().zip(r.iter().copied()));
         local.extend_from_slice(r.get(s.len()..).unwrap_or(&[]));
         left.insert(*pair, s.get(r.len()..).unwrap_or(&[]).to_vec());
     }
     local.extend(left.into_values().flatten());
+    (pairs, local)
+}
+
+/// Removes the local calls of `ranks` (see the module documentation); returns what it removed.
+pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
+    let mut out = LocalCalls::default();
+    let (_, local) = pair_up(ranks);
     if local.is_empty() {
         return out;
     }

@@ -139,6 +139,34 @@ impl TraceSet {
         crate::local::drop_local_calls(&mut self.ranks)
     }
 
+    /// The stretches between collectives of all ranks that can be cut by time
+    /// ([`crate::stretch`]); none for a trace that records no call times (SimGrid's
+    /// time-independent format).
+    pub fn stretches(&self) -> Vec<crate::stretch::Stretch> {
+        if self.format == TraceFormat::SimgridTi {
+            return Vec::new();
+        }
+        crate::stretch::find(&self.ranks)
+    }
+
+    /// Cuts each of `cuts` (a stretch [`TraceSet::stretches`] found, and the seconds each rank
+    /// keeps of it) by time ([`crate::stretch::cut`]); returns what each cut did. The calls left
+    /// without a partner are then removed by [`TraceSet::drop_local_calls`].
+    pub fn cut_stretches(
+        &mut self,
+        cuts: &[(crate::stretch::Stretch, f64)],
+    ) -> Vec<crate::stretch::StretchCut> {
+        // From the last: a cut removes events, and the stretches' event ranges are those of
+        // the uncut trace.
+        let mut out: Vec<_> = cuts
+            .iter()
+            .rev()
+            .map(|(s, keep)| crate::stretch::cut(&mut self.ranks, s, *keep))
+            .collect();
+        out.reverse();
+        out
+    }
+
     /// Number of ranks.
     pub fn n_ranks(&self) -> usize {
         self.ranks.len()

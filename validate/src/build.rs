@@ -179,6 +179,21 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         }
         Err(e) => return Err(e.into()),
     };
+    // Over its target with stretches between collectives of all ranks that fold into no loop:
+    // made again from the trace with those stretches cut by time.
+    let (mut lt, mut local_calls) = (lt, local_calls);
+    if !o.strict {
+        if let Some((b, l, local)) =
+            by_stretches(o, &opts, &lt, &built, (app_time, &source), observer)?
+        {
+            (built, lt, local_calls) = (b, l, local);
+            notes.retain(|n| !n.contains("calls nothing matched are local"));
+            if local_calls.calls() > 0 || local_calls.unmatched_sendrecv > 0 {
+                notes.push(document::describe_local(&local_calls, app_time, lt.n_ranks));
+            }
+            notes.push(document::describe_stretches(&lt.stretches, app_time));
+        }
+    }
     observer.line(&format!(
         "program checked: {} operations over {} ranks run to completion",
         built.check.operations, built.check.ranks
@@ -314,6 +329,66 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         ));
     }
     Ok(BuildOutcome { document: doc, notes })
+}
+
+/// `built` made again from the trace of `o`, read anew, with the stretches between collectives
+/// of all ranks that [`mpiskel_emit::stretches::choose`] picks cut by time
+/// ([`mpiskel_trace::stretch`]): with its logical trace and the local calls left out (those the
+/// cut left without a partner included). `None` where nothing is cut, the program cannot be
+/// made so, or it is not shorter.
+fn by_stretches(
+    o: &BuildOptions,
+    opts: &ReadOptions,
+    lt: &mpiskel_logicalize::LogicalTrace,
+    built: &mpiskel_emit::pipeline::Built,
+    (app_time, source): (f64, &str),
+    observer: &dyn Observer,
+) -> Result<Option<(mpiskel_emit::pipeline::Built, mpiskel_logicalize::LogicalTrace, LocalCalls)>> {
+    let s = &built.scaling;
+    if s.skeleton_estimate_s <= s.target_s {
+        return Ok(None);
+    }
+    let mut set = {
+        let _busy = observer.reading("reading again");
+        TraceSet::open(&o.trace, opts)?
+    };
+    set.fold_polls();
+    let mut local = set.drop_local_calls();
+    let cuts = mpiskel_emit::stretches::choose(lt, built, set.stretches(), app_time);
+    if cuts.is_empty() {
+        return Ok(None);
+    }
+    let cut = set.cut_stretches(&cuts);
+    if cut.iter().any(|c| c.kept_s <= 0.0) {
+        return Ok(None);
+    }
+    local.add(&set.drop_local_calls());
+    observer.line(&format!(
+        "{} stretches between collectives of all ranks fold into no loop: cut by time, to {} of \
+         their {} calls",
+        cut.len(),
+        cut.iter().map(|c| c.kept_calls).sum::<u64>(),
+        cut.iter().map(|c| c.calls).sum::<u64>()
+    ));
+    let mut again = {
+        let _busy = observer.busy("finding the topology and the process classes again");
+        mpiskel_logicalize::logicalize_owned(set)
+    };
+    again.stretches = cut;
+    let made = {
+        let _busy = observer.busy("finding loops, cutting them and checking the program again");
+        make(&again, app_time, source, o.target_time, !o.whole_compute)
+    };
+    match made {
+        Ok(b) if b.scaling.skeleton_estimate_s < s.skeleton_estimate_s => {
+            Ok(Some((b, again, local)))
+        }
+        Ok(_) => Ok(None),
+        Err(e) => {
+            observer.line(&format!("the stretches are not cut: {e}"));
+            Ok(None)
+        }
+    }
 }
 
 /// Builds again, at most, for a target shortened by what the skeleton's messages take on the

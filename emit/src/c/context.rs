@@ -52,6 +52,8 @@ struct PhaseCtx {
     pre_lines: Vec<String>,
     /// Index of its timer.
     timer: usize,
+    /// Its [`Phase::scale`] as C, where it is not 1 (a part of a stretch cut by time).
+    scale: Option<String>,
 }
 
 /// A timed part: a phase, or a cut inner loop within one (`parent` ≥ 0).
@@ -451,6 +453,7 @@ fn phase_ctx(
         run: p.run,
         lines,
         timer,
+        scale: (p.scale != 1.0).then(|| format!("{:.6}", p.scale)),
     }
 }
 

@@ -126,6 +126,19 @@ fn table_lines<T: ToString>(values: &[T], per_line: usize) -> Vec<String> {
 
 /// What a phase's comment says: where it came from, its iterations, calls and computation.
 pub(crate) fn phase_comment(p: &crate::program::Phase) -> String {
+    let text = phase_text(p);
+    if p.scale == 1.0 {
+        return text;
+    }
+    format!(
+        "{text} Part of a stretch between two collectives of all ranks that folds into no loop, \
+         cut by time: its time, times {:.4}, stands for its calls and the stretch's calls that \
+         the skeleton does not run.",
+        p.scale
+    )
+}
+
+fn phase_text(p: &crate::program::Phase) -> String {
     if p.is_loop {
         let warmup = if p.warmup > 0 {
             format!(

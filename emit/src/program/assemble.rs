@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mpiskel_compress::{LoopNest, Node};
 use mpiskel_logicalize::{Kind, LogicalComm, LogicalPeer, LogicalTrace, ProcessClass, Structure};
+use mpiskel_trace::stretch::StretchCut;
 use mpiskel_trace::OpClass;
 
 use super::calls::*;
@@ -33,6 +34,65 @@ pub enum BuildError {
         /// Program length.
         want: usize,
     },
+    /// A stretch cut by time has no place of its own in a class's program: a loop found there
+    /// runs across one of its ends, or the class makes fewer collectives of all ranks.
+    #[error("class {class} has no phase boundary at the ends of stretch {stretch} (cut by time)")]
+    Stretch {
+        /// Class.
+        class: usize,
+        /// The stretch ([`mpiskel_trace::stretch::StretchCut::index`]).
+        stretch: usize,
+    },
+}
+
+/// The positions `from..to` of `class`'s program that the stretch after its `index`-th
+/// blocking collective of all ranks covers (up to the next one; `mpiskel_trace::stretch`), if
+/// it makes that many and one more.
+pub fn stretch_range(class: &ProcessClass, index: usize) -> Option<(u64, u64)> {
+    let mut of_all = class.ops.iter().enumerate().filter(|(_, o)| {
+        o.key.op.class() == OpClass::Collective
+            && o.key.op.code() < mpiskel_trace::Op::Ibarrier.code()
+            && o.key.comm == LogicalComm::World
+    });
+    let (a, _) = of_all.nth(index.checked_sub(1)?)?;
+    let (b, _) = of_all.next()?;
+    Some((a as u64 + 1, b as u64))
+}
+
+/// The parts of `class`'s program that the skeleton runs of stretch `s`, cut by time
+/// ([`stretch_range`]), each as positions `from..to` with the scale of its time: the first half
+/// of its calls counted once, the second scaled to stand for the rest of the stretch. The calls
+/// after a collective of all ranks run faster than the stretch's pace until the ranks drift
+/// apart as the stretch makes them (a stretch of drawn exchanges on 4 ranks, both simulated:
+/// its first 4 % scaled as a whole to 7 % short of the whole stretch, its first 2 % 17 %), so
+/// the pace of the second half is taken for the rest. One part, scaled, where the stretch kept
+/// a single call.
+pub fn stretch_parts(class: &ProcessClass, s: &StretchCut) -> Option<Vec<(u64, u64, f64)>> {
+    let (a, b) = stretch_range(class, s.index)?;
+    let scale = s.scale();
+    if b < a + 2 {
+        return Some(vec![(a, b, scale)]);
+    }
+    let m = a + (b - a) / 2;
+    // (b - a)·scale calls stand for the whole; the first m - a count once.
+    let rest = ((b - a) as f64 * scale - (m - a) as f64) / (b - m) as f64;
+    Some(vec![(a, m, 1.0), (m, b, rest.max(1.0))])
+}
+
+/// The parts of `class`'s program that the skeleton runs of each stretch of `lt` cut by time
+/// ([`stretch_parts`]).
+fn stretch_positions(
+    lt: &LogicalTrace,
+    class: &ProcessClass,
+    ci: usize,
+) -> Result<Vec<(u64, u64, f64)>, BuildError> {
+    let mut out = Vec::new();
+    for s in &lt.stretches {
+        out.extend(
+            stretch_parts(class, s).ok_or(BuildError::Stretch { class: ci, stretch: s.index })?,
+        );
+    }
+    Ok(out)
 }
 
 /// Builds the skeleton program from a logical trace and one loop nest per class (compressed
@@ -181,11 +241,12 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
             .collect();
         rank_weights(class, &mut rank_weight);
         let gaps = gaps_of(lt, class, &leaf_nodes, &lm, &rank_weight, &mut tables);
-        programs.push((class, nest, calls, gaps, lm));
+        let stretches = stretch_positions(lt, class, ci)?;
+        programs.push((class, nest, calls, gaps, lm, stretches));
     }
 
     let (classes, send_bytes, recv_bytes) =
-        classes_with_buffers(lt, programs, &comms, &size_tables);
+        classes_with_buffers(lt, programs, &comms, &size_tables)?;
     Ok(Skeleton {
         n_ranks: n,
         topology: lt.topology_name(),
@@ -454,7 +515,9 @@ fn gaps_of(
 }
 
 /// One class's calls and compute blocks, by leaf of its nest, before receive counts are set.
-type ClassCalls<'a> = (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, LeafMap);
+/// A class, its nest, its calls, its gaps, its leaves and its stretches cut by time.
+type ClassCalls<'a> =
+    (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, LeafMap, Vec<(u64, u64, f64)>);
 
 /// Sets receive counts (the largest size each channel carries) and the receive buffer's regions
 /// (one shared by blocking receives and collectives, then the non-blocking receives' slots, a
@@ -465,12 +528,12 @@ fn classes_with_buffers(
     programs: Vec<ClassCalls<'_>>,
     comms: &[Comm],
     size_tables: &[Vec<u64>],
-) -> (Vec<ClassProgram>, u64, u64) {
+) -> Result<(Vec<ClassProgram>, u64, u64), BuildError> {
     // Receive counts: the largest size each channel carries.
     let largest = |c: &Call| largest_send(c, size_tables);
     let mut channel_max: HashMap<i32, u64> = HashMap::new();
     let mut any_max = 0u64;
-    for (_, _, calls, _, _) in &programs {
+    for (_, _, calls, _, _, _) in &programs {
         for c in calls.iter().flatten() {
             if let Call::Send { tag, .. } | Call::SendRecv { tag, .. } = c {
                 let e = channel_max.entry(*tag).or_insert(0);
@@ -481,7 +544,7 @@ fn classes_with_buffers(
     }
     let mut classes = Vec::with_capacity(programs.len());
     let (mut send_bytes, mut recv_bytes) = (0u64, 0u64);
-    for (class, nest, mut calls, gaps, _) in programs {
+    for (ci, (class, nest, mut calls, gaps, _, stretches)) in programs.into_iter().enumerate() {
         // Receive buffer: a region per non-blocking receive slot, one shared region for the
         // rest (blocking receives and collectives).
         let mut region: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
@@ -561,7 +624,8 @@ fn classes_with_buffers(
                 *offset = offsets[&s.base];
             }
         }
-        let phases = phases_of(&nest.items, &calls, &gaps, class);
+        let phases = phases_of(&nest.items, &calls, &gaps, class, &stretches)
+            .map_err(|s| BuildError::Stretch { class: ci, stretch: lt.stretches[s].index })?;
         classes.push(ClassProgram {
             ranks: {
                 let mut r: Vec<u32> = class.ranks.iter().chain(&class.folded).copied().collect();
@@ -572,5 +636,5 @@ fn classes_with_buffers(
             notation: nest.notation(),
         });
     }
-    (classes, send_bytes, recv_bytes)
+    Ok((classes, send_bytes, recv_bytes))
 }

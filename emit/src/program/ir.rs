@@ -381,6 +381,22 @@ pub struct Phase {
     /// the computation it had beyond one iteration of the main loop).
     #[serde(skip)]
     pub skipped: Option<Vec<Stmt>>,
+    /// What its time is multiplied by, beyond its iterations, to stand for the application's:
+    /// for a phase of a stretch cut by time (`mpiskel_trace::stretch`), the stretch's recorded
+    /// span over the part the skeleton runs; 1 elsewhere.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
+    /// The positions of the class program it covers, `from..to` (not serialized).
+    #[serde(skip)]
+    pub positions: (u64, u64),
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 /// The name of the phase that holds a warm-up iteration of the main loop ([`crate::warmup`]).
@@ -435,8 +451,11 @@ impl Phase {
         is_loop: bool,
         body: Vec<Stmt>,
         origin: String,
+        positions: (u64, u64),
     ) -> Phase {
         Phase {
+            scale: 1.0,
+            positions,
             name,
             full,
             run: full,
@@ -456,6 +475,12 @@ impl Phase {
     /// it prices.
     pub fn priced(&self) -> u64 {
         self.full + self.warmup
+    }
+
+    /// What its measured time is multiplied by to stand for the application's: its
+    /// iterations, `full / run`, and its [`Phase::scale`].
+    pub fn multiplier(&self) -> f64 {
+        self.full as f64 / self.run.max(1) as f64 * self.scale
     }
 }
 

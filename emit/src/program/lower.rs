@@ -89,12 +89,18 @@ pub(crate) fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
 
 /// Splits a class's nest into phases: each top-level loop is one, straight-line runs between
 /// them are one each.
+///
+/// `stretches` are the class's parts of stretches cut by time (`mpiskel_trace::stretch`):
+/// positions `from..to` and the scale of each. A phase begins and ends at each, and the phases
+/// inside take its scale; a top-level loop across one of their ends is refused (`Err` with the
+/// stretch's index in `stretches`).
 pub(super) fn phases_of(
     items: &[Node],
     calls: &[Option<Call>],
     gaps: &[Gap],
     class: &ProcessClass,
-) -> Vec<Phase> {
+    stretches: &[(u64, u64, f64)],
+) -> Result<Vec<Phase>, usize> {
     let main = mpiskel_compress::main_loop_index(items);
     let mut phases = Vec::new();
     let mut leaf = 0usize;
@@ -116,8 +122,15 @@ pub(super) fn phases_of(
             format!("step_{}", phases.len())
         };
         let origin = format!("calls {}–{} of the class program", from + 1, to);
-        phases.push(Phase::new(name, 1, false, body, origin));
+        phases.push(Phase::new(name, 1, false, body, origin, (from, to)));
     };
+    // The stretch across whose end a node of `len` positions at `pos` lies, if any.
+    let across = |pos: u64, len: u64| {
+        stretches
+            .iter()
+            .position(|&(a, b, _)| (pos < a && a < pos + len) || (pos < b && b < pos + len))
+    };
+    let at_end = |pos: u64| stretches.iter().any(|&(a, b, _)| a == pos || b == pos);
     // An untimed warm-up iteration of the main loop is a phase of its own, which the skeleton
     // may skip ([`crate::warmup`]).
     let warm = main.and_then(|m| crate::warmup::find(items, m));
@@ -132,12 +145,19 @@ pub(super) fn phases_of(
                 pos + 1,
                 pos + span
             );
-            phases.push(Phase::new(WARMUP.to_owned(), 1, false, body, origin));
+            phases.push(Phase::new(WARMUP.to_owned(), 1, false, body, origin, (pos, pos + span)));
             pos += span;
             straight_from = pos;
         }
         if warm.as_ref().is_some_and(|w| w.contains(&i)) {
             continue;
+        }
+        if let Some(s) = across(pos, node.expanded_len()) {
+            return Err(s);
+        }
+        if at_end(pos) {
+            flush(&mut straight, straight_from, pos, &mut phases);
+            straight_from = pos;
         }
         match node {
             Node::Loop { count, body } => {
@@ -157,7 +177,7 @@ pub(super) fn phases_of(
                     pos + span,
                     mpiskel_compress::LoopNest { items: body.clone() }.notation()
                 );
-                phases.push(Phase::new(name, *count, true, stmts, origin));
+                phases.push(Phase::new(name, *count, true, stmts, origin, (pos, pos + span)));
                 pos += span;
                 straight_from = pos;
             }
@@ -187,7 +207,8 @@ pub(super) fn phases_of(
                     pos + span,
                     LoopNest { items: vec![node.clone()] }.notation()
                 );
-                let mut phase = Phase::new(name, schedule.len() as u64, true, body, origin);
+                let mut phase =
+                    Phase::new(name, schedule.len() as u64, true, body, origin, (pos, pos + span));
                 phase.steps = Some(StepSchedule {
                     kinds: schedule.clone(),
                     run: (0..schedule.len() as u32).collect(),
@@ -203,7 +224,14 @@ pub(super) fn phases_of(
         }
     }
     flush(&mut straight, straight_from, pos, &mut phases);
-    phases
+    for p in &mut phases {
+        if let Some(&(_, _, scale)) =
+            stretches.iter().find(|&&(a, b, _)| a <= p.positions.0 && p.positions.1 <= b)
+        {
+            p.scale = scale;
+        }
+    }
+    Ok(phases)
 }
 
 /// Lowers nest nodes into statements; `depth` is the loop depth of the statements made and

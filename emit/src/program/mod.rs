@@ -34,7 +34,7 @@ mod layout;
 mod lower;
 mod regions;
 
-pub use assemble::{build, BuildError};
+pub use assemble::{build, stretch_parts, stretch_range, BuildError};
 pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonblocking_collective};
 pub use ir::*;
 pub use layout::{ident_of, neighbour};

@@ -363,6 +363,10 @@ fn phase_calls(
             let w = int(p.warmup);
             timer_expr = quote! { #timer_expr.warmup(#w) };
         }
+        if p.scale != 1.0 {
+            let x = Literal::f64_unsuffixed((p.scale * 1e6).round() / 1e6);
+            timer_expr = quote! { #timer_expr.stretch(#x) };
+        }
         timers.push(timer_expr);
         let mut sub = 0;
         if let (Some(_), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {

@@ -1,0 +1,446 @@
+//! Stretches: what the ranks do between two consecutive collectives of all ranks, and how a
+//! long one is cut by time.
+//!
+//! Loop discovery (Xu & Subhlok 2008, §3) shortens a program by running fewer iterations of
+//! its loops. Some programs spend their time in long runs of calls that repeat nothing exactly:
+//! a random-access benchmark whose ranks exchange buckets of updates with whichever rank filled
+//! one first, polling in between; a task farm; a solver that adapts its messages to the data.
+//! Their calls fold into no loop, and a skeleton that keeps them runs as long as the
+//! application.
+//!
+//! Between two collectives that every rank makes, the ranks only exchange messages among
+//! themselves (a *stretch*). A stretch is cut consistently by time: each rank keeps the calls
+//! it began in the first `keep_s` seconds after it left the opening collective and drops the
+//! rest, up to the closing collective, which every rank still makes. What crosses the cut goes
+//! with what it crosses: the other end of a message one of whose ends is dropped (wherever it
+//! is, so that every channel's messages still pair in order), the start and the completions of
+//! a request. The skeleton then times the part it kept and scales it by the stretch's calls
+//! over the calls begun before the cut ([`StretchCut::scale`]): the pace of a sample of the
+//! stretch stands for all of it, as the pace of sampled iterations stands for a loop.
+//!
+//! Stretches that hold a collective of only some ranks, or a communicator's creation, are not
+//! cut (their members would not agree on which of its instances they make).
+//!
+//! # Complexity
+//! O(n) in the events of the ranks to find the stretches; O(n) per cut, with one map of the
+//! requests of each rank.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{OpClass, Payload, RankTrace, RequestId};
+
+/// The calls every rank makes between its `index`-th and `index + 1`-th collective of all
+/// ranks (counted from 1 in program order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stretch {
+    /// Which: the stretch after the `index`-th collective of all ranks.
+    pub index: usize,
+    /// Per rank, in the order of the ranks given: the stretch's events, `from..to` (the
+    /// opening collective is event `from - 1`, the closing one event `to`).
+    pub events: Vec<(usize, usize)>,
+    /// From the moment each rank left the opening collective to its entry into the closing
+    /// one, the longest over the ranks, seconds.
+    pub span_s: f64,
+    /// Calls over all ranks.
+    pub calls: u64,
+}
+
+/// What cutting one stretch did.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StretchCut {
+    /// Which stretch ([`Stretch::index`]).
+    pub index: usize,
+    /// Its span in the trace ([`Stretch::span_s`]), seconds.
+    pub span_s: f64,
+    /// The span of what the ranks kept, from leaving the opening collective to the end of the
+    /// last call kept, the longest over the ranks, seconds.
+    pub kept_s: f64,
+    /// Calls of the stretch over all ranks.
+    pub calls: u64,
+    /// Calls of the stretch the ranks began before the cut, over all ranks.
+    pub kept_calls: u64,
+    /// Calls dropped over all ranks: those begun after the cut and those that went with them
+    /// (the other ends of their messages, their requests' starts and completions).
+    pub dropped: u64,
+}
+
+impl StretchCut {
+    /// What the time of the kept part is multiplied by to stand for the whole stretch: its
+    /// calls over the calls begun before the cut. The part's share of the calls, not of the
+    /// recorded time, is its share of the work: a run's pace drifts (the traced run of a
+    /// stretch of drawn exchanges, on more ranks than cores, made 55 % of its calls in the
+    /// first 60 % of its time, and the skeleton, scaled by time, predicted 8 % short of the
+    /// trace, both simulated).
+    pub fn scale(&self) -> f64 {
+        if self.kept_calls > 0 {
+            (self.calls as f64 / self.kept_calls as f64).max(1.0)
+        } else {
+            1.0
+        }
+    }
+
+    /// Recorded seconds of the stretch the skeleton does not run: its span less the share it
+    /// keeps ([`StretchCut::scale`]).
+    pub fn removed_s(&self) -> f64 {
+        self.span_s * (1.0 - 1.0 / self.scale())
+    }
+}
+
+/// Whether event `e` of rank `r` is a blocking collective of all `n` ranks.
+fn of_all(r: &RankTrace, e: &crate::model::Event, n: usize) -> bool {
+    match &e.payload {
+        Payload::Collective { comm, request: None, .. } => {
+            r.members(*comm).is_some_and(|m| m.len() == n)
+        }
+        _ => false,
+    }
+}
+
+/// The stretches of `ranks` that can be cut: between two consecutive collectives of all ranks,
+/// holding no other collective and no communicator's creation or release, in program order.
+/// Empty where the ranks do not make the same number of collectives of all ranks, or the trace
+/// records no call times.
+pub fn find(ranks: &[RankTrace]) -> Vec<Stretch> {
+    let n = ranks.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let marks: Vec<Vec<usize>> = ranks
+        .iter()
+        .map(|r| {
+            r.events.iter().enumerate().filter(|(_, e)| of_all(r, e, n)).map(|(i, _)| i).collect()
+        })
+        .collect();
+    let k = marks[0].len();
+    if marks.iter().any(|m| m.len() != k) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for s in 0..k.saturating_sub(1) {
+        let mut events = Vec::with_capacity(n);
+        let (mut span, mut calls, mut cuttable) = (0u64, 0u64, true);
+        for (r, m) in ranks.iter().zip(&marks) {
+            let (open, close) = (m[s], m[s + 1]);
+            if r.events[open].op != ranks[0].events[marks[0][s]].op {
+                return Vec::new();
+            }
+            let inside = &r.events[open + 1..close];
+            if inside.iter().any(|e| matches!(e.op.class(), OpClass::Collective | OpClass::Comm)) {
+                cuttable = false;
+                break;
+            }
+            span = span.max(r.events[close].enter_ns.saturating_sub(r.events[open].exit_ns));
+            calls += inside.len() as u64;
+            events.push((open + 1, close));
+        }
+        if cuttable && span > 0 && calls > 0 {
+            out.push(Stretch { index: s + 1, events, span_s: span as f64 * 1e-9, calls });
+        }
+    }
+    out
+}
+
+/// The request a call starts, if it starts one.
+fn started(e: &crate::model::Event) -> Option<RequestId> {
+    match &e.payload {
+        Payload::P2p { request, .. } | Payload::Collective { request, .. } => *request,
+        _ => None,
+    }
+}
+
+/// Cuts `stretch` of `ranks` (found by [`find`] on these ranks) to the calls each rank began in
+/// the first `keep_s` seconds after it left the opening collective (see the module
+/// documentation). A message whose one end is dropped loses the other too, wherever it is (the
+/// messages of every channel still pair in order), and a request its start or its completion.
+///
+/// Every stretch keeps at least the first call begun in it (on the rank that began one first),
+/// so that the part kept has a time.
+pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCut {
+    let first = ranks
+        .iter()
+        .zip(&stretch.events)
+        .filter(|(_, &(from, to))| from < to)
+        .map(|(r, &(from, _))| r.events[from].enter_ns.saturating_sub(r.events[from - 1].exit_ns))
+        .min()
+        .unwrap_or(0);
+    let keep_ns = ((keep_s.max(0.0) * 1e9) as u64).max(first + 1);
+    let (mut kept, mut kept_calls) = (0u64, 0u64);
+    let mut gone: Vec<Vec<bool>> = ranks.iter().map(|r| vec![false; r.events.len()]).collect();
+    let mut work: Vec<(usize, usize)> = Vec::new();
+    for (ri, (r, &(from, to))) in ranks.iter().zip(&stretch.events).enumerate() {
+        let base = r.events[from - 1].exit_ns;
+        let cut_at = (from..to)
+            .find(|&i| r.events[i].enter_ns.saturating_sub(base) >= keep_ns)
+            .unwrap_or(to);
+        if cut_at > from {
+            kept = kept.max(r.events[cut_at - 1].exit_ns.saturating_sub(base));
+        }
+        kept_calls += (cut_at - from) as u64;
+        gone[ri][cut_at..to].fill(true);
+        work.extend((cut_at..to).map(|i| (ri, i)));
+    }
+    // What goes with what: the two ends of each message, a request's start and completions.
+    let mut partners: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
+    for ((sr, se, _), (rr, re, _)) in crate::local::pair_up(ranks).0 {
+        let (s, r) = ((sr as usize, se as usize), (rr as usize, re as usize));
+        partners.entry(s).or_default().push(r);
+        partners.entry(r).or_default().push(s);
+    }
+    let mut start_of: Vec<HashMap<RequestId, usize>> = Vec::with_capacity(ranks.len());
+    let mut done_at: Vec<HashMap<RequestId, Vec<usize>>> = Vec::with_capacity(ranks.len());
+    for r in ranks.iter() {
+        let (mut st, mut dn) = (HashMap::new(), HashMap::<RequestId, Vec<usize>>::new());
+        for (i, e) in r.events.iter().enumerate() {
+            if let Some(q) = started(e) {
+                st.insert(q, i);
+            }
+            if let Payload::Completion { completed, .. } = &e.payload {
+                for q in completed.iter().filter_map(|c| c.request) {
+                    dn.entry(q).or_default().push(i);
+                }
+            }
+        }
+        start_of.push(st);
+        done_at.push(dn);
+    }
+    // Dropped: each call that goes with a dropped one, until none is left.
+    while let Some((ri, i)) = work.pop() {
+        let mut with: Vec<(usize, usize)> = partners.get(&(ri, i)).cloned().unwrap_or_default();
+        let e = &ranks[ri].events[i];
+        if let Some(q) = started(e) {
+            // Its completions lose it; one left with nothing goes.
+            for &c in done_at[ri].get(&q).map_or(&[][..], Vec::as_slice) {
+                if let Payload::Completion { completed, .. } = &ranks[ri].events[c].payload {
+                    let left = completed
+                        .iter()
+                        .filter_map(|x| x.request)
+                        .any(|x| start_of[ri].get(&x).is_none_or(|&s| !gone[ri][s]));
+                    if !left {
+                        with.push((ri, c));
+                    }
+                }
+            }
+        }
+        if let Payload::Completion { completed, .. } = &e.payload {
+            with.extend(
+                completed
+                    .iter()
+                    .filter_map(|c| c.request)
+                    .filter_map(|q| start_of[ri].get(&q))
+                    .map(|&s| (ri, s)),
+            );
+        }
+        for (rj, j) in with {
+            if !gone[rj][j] {
+                gone[rj][j] = true;
+                work.push((rj, j));
+            }
+        }
+    }
+    let mut dropped = 0u64;
+    for (ri, r) in ranks.iter_mut().enumerate() {
+        let g = &gone[ri];
+        let lost: std::collections::HashSet<RequestId> =
+            r.events.iter().zip(g).filter(|(_, &x)| x).filter_map(|(e, _)| started(e)).collect();
+        if !lost.is_empty() {
+            for (e, _) in r.events.iter_mut().zip(g).filter(|(_, &x)| !x) {
+                if let Payload::Completion { n_given, completed } = &mut e.payload {
+                    let before = completed.len();
+                    completed.retain(|c| !c.request.is_some_and(|q| lost.contains(&q)));
+                    *n_given = n_given.saturating_sub((before - completed.len()) as u32);
+                }
+            }
+        }
+        let mut i = 0;
+        r.events.retain(|_| {
+            i += 1;
+            dropped += u64::from(g[i - 1]);
+            !g[i - 1]
+        });
+    }
+    StretchCut {
+        index: stretch.index,
+        span_s: stretch.span_s,
+        kept_s: kept as f64 * 1e-9,
+        calls: stretch.calls,
+        kept_calls,
+        dropped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::world_members;
+    use crate::model::{CommId, Completed, Event, Op, Peer, Rank, RankInfo, Wildcards};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    fn ev(op: Op, at_us: u64, payload: Payload) -> Event {
+        Event {
+            op,
+            enter_ns: at_us * 1000,
+            exit_ns: at_us * 1000 + 500,
+            gap_ns: 0,
+            gap_work: None,
+            gap_cpu_ns: None,
+            gap_polls: 0,
+            payload,
+        }
+    }
+
+    fn barrier(at_us: u64) -> Event {
+        ev(
+            Op::Barrier,
+            at_us,
+            Payload::Collective {
+                comm: CommId::WORLD,
+                root: None,
+                send_bytes: 0,
+                recv_bytes: 0,
+                send_counts: None,
+                recv_counts: None,
+                request: None,
+            },
+        )
+    }
+
+    fn p2p(op: Op, at_us: u64, peer: u32, request: Option<u32>) -> Event {
+        ev(
+            op,
+            at_us,
+            Payload::P2p {
+                peer: Peer::Rank(Rank(peer)),
+                tag: 1,
+                bytes: 8,
+                comm: CommId::WORLD,
+                request: request.map(RequestId),
+                wildcards: Wildcards::default(),
+            },
+        )
+    }
+
+    fn wait(at_us: u64, request: u32) -> Event {
+        ev(
+            Op::Wait,
+            at_us,
+            Payload::Completion {
+                n_given: 1,
+                completed: vec![Completed {
+                    request: Some(RequestId(request)),
+                    source: None,
+                    tag: None,
+                    bytes: None,
+                }],
+            },
+        )
+    }
+
+    fn rank(r: u32, events: Vec<Event>) -> RankTrace {
+        let mut comms = BTreeMap::new();
+        comms.insert(CommId::WORLD, world_members(2));
+        RankTrace {
+            rank: Rank(r),
+            info: RankInfo { n_ranks: 2, ..RankInfo::default() },
+            events,
+            trailing_gap_ns: 0,
+            comms,
+            record_counts: BTreeMap::new(),
+        }
+    }
+
+    /// Two ranks between two barriers: rank 0 sends at 10, 20, … 90 µs, rank 1 posts each
+    /// receive a microsecond later and waits for it.
+    fn exchange() -> Vec<RankTrace> {
+        let mut a = vec![barrier(0)];
+        let mut b = vec![barrier(0)];
+        for k in 1..10u64 {
+            a.push(p2p(Op::Send, 10 * k, 1, None));
+            b.push(p2p(Op::Irecv, 10 * k + 1, 0, Some(k as u32)));
+            b.push(wait(10 * k + 2, k as u32));
+        }
+        a.push(barrier(100));
+        b.push(barrier(100));
+        vec![rank(0, a), rank(1, b)]
+    }
+
+    #[test]
+    fn a_stretch_lies_between_two_collectives_of_all_ranks() {
+        let ranks = exchange();
+        let s = find(&ranks);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].index, 1);
+        assert_eq!(s[0].events, vec![(1, 10), (1, 19)]);
+        assert_eq!(s[0].calls, 27);
+        assert!((s[0].span_s - 99.5e-6).abs() < 1e-9, "{}", s[0].span_s);
+    }
+
+    #[test]
+    fn a_cut_keeps_what_each_rank_began_before_it_and_drops_the_waits_of_what_it_dropped() {
+        let mut ranks = exchange();
+        let s = find(&ranks).remove(0);
+        // Kept: rank 0's sends at 10–40 µs; rank 1's receives at 11–41 and waits at 12–42,
+        // whose requests all complete before the cut.
+        let c = cut(&mut ranks, &s, 43e-6);
+        assert_eq!(ranks[0].events.len(), 2 + 4);
+        assert_eq!(ranks[1].events.len(), 2 + 8);
+        assert_eq!(c.dropped, 5 + 10);
+        assert!((c.kept_s - 42.0e-6).abs() < 1e-9, "{}", c.kept_s);
+        assert_eq!((c.calls, c.kept_calls), (27, 12));
+        assert!((c.scale() - 27.0 / 12.0).abs() < 1e-9);
+        // Cut between a receive and its wait: the receive goes with its wait, and the send it
+        // matched with it, although that send began before the cut.
+        let mut ranks = exchange();
+        let c = cut(&mut ranks, &s, 41.5e-6);
+        assert_eq!(ranks[1].events.len(), 2 + 6, "{:?}", ranks[1].events);
+        assert_eq!(ranks[1].events.last().map(|e| e.op), Some(Op::Barrier));
+        assert_eq!(ranks[0].events.len(), 2 + 3, "{:?}", ranks[0].events);
+        assert_eq!(c.dropped, 6 + 12);
+        assert_eq!(crate::local::drop_local_calls(&mut ranks).calls(), 0);
+        // The closing barrier stays on every rank.
+        assert!(ranks.iter().all(|r| r.events.iter().filter(|e| e.op == Op::Barrier).count() == 2));
+    }
+
+    #[test]
+    fn a_message_dropped_at_one_end_is_dropped_at_the_other_even_after_the_stretch() {
+        // Rank 0 sends twice in the stretch; rank 1 receives both after the closing barrier.
+        let mut ranks = exchange();
+        ranks[0].events.truncate(1);
+        ranks[1].events.truncate(1);
+        ranks[0].events.extend([
+            p2p(Op::Send, 10, 1, None),
+            p2p(Op::Send, 60, 1, None),
+            barrier(100),
+        ]);
+        ranks[1].events.extend([
+            barrier(100),
+            p2p(Op::Recv, 101, 0, None),
+            p2p(Op::Recv, 102, 0, None),
+        ]);
+        let s = find(&ranks).remove(0);
+        let c = cut(&mut ranks, &s, 30e-6);
+        // The second send is past the cut: its receive, the second, goes; the first stays and
+        // still meets the first send.
+        assert_eq!(c.dropped, 2);
+        assert_eq!(ranks[1].events.len(), 3);
+        assert_eq!(ranks[1].events[2].enter_ns, 101_000);
+        assert_eq!(crate::local::drop_local_calls(&mut ranks).calls(), 0);
+    }
+
+    #[test]
+    fn a_collective_of_some_ranks_or_unequal_collectives_leave_nothing_to_cut() {
+        let mut ranks = exchange();
+        let mut b = barrier(50);
+        if let Payload::Collective { comm, .. } = &mut b.payload {
+            *comm = CommId(2);
+        }
+        ranks[0].comms.insert(CommId(2), Arc::from(vec![Rank(0)]));
+        ranks[0].events.insert(5, b);
+        assert!(find(&ranks).is_empty());
+        let mut ranks = exchange();
+        ranks[1].events.pop();
+        assert!(find(&ranks).is_empty());
+    }
+}
