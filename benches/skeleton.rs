@@ -357,6 +357,8 @@ fn app_cases() -> Vec<(&'static str, App)> {
         ("taskfarm", App::Program("taskfarm", &["300", "2000"])),
         // Pre-posted any-source receives, the last one cancelled.
         ("cancel", App::Program("cancel", &["400", "1024", "3000"])),
+        // Two stretches of drawn exchanges that fold into no loop, cut by time.
+        ("shuffle", App::Program("shuffle", &["4000", "40"])),
     ]
 }
 

@@ -141,6 +141,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         observer.line(&document::describe_polls(&polls));
     }
     let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
+    // The stretches between collectives of all ranks, found before the calls are freed: the
+    // trace is read again only where some are to be cut.
+    let stretches = if o.strict { Vec::new() } else { set.stretches() };
     if local_calls.calls() > 0 || local_calls.unmatched_sendrecv > 0 {
         notes.push(document::describe_local(&local_calls, set.app_time_s(), set.n_ranks()));
     }
@@ -184,7 +187,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     let (mut lt, mut local_calls) = (lt, local_calls);
     if !o.strict {
         if let Some((b, l, local)) =
-            by_stretches(o, &opts, &lt, &built, (app_time, &source), observer)?
+            by_stretches(o, &opts, (&lt, stretches), &built, (app_time, &source), observer)?
         {
             (built, lt, local_calls) = (b, l, local);
             notes.retain(|n| !n.contains("calls nothing matched are local"));
@@ -339,23 +342,25 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
 fn by_stretches(
     o: &BuildOptions,
     opts: &ReadOptions,
-    lt: &mpiskel_logicalize::LogicalTrace,
+    (lt, stretches): (&mpiskel_logicalize::LogicalTrace, Vec<mpiskel_trace::stretch::Stretch>),
     built: &mpiskel_emit::pipeline::Built,
     (app_time, source): (f64, &str),
     observer: &dyn Observer,
 ) -> Result<Option<(mpiskel_emit::pipeline::Built, mpiskel_logicalize::LogicalTrace, LocalCalls)>> {
     let s = &built.scaling;
-    if s.skeleton_estimate_s <= s.target_s {
+    let cuts = mpiskel_emit::stretches::choose(lt, built, stretches, app_time);
+    if cuts.is_empty() {
         return Ok(None);
     }
+    // Read again as for the first build, the trace has the same stretches.
     let mut set = {
         let _busy = observer.reading("reading again");
         TraceSet::open(&o.trace, opts)?
     };
     set.fold_polls();
     let mut local = set.drop_local_calls();
-    let cuts = mpiskel_emit::stretches::choose(lt, built, set.stretches(), app_time);
-    if cuts.is_empty() {
+    let again = set.stretches();
+    if !cuts.iter().all(|(c, _)| again.contains(c)) {
         return Ok(None);
     }
     let cut = set.cut_stretches(&cuts);
