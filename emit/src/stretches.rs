@@ -63,6 +63,18 @@ pub fn choose(
     stretches: Vec<Stretch>,
     app_time_s: f64,
 ) -> Vec<(Stretch, f64)> {
+    choose_keeping(lt, built, stretches, app_time_s, MIN_KEPT_CALLS)
+}
+
+/// [`choose`] with `min_calls` instead of [`MIN_KEPT_CALLS`] (the fuzzer cuts the stretches of
+/// short generated programs with it).
+pub fn choose_keeping(
+    lt: &LogicalTrace,
+    built: &Built,
+    stretches: Vec<Stretch>,
+    app_time_s: f64,
+    min_calls: u64,
+) -> Vec<(Stretch, f64)> {
     let s = &built.scaling;
     if s.skeleton_estimate_s <= s.target_s || app_time_s <= 0.0 {
         return Vec::new();
@@ -96,7 +108,7 @@ pub fn choose(
     candidates
         .into_iter()
         .filter_map(|st| {
-            let least = (MIN_KEPT_CALLS * ranks) as f64 / st.calls.max(1) as f64;
+            let least = (min_calls * ranks) as f64 / st.calls.max(1) as f64;
             let share = share.max(least);
             (share < 1.0).then(|| {
                 let keep = share * st.span_s;

@@ -102,7 +102,42 @@ pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Viola
         return Err(Violation(format!("the emitted program can block: {d}")));
     }
     let length = if app_time > 0.0 { s.skeleton_estimate_s / app_time } else { 0.0 };
+    stretches_cut(set, &lt, &b, app_time, &meta)?;
     Ok(Outcome::Built { operations: b.check.operations, length })
+}
+
+/// Where `b` is over its target, made again with the stretches `mpiskel build` would cut by
+/// time (`mpiskel_trace::stretch`; kept down to two calls per rank, so that short programs are
+/// cut too): making it may fail (the build keeps `b` then), but a program it makes renders and
+/// cannot block.
+fn stretches_cut(
+    set: &TraceSet,
+    lt: &mpiskel_logicalize::LogicalTrace,
+    b: &mpiskel_emit::pipeline::Built,
+    app_time: f64,
+    meta: &Meta,
+) -> Result<(), Violation> {
+    // Two calls per rank at least: generated programs are short.
+    let cuts = mpiskel_emit::stretches::choose_keeping(lt, b, set.stretches(), app_time, 2);
+    if cuts.is_empty() {
+        return Ok(());
+    }
+    let mut again = set.clone();
+    let cut = again.cut_stretches(&cuts);
+    again.drop_local_calls();
+    let mut lt = mpiskel_logicalize::logicalize(&again);
+    lt.stretches = cut;
+    let Ok(b) = make(&lt, app_time, "the trace", None, true) else {
+        return Ok(());
+    };
+    mpiskel_emit::c::render(&b.skeleton, &b.scaling, meta).map_err(|e| {
+        Violation(format!("the C back end failed on a program with stretches cut: {e}"))
+    })?;
+    let (programs, _) = instantiate(&b.skeleton);
+    match mpiskel_emit::check(&programs) {
+        Some(d) => Err(Violation(format!("a program with stretches cut can block: {d}"))),
+        None => Ok(()),
+    }
 }
 
 fn path_text(set: &TraceSet) -> String {
