@@ -433,7 +433,11 @@ fn apps(reps: usize) {
                 c["calls"].as_u64().unwrap_or(0)
                     * c["ranks"].as_array().map_or(1, |r| r.len() as u64)
             })
-            .sum();
+            .sum::<u64>()
+            // The calls of stretches cut by time that the skeleton's program left out.
+            + doc["stretches"]
+                .as_array()
+                .map_or(0, |a| a.iter().map(|c| c["dropped"].as_u64().unwrap_or(0)).sum());
         let share = doc["scaling"]["main_share"].as_f64().unwrap_or(0.0);
         let mut c = mpiskel();
         c.args(["compress", "--json", "--rank", "0"]).arg(&t0);
