@@ -124,15 +124,9 @@ fn a_toml_cluster_answers_as_the_simgrid_file_it_describes() {
     )
     .unwrap();
     let run = |platform: &Path| -> f64 {
-        let out = mpiskel()
-            .args(["simulate", "--json", "--platform"])
-            .arg(platform)
-            .arg(npb().join("lu.S.16"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        j["predicted_s"].as_f64().unwrap()
+        support::simulate_json(&npb().join("lu.S.16"), platform, &[])["predicted_s"]
+            .as_f64()
+            .unwrap()
     };
     let xml = npb().join("platforms").join("ref.xml");
     assert_eq!(run(&toml), run(&xml));
@@ -376,16 +370,7 @@ fn ranks_on_the_boundary_of_a_folded_class_compute_what_they_recorded() {
         "[cluster]\nhosts = 16\nspeed = \"1Gf\"\nbandwidth = \"10Gbps\"\nlatency = \"1us\"\n",
     )
     .unwrap();
-    let run = |p: &Path| -> serde_json::Value {
-        let out = mpiskel()
-            .args(["simulate", "--json", "--platform"])
-            .arg(&toml)
-            .arg(p)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        serde_json::from_slice(&out.stdout).unwrap()
-    };
+    let run = |p: &Path| support::simulate_json(p, &toml, &[]);
     let (t, s) = (run(&trace), run(&skel));
     assert_eq!(s["from"], "skeleton");
     for (a, b) in t["ranks"].as_array().unwrap().iter().zip(s["ranks"].as_array().unwrap()) {
@@ -456,16 +441,7 @@ fn the_steps_of_a_time_step_loop_replay_what_each_step_computed() {
     )
     .unwrap();
     let run = |p: &Path, extra: &[&str]| -> f64 {
-        let out = mpiskel()
-            .args(["simulate", "--json", "--platform"])
-            .arg(&toml)
-            .arg(p)
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        j["predicted_s"].as_f64().unwrap()
+        support::simulate_json(p, &toml, extra)["predicted_s"].as_f64().unwrap()
     };
     let (t, s) = (run(&trace, &[]), run(&skel, &["--exact"]));
     assert!((s / t - 1.0).abs() < 0.25, "skeleton's program {s} s against the trace's {t} s");

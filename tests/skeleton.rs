@@ -1217,16 +1217,7 @@ fn a_drawn_set_up_block_before_a_barrier_is_cut_to_a_short_part_on_every_rank() 
 /// Simulates `input` (a trace or a skeleton folder) on the cluster of `toml`; returns
 /// `predicted_s`.
 fn simulated(input: &Path, toml: &Path, extra: &[&str]) -> f64 {
-    let out = mpiskel()
-        .args(["simulate", "--json", "--platform"])
-        .arg(toml)
-        .args(extra)
-        .arg(input)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v["predicted_s"].as_f64().unwrap()
+    support::simulate_json(input, toml, extra)["predicted_s"].as_f64().unwrap()
 }
 
 /// `shuffle` (`fixtures/programs/shuffle.c`, 4 ranks) exchanges with a drawn partner, size and

@@ -164,6 +164,20 @@ pub fn check_report(r: &serde_json::Value, mpi: &str, ranks: u64) {
     assert_eq!(r["smpi"].as_bool(), Some(mpi == "smpi"), "{mpi}: {r}");
 }
 
+/// `mpiskel simulate --json --platform PLATFORM EXTRA INPUT` (a trace or a skeleton folder); its
+/// report.
+pub fn simulate_json(input: &Path, platform: &Path, extra: &[&str]) -> serde_json::Value {
+    let out = mpiskel()
+        .args(["simulate", "--json", "--platform"])
+        .arg(platform)
+        .args(extra)
+        .arg(input)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Runs a command, killing it after `secs` seconds.
 pub fn run_with_timeout(mut cmd: Command, secs: u64) -> std::process::Output {
     let mut wrapped = Command::new("timeout");
