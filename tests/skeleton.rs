@@ -1216,6 +1216,33 @@ fn a_drawn_set_up_block_before_a_barrier_is_cut_to_a_short_part_on_every_rank() 
 
 /// Simulates `input` (a trace or a skeleton folder) on the cluster of `toml`; returns
 /// `predicted_s`.
+/// Simulated on a cluster of 4 one-core hosts at 10 Gb/s and 1 µs, and at 100 Mb/s and 50 µs
+/// (TOML files written in `out`), the skeleton's program in `dir` predicts the `trace`'s time
+/// within `tolerance`, and the skeleton as it runs takes under `length` of it.
+fn stands_for_its_trace_on_two_clusters(
+    trace: &Path,
+    dir: &Path,
+    out: &Path,
+    tolerance: f64,
+    length: f64,
+) {
+    for (name, bandwidth, latency) in [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")] {
+        let toml = out.join(format!("{name}.toml"));
+        std::fs::write(
+            &toml,
+            format!(
+                "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \
+                 \"{latency}\"\n"
+            ),
+        )
+        .unwrap();
+        let (app, skel) = (simulated(trace, &toml, &[]), simulated(dir, &toml, &[]));
+        assert!((skel / app - 1.0).abs() < tolerance, "{name}: skeleton {skel} s, trace {app} s");
+        let own = simulated(dir, &toml, &["--as-run"]);
+        assert!(own < length * app, "{name}: the skeleton runs {own} s of {app} s");
+    }
+}
+
 fn simulated(input: &Path, toml: &Path, extra: &[&str]) -> f64 {
     support::simulate_json(input, toml, extra)["predicted_s"].as_f64().unwrap()
 }
@@ -1261,21 +1288,7 @@ fn stretches_that_fold_into_no_loop_are_cut_by_time_and_scaled() {
         .collect::<Vec<_>>();
     assert!(scaled.iter().any(|&x| x > 1.5), "{scaled:?}");
     // Both simulated on the same clusters: the skeleton's program stands for the trace.
-    for (name, bandwidth, latency) in [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")] {
-        let toml = out.join(format!("{name}.toml"));
-        std::fs::write(
-            &toml,
-            format!(
-                "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \
-                 \"{latency}\"\n"
-            ),
-        )
-        .unwrap();
-        let (app, skel) = (simulated(&trace, &toml, &[]), simulated(&dir, &toml, &[]));
-        assert!((skel / app - 1.0).abs() < 0.08, "{name}: skeleton {skel} s, trace {app} s");
-        let own = simulated(&dir, &toml, &["--as-run"]);
-        assert!(own < 0.5 * app, "{name}: the skeleton runs {own} s of {app} s");
-    }
+    stands_for_its_trace_on_two_clusters(&trace, &dir, &out, 0.08, 0.5);
     compile_strict(&dir, "mpicc.openmpi", &[]);
     compile_strict(&dir, "mpicc.mpich", &[]);
     {
@@ -1286,4 +1299,69 @@ fn stretches_that_fold_into_no_loop_are_cut_by_time_and_scaled() {
     let strict = out.join("strict");
     build_into(&trace, &strict, &["--strict"]);
     assert!(document(&strict).get("stretches").is_none());
+}
+
+/// `suite` (`fixtures/programs/suite.c`, 4 ranks) runs short benchmarks one after the other
+/// between barriers: a ping-pong of 1 MiB messages, a ring, a loop of allreduces. Ranks 0 and 3
+/// first exchange the input in a loop the others do not make, so their loops are numbered one
+/// ahead (the ping-pong is `loop_2` there, `loop_1` on ranks 1 and 2). Cut by name, the
+/// ping-pong would be cut on one side only and could not be cut at all; cut at the same place
+/// in every class (the same count of collectives of all ranks before it), it is, and so is the
+/// input's loop, in the two classes that make it. The
+/// skeleton's program stands for the trace on a fast and a slow modelled cluster, and the
+/// skeleton itself runs a small part of it.
+#[test]
+fn loops_named_differently_in_other_classes_are_cut_at_the_same_place() {
+    let trace = fixture("suite");
+    let out = scratch("suite");
+    let dir = out.join("skel");
+    build_into(&trace, &dir, &[]);
+    let doc = document(&dir);
+    let classes = doc["program"]["classes"].as_array().expect("classes");
+    assert_eq!(classes.len(), 4);
+    let mut names = std::collections::BTreeSet::new();
+    for (i, class) in classes.iter().enumerate() {
+        let phases = class["phases"].as_array().unwrap();
+        // Every loop of the benchmarks (200 ping-pongs, 50 allreduces) runs a few iterations,
+        // and so does the input's (16 messages) where a class makes it.
+        for full in [200, 50, 16] {
+            let loops: Vec<_> = phases.iter().filter(|p| p["full"] == full).collect();
+            assert!(full == 16 || !loops.is_empty(), "class {i} has no loop of {full}");
+            for p in loops {
+                assert!(p["run"].as_u64().unwrap() <= 2, "class {i}: {p:?} not cut");
+            }
+        }
+        let ping_pong = phases
+            .iter()
+            .find(|p| p["full"] == 200 && p["name"] != "main_loop")
+            .expect("the ping-pong loop");
+        names.insert(ping_pong["name"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(names.len(), 2, "the ping-pong is named alike everywhere: {names:?}");
+    // Every class's table of phases: name, iterations of the application, iterations run.
+    let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    let mut excerpt = Vec::new();
+    let mut lines = code.lines();
+    while let Some(l) = lines.next() {
+        if l.starts_with("static sk_phase c") {
+            excerpt.push(l);
+            excerpt.extend(lines.by_ref().take_while(|l| *l != "};"));
+            excerpt.push("};");
+        }
+    }
+    assert_eq!(excerpt.iter().filter(|l| l.starts_with("static")).count(), 4);
+    let excerpt = excerpt.join("\n");
+    insta::with_settings!({
+        description => "mpiskel build fixtures/traces/suite (skeleton.c, the phase tables)",
+        omit_expression => true,
+        snapshot_path => root().join("tests").join("snapshots"),
+    }, {
+        insta::assert_snapshot!("skeleton__suite_program", excerpt);
+    });
+    stands_for_its_trace_on_two_clusters(&trace, &dir, &out, 0.05, 0.1);
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    check_report(&run(&dir, "openmpi", 300), "openmpi", 4);
+    check_report(&run(&dir, "mpich", 600), "mpich", 4);
 }

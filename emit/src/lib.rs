@@ -23,6 +23,7 @@
 //! This crate never reads trace files.
 #![deny(missing_docs)]
 
+pub mod aligned;
 pub mod c;
 pub mod compute_cut;
 pub mod correspond;

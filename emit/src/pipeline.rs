@@ -526,13 +526,26 @@ fn cut_for_traffic(
     let (cuts, total) = crate::scale::one_iteration_cuts(skeleton);
     let mut left = total;
     let mut accepted = None;
+    let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);
     for (name, d, saved) in cuts {
-        let mut trial = skeleton.clone();
-        crate::scale::cut_loop(&mut trial, &name, d);
-        let (p, r) = instantiate(&trial);
-        if check(&p).is_some() {
+        let by_name = |s: &Skeleton| {
+            let mut trial = s.clone();
+            crate::scale::cut_loop(&mut trial, &name, d);
+            let (p, r) = instantiate(&trial);
+            check(&p).is_none().then_some((trial, p, r))
+        };
+        // Named differently in other classes: the loop at the same place in each.
+        let same_place = |s: &Skeleton| {
+            let mut trial = s.clone();
+            if !crate::aligned::cut_same_loop(&mut trial, lead, &name, d) {
+                return None;
+            }
+            let (p, r) = instantiate(&trial);
+            check(&p).is_none().then_some((trial, p, r))
+        };
+        let Some((trial, p, r)) = by_name(skeleton).or_else(|| same_place(skeleton)) else {
             continue;
-        }
+        };
         *skeleton = trial;
         accepted = Some((p, r));
         left -= saved;
@@ -611,7 +624,15 @@ fn cut_and_check(
             if let Some((p, r)) = accepted {
                 (programs, reused) = (p, r);
             }
-            scaling.note = SOME_LOOPS_WHOLE.into();
+            // (Where every loop could be cut, by name or at its place, none is left whole.)
+            let whole = skeleton
+                .classes
+                .iter()
+                .flat_map(|c| &c.phases)
+                .any(|p| p.is_loop && p.name != "main_loop" && p.full > 2 && p.run == p.full);
+            if whole {
+                scaling.note = SOME_LOOPS_WHOLE.into();
+            }
         } else {
             (skeleton, scaling, programs, reused, verdict) = attempt(None);
             scaling.note = MAIN_LOOP_WHOLE.into();

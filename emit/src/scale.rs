@@ -122,6 +122,7 @@ pub fn cut_verified(
 ) -> usize {
     let lead_compute = lead_compute(skel);
     let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
+    let Some(lead) = lead_class_index(skel) else { return 0 };
     if lead_compute <= 0.0 {
         return 0;
     }
@@ -135,6 +136,14 @@ pub fn cut_verified(
         let mut trial = skel.clone();
         cut_loop(&mut trial, &name, d);
         if accept(&trial) {
+            *skel = trial;
+            estimate -= saved;
+            kept += 1;
+            continue;
+        }
+        // Named differently in other classes: the loop at the same place in each.
+        let mut trial = skel.clone();
+        if crate::aligned::cut_same_loop(&mut trial, lead, &name, d) && accept(&trial) {
             *skel = trial;
             estimate -= saved;
             kept += 1;

@@ -17,7 +17,7 @@ use mpiskel_logicalize::LogicalTrace;
 use mpiskel_trace::stretch::Stretch;
 
 use crate::pipeline::Built;
-use crate::program::stretch_range;
+use crate::program::{stretch_range, Phase};
 
 /// The least share of a stretch's span that its cut keeps.
 pub const MIN_KEPT_SHARE: f64 = 0.02;
@@ -33,7 +33,10 @@ pub const MIN_KEPT_CALLS: u64 = 400;
 /// Whether `built` (made from `lt`, the trace uncut) holds half the calls of the stretch after
 /// the `index`-th collective of all ranks, or more, in loops it shortened, in some class (there
 /// the loops are the better sample), or a class lacks that stretch. Loops of a few iterations
-/// that an irregular stretch holds by chance do not count for more than their calls.
+/// that an irregular stretch holds by chance do not count for more than their calls, and the
+/// steps of a time-step loop that the skeleton runs do not count at all: a stretch that is one
+/// step of its own kind (a suite's benchmarks, each run once, folded as the steps of one loop)
+/// runs whole however the loop is cut.
 fn in_cut_loops(lt: &LogicalTrace, built: &Built, index: usize) -> bool {
     lt.classes.iter().zip(&built.skeleton.classes).any(|(class, program)| {
         let Some((a, b)) = stretch_range(class, index) else {
@@ -44,10 +47,24 @@ fn in_cut_loops(lt: &LogicalTrace, built: &Built, index: usize) -> bool {
             .iter()
             .filter(|p| p.positions.0 < b && a < p.positions.1)
             .filter(|p| p.run < p.full || p.inner.is_some())
-            .map(|p| p.positions.1.min(b) - p.positions.0.max(a))
+            .map(|p| cut_positions(p, a, b))
             .sum();
         2 * looped >= b - a
     })
+}
+
+/// How many of the positions `a..b` that `phase` covers it runs fewer times than the
+/// application: all of them for a loop cut, but for a time-step loop only those of the steps
+/// it leaves out.
+fn cut_positions(phase: &Phase, a: u64, b: u64) -> u64 {
+    let within = (phase.positions.0.max(a), phase.positions.1.min(b));
+    let all = within.1.saturating_sub(within.0);
+    match &phase.steps {
+        Some(schedule) if phase.inner.is_none() => {
+            schedule.left_out(phase.positions.0, within).unwrap_or(all)
+        }
+        _ => all,
+    }
 }
 
 /// The stretches of `stretches` (found in the trace `lt` was made from) to cut, each with the

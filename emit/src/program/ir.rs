@@ -336,12 +336,31 @@ pub struct StepSchedule {
     pub kinds: Vec<u32>,
     /// The steps the skeleton runs, ascending (indices into `kinds`).
     pub run: Vec<u32>,
+    /// The positions of the class program one step of each kind covers (not serialized).
+    #[serde(skip)]
+    pub lens: Vec<u64>,
 }
 
 impl StepSchedule {
     /// The kind of each step the skeleton runs, in order.
     pub fn run_kinds(&self) -> Vec<u32> {
         self.run.iter().map(|&i| self.kinds[i as usize]).collect()
+    }
+
+    /// How many of the positions `from..to` of the class program the steps the skeleton leaves
+    /// out cover, the steps laid end to end from position `start` ([`Self::lens`]); `None` where
+    /// the lengths are not known.
+    pub fn left_out(&self, start: u64, (from, to): (u64, u64)) -> Option<u64> {
+        let mut run = self.run.iter().peekable();
+        let (mut at, mut out) = (start, 0);
+        for (i, &k) in self.kinds.iter().enumerate() {
+            let end = at + *self.lens.get(k as usize)?;
+            if run.next_if(|&&r| r as usize == i).is_none() {
+                out += end.min(to).saturating_sub(at.max(from));
+            }
+            at = end;
+        }
+        Some(out)
     }
 }
 
@@ -445,7 +464,7 @@ impl Stmt {
 
 impl Phase {
     /// A phase of `full` iterations (all run), one of which is `body`, from `origin`.
-    pub(super) fn new(
+    pub(crate) fn new(
         name: String,
         full: u64,
         is_loop: bool,
@@ -664,7 +683,7 @@ pub fn kept_compute_of(body: &[Stmt]) -> f64 {
 }
 
 /// The mean over the application's steps of `f` of a step's body.
-pub(super) fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
+pub(crate) fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
     let n: u64 = cases.iter().map(|c| c.full).sum();
     if n == 0 {
         return 0.0;

@@ -212,6 +212,7 @@ pub(super) fn phases_of(
                 phase.steps = Some(StepSchedule {
                     kinds: schedule.clone(),
                     run: (0..schedule.len() as u32).collect(),
+                    lens: kinds.iter().map(|k| k.iter().map(Node::expanded_len).sum()).collect(),
                 });
                 phases.push(phase);
                 pos += span;
