@@ -846,8 +846,14 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
                  sk_node_ranks, sk_node_cores, sk_node_computed, sk_node_removed);
     }
 #endif
-    char json[8192];
-    int at = snprintf(json, sizeof json,
+    /* Every phase's line: a name and seven numbers, under 256 characters each. */
+    size_t cap = 1024 + strlen(name) + (size_t)sk_nphases * 256;
+    char *json = malloc(cap);
+    if (!json) {
+        fprintf(stderr, "mpiskel: no memory for the report\n");
+        return;
+    }
+    int at = snprintf(json, cap,
                       "{\"kind\":\"mpiskel-skeleton-run\",\"skeleton\":\"%s\",\"ranks\":%d,"
                       "\"skeleton_s\":%.9g,\"predicted_s\":%.9g,\"predicted_ratio_s\":%.9g,"
                       "\"factor\":%.9g,\"recorded_app_s\":%.9g,\"smpi\":%s,"
@@ -859,16 +865,16 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
                       "false",
 #endif
                       sk_rate, node);
-    for (int i = 0; i < sk_nphases && at < (int)sizeof json - 200; i++) {
+    for (int i = 0; i < sk_nphases && (size_t)at < cap - 256; i++) {
         const sk_phase *p = &sk_phases[i];
-        at += snprintf(json + at, sizeof json - (size_t)at,
+        at += snprintf(json + at, cap - (size_t)at,
                        "%s{\"name\":\"%s\",\"full\":%ld,\"run\":%ld,\"warmup\":%ld,"
                        "\"seconds\":%.9g,\"restored_s\":%.9g,\"predicted_s\":%.9g}",
                        i ? "," : "", p->name, p->full, p->run, p->warmup, p->seconds,
                        sk_restored_of(i),
                        sk_predicted(i) + (p->warmup > 0 && p->parent < 0 ? warm_most : 0.0));
     }
-    snprintf(json + at, sizeof json - (size_t)at, "]}");
+    snprintf(json + at, cap - (size_t)at, "]}");
     printf("MPISKEL_REPORT %s\n", json);
     fflush(stdout);
     if (sk_report_file) {
@@ -880,6 +886,7 @@ void sk_report(const char *name, double factor, double recorded_app_s) {
             fprintf(stderr, "mpiskel: cannot write the report to %s\n", sk_report_file);
         }
     }
+    free(json);
 }
 
 MPI_Status *sk_statuses(int n) {

@@ -1365,3 +1365,29 @@ fn loops_named_differently_in_other_classes_are_cut_at_the_same_place() {
     check_report(&run(&dir, "openmpi", 300), "openmpi", 4);
     check_report(&run(&dir, "mpich", 600), "mpich", 4);
 }
+
+/// A skeleton of many phases (`suite` with its benchmarks run 16 times, each time with other
+/// sizes and tags: 84 phases on rank 0) reports every one of them, however long the report.
+#[test]
+fn the_report_lists_every_phase_of_a_long_program() {
+    let base = scratch("suite-report");
+    let (trace, dir) = (base.join("trace"), base.join("skel"));
+    let args = ["16", "262144", "5", "16"];
+    support::trace_program(support::Lib::OpenMpi, 4, "suite", &args, &trace);
+    build_into(&trace, &dir, &[]);
+    let doc = document(&dir);
+    let class = doc["program"]["class_of_rank"][0].as_u64().unwrap();
+    // The timers of rank 0's class: one line each in its table of phases.
+    let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    let table = format!("static sk_phase c{class}_phases[] = {{");
+    let from = code.find(&table).expect("the table of rank 0's class") + table.len();
+    let timers = code[from..].lines().skip(1).take_while(|l| *l != "};").count();
+    assert!(timers > 80, "{timers} timers");
+    let _lock = mpi_lock();
+    let report = run(&dir, "openmpi", 300);
+    check_report(&report, "openmpi", 4);
+    let listed = report["phases"].as_array().unwrap();
+    assert_eq!(listed.len(), timers, "{report}");
+    let last = listed.last().unwrap();
+    assert!(last["predicted_s"].as_f64().is_some_and(f64::is_finite), "{last}");
+}
