@@ -251,3 +251,33 @@ fn collectives_of_different_kinds_at_the_same_point_are_refused() {
     assert!(text.contains("MPI_Allreduce at this point"), "{text}");
     assert!(d.blocked.iter().any(|b| b.rank == 2), "{text}");
 }
+
+/// The members of a rooted collective must name one root: a broadcast whose root one class
+/// names differently (a mutated trace; fuzz seed 9500714 before this rule) hangs a real run,
+/// where the simulation found the ranks stuck, so the checker refuses it, naming the root.
+#[test]
+fn a_rooted_collective_whose_classes_name_different_roots_is_refused() {
+    let class = |rank: u32, root: u32| {
+        serde_json::json!({"ranks": [rank], "notation": "1", "phases": [{
+            "name": "setup", "full": 1, "run": 1, "is_loop": false, "origin": "test",
+            "compute_s": 0.0, "calls": 1,
+            "body": [{"stmt": "call", "call": {"call": "collective", "op": "Bcast",
+                "traced": "Bcast", "comm": 0, "root": root, "bytes": 8, "slot": null}}]}]})
+    };
+    let skeleton = |roots: [u32; 2]| -> mpiskel_emit::program::Skeleton {
+        serde_json::from_value(serde_json::json!({
+            "n_ranks": 2, "topology": "line", "layout": {"type": "table", "neighbours": [[1], [0]]},
+            "directions": [], "comms": [{"type": "world"}],
+            "classes": [class(0, roots[0]), class(1, roots[1])],
+            "class_of_rank": [0, 1], "grid_coords": [], "n_slots": 0, "send_bytes": 0,
+            "recv_bytes": 0, "matching": {"global_pairs": 0, "balanced": 0, "local_sends": 0,
+                "local_recvs": 0, "local_policy": ""}
+        }))
+        .unwrap()
+    };
+    let (same, _) = mpiskel_emit::instantiate::instantiate(&skeleton([1, 1]));
+    assert!(check(&same).is_none(), "one root: the broadcast completes");
+    let (mixed, _) = mpiskel_emit::instantiate::instantiate(&skeleton([0, 1]));
+    let d = check(&mixed).expect("two roots never complete");
+    assert!(d.to_string().contains("(root "), "{d}");
+}

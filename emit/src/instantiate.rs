@@ -266,7 +266,7 @@ impl Rank<'_> {
                     self.out.push(CheckOp::Wait { slots: done });
                 }
             }
-            Call::Collective { op, comm, slot, .. } => {
+            Call::Collective { op, comm, slot, root, .. } => {
                 if let Some(s) = slot {
                     // A restarted slot is waited for first; a collective's wait never blocks.
                     let s = slot_of(s);
@@ -279,7 +279,14 @@ impl Rank<'_> {
                     return;
                 }
                 let (id, members) = self.groups.of(self.skel, *comm, self.rank);
-                self.out.push(CheckOp::Collective { comm: id, members, name: op.name().into() });
+                // The root is part of what the members must agree on: a rooted collective whose
+                // members name different roots is erroneous in MPI and hangs in practice (a
+                // mutated trace's broadcast whose root one rank changed).
+                let name = match root {
+                    Some(r) => format!("{} (root {r})", op.name()),
+                    None => op.name().into(),
+                };
+                self.out.push(CheckOp::Collective { comm: id, members, name });
             }
         }
     }

@@ -4,9 +4,11 @@
 //!
 //! A stage may refuse its input with an error; that is an [`Outcome::Refused`], not a failure.
 //! A [`Violation`] is a broken promise: a back end that fails on a checked program, an emitted
-//! program that the checker, run again on what was emitted, finds can block, a scaling with a
-//! figure that is not a finite positive number, or a correct program (one [`crate::programs`]
-//! generated, unmutated) that is refused. Panics are caught by the caller
+//! program that the checker, run again on what was emitted, finds can block, a checked program
+//! whose simulation (`mpiskel simulate` of the skeleton, as it stands for the application and
+//! as it runs) leaves ranks stuck, a scaling with a figure that is not a finite positive
+//! number, or a correct program (one [`crate::programs`] generated, unmutated) that is refused.
+//! Panics are caught by the caller
 //! ([`crate::campaign`]).
 
 use std::path::Path;
@@ -101,6 +103,7 @@ pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Viola
     if let Some(d) = mpiskel_emit::check(&programs) {
         return Err(Violation(format!("the emitted program can block: {d}")));
     }
+    simulated(&b.skeleton, "")?;
     let length = if app_time > 0.0 { s.skeleton_estimate_s / app_time } else { 0.0 };
     stretches_cut(set, &lt, &b, app_time, &meta)?;
     Ok(Outcome::Built { operations: b.check.operations, length })
@@ -134,10 +137,53 @@ fn stretches_cut(
         Violation(format!("the C back end failed on a program with stretches cut: {e}"))
     })?;
     let (programs, _) = instantiate(&b.skeleton);
-    match mpiskel_emit::check(&programs) {
-        Some(d) => Err(Violation(format!("a program with stretches cut can block: {d}"))),
-        None => Ok(()),
+    if let Some(d) = mpiskel_emit::check(&programs) {
+        return Err(Violation(format!("a program with stretches cut can block: {d}")));
     }
+    simulated(&b.skeleton, " with stretches cut")?;
+    Ok(())
+}
+
+/// The checked `skel`, simulated on a cluster of one host per rank as `mpiskel simulate` runs a
+/// skeleton folder (the program as it stands for the application, which runs more iterations
+/// of the cut loops than the skeleton, and the skeleton as it runs): no rank may be left stuck.
+fn simulated(skel: &mpiskel_emit::program::Skeleton, what: &str) -> Result<(), Violation> {
+    use mpiskel_simulate::engine::{simulate, Options};
+    use mpiskel_simulate::platform::{ClusterSpec, Platform};
+    use mpiskel_simulate::skeleton::{lower, lower_as_run};
+    let n = skel.n_ranks as usize;
+    let platform = Platform::cluster(&ClusterSpec {
+        name: "fuzz".into(),
+        host_names: (0..n).map(|h| format!("node-{h}")).collect(),
+        speed: 1e9,
+        cores: 1,
+        bandwidth: 1.25e9,
+        latency: 1e-6,
+        split_duplex: true,
+        fatpipe: false,
+        backbone: None,
+        loopback: (1e11, 1e-7),
+    });
+    let placement: Vec<usize> = (0..n).collect();
+    let opts = Options { fast_forward: false, ..Options::default() };
+    for (how, lowered) in
+        [("as it stands", lower(skel, 0, false)), ("as it runs", lower_as_run(skel, 0, 1.0))]
+    {
+        let sim = simulate(&lowered.traces, &platform, &placement, &opts).map_err(|e| {
+            Violation(format!("simulating a checked program{what} {how} failed: {e}"))
+        })?;
+        if let Some(s) = sim.stuck.first() {
+            return Err(Violation(format!(
+                "a checked program{what}, simulated {how}, leaves rank {} stuck in call {} ({}), \
+                 {} ranks in all",
+                s.rank,
+                s.call,
+                s.op,
+                sim.stuck.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn path_text(set: &TraceSet) -> String {

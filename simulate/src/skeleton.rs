@@ -131,8 +131,66 @@ pub struct Priced {
 
 /// Lowers `skel` for simulation; compute draws use `seed`; `whole` simulates every iteration of
 /// every loop.
+///
+/// A cut loop is simulated for more iterations than the skeleton runs, the same count more in
+/// every class. Where the classes' loops do not correspond (one class's loop of 2 iterations
+/// cut with another class's loop of 5), more iterations of each need not pair their messages
+/// or collectives; where the program so lowered does not ([`pairs`]), it is lowered again with
+/// the iterations the skeleton runs, the program the deadlock check passed.
 pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
-    lower_with(skel, seed, whole, None)
+    let lowered = lower_with(skel, seed, whole, None, true);
+    if whole || pairs(&lowered.traces) {
+        return lowered;
+    }
+    lower_with(skel, seed, whole, None, false)
+}
+
+/// Whether every rank's sends to each other rank are as many as that rank's receives from it
+/// (receives from any source counted against all their senders), and the ranks make as many
+/// collectives of `MPI_COMM_WORLD`: a necessary condition for a program to run to its end.
+///
+/// # Complexity
+/// O(events + ranks²).
+pub fn pairs(traces: &[RankTrace]) -> bool {
+    let n = traces.len();
+    let mut sent = vec![0i64; n * n];
+    let mut received = vec![0i64; n * n];
+    let mut any = vec![0i64; n];
+    let mut world = vec![0u64; n];
+    let index = |p: &Peer| match p {
+        Peer::Rank(r) if (r.0 as usize) < n => Some(r.0 as usize),
+        _ => None,
+    };
+    for (me, t) in traces.iter().enumerate() {
+        for e in &t.events {
+            match (&e.payload, e.op.class()) {
+                (Payload::P2p { peer, comm, wildcards, .. }, c) if *comm == CommId::WORLD => {
+                    match (c, index(peer)) {
+                        (mpiskel_trace::OpClass::Send, Some(to)) => sent[me * n + to] += 1,
+                        (mpiskel_trace::OpClass::Recv, _) if wildcards.source => any[me] += 1,
+                        (mpiskel_trace::OpClass::Recv, Some(from)) => received[from * n + me] += 1,
+                        _ => {}
+                    }
+                }
+                (Payload::SendRecv { dest, source, comm, .. }, _) if *comm == CommId::WORLD => {
+                    if let Some(to) = index(dest) {
+                        sent[me * n + to] += 1;
+                    }
+                    if let Some(from) = index(source) {
+                        received[from * n + me] += 1;
+                    }
+                }
+                (Payload::Collective { comm, .. }, _) if *comm == CommId::WORLD => world[me] += 1,
+                _ => {}
+            }
+        }
+    }
+    let each = (0..n).all(|to| {
+        let short: i64 = (0..n).map(|from| sent[from * n + to] - received[from * n + to]).sum();
+        let exact = (0..n).all(|from| sent[from * n + to] >= received[from * n + to]);
+        exact && short == any[to]
+    });
+    each && world.windows(2).all(|w| w[0] == w[1])
 }
 
 /// Lowers `skel` as the skeleton itself runs, not as the application it stands for: each loop
@@ -143,14 +201,14 @@ pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
 /// [`price`] gives the skeleton's own time: how long it would run on the platform simulated,
 /// before anyone runs it there.
 pub fn lower_as_run(skel: &Skeleton, seed: u64, shrink: f64) -> Lowered {
-    lower_with(skel, seed, false, Some(AsRun { shrink, cut: true }))
+    lower_with(skel, seed, false, Some(AsRun { shrink, cut: true }), false)
 }
 
 /// [`lower_as_run`] with every compute block whole: the iterations the skeleton runs, each
 /// block for its whole duration. Beside the skeleton as it runs, it tells what the compute
 /// cut does to the waiting ([`exposure`]).
 pub fn lower_as_run_uncut(skel: &Skeleton, seed: u64) -> Lowered {
-    lower_with(skel, seed, false, Some(AsRun { shrink: 1.0, cut: false }))
+    lower_with(skel, seed, false, Some(AsRun { shrink: 1.0, cut: false }), false)
 }
 
 /// How a skeleton's program is lowered as it runs: the compute shrink of its fixed blocks, and
@@ -207,7 +265,15 @@ pub fn exposure(
     }
 }
 
-fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<AsRun>) -> Lowered {
+/// `more`: a cut loop runs more iterations than the skeleton, as many more in every class
+/// (otherwise exactly the skeleton's).
+fn lower_with(
+    skel: &Skeleton,
+    seed: u64,
+    whole: bool,
+    as_run: Option<AsRun>,
+    more: bool,
+) -> Lowered {
     let n = skel.n_ranks;
     // Every communicator's groups, made once: per communicator and rank, the rank's group.
     let groups: Vec<Vec<Group>> = (0..skel.comms.len()).map(|c| groups_of(skel, c)).collect();
@@ -241,6 +307,7 @@ fn lower_with(skel: &Skeleton, seed: u64, whole: bool, as_run: Option<AsRun>) ->
             kind: 0,
             whole,
             as_run,
+            more,
             removed_s: 0.0,
             keep_s: 0.0,
         };
@@ -449,6 +516,8 @@ struct RankLowering<'a> {
     whole: bool,
     /// The skeleton as it runs ([`lower_as_run`]), with its compute shrink.
     as_run: Option<AsRun>,
+    /// A cut loop runs more iterations than the skeleton ([`lower`]).
+    more: bool,
     /// As it runs: computation not run since the phase began, seconds, and of it what blocks
     /// that keep a short part skipped.
     removed_s: f64,
@@ -490,12 +559,12 @@ impl RankLowering<'_> {
                     // alike (a loop of one class cut with another class's loop of another
                     // count: HPC Challenge on 2 ranks, its loops of 2 and 3 iterations each
                     // run one less). Beyond, `WARM + WINDOW + 1`.
+                    // Without more (the classes' loops did not pair so), the skeleton's.
                     let few = u64::from(self.skel.n_ranks) * p.run <= RANK_ITERATIONS;
-                    let more = (full - p.run).min(WARM + WINDOW + 1);
-                    if few {
-                        p.run + more
-                    } else {
-                        full.min(WARM + WINDOW + 1)
+                    match (self.more, few) {
+                        (true, true) => p.run + (full - p.run).min(WARM + WINDOW + 1),
+                        (true, false) => full.min(WARM + WINDOW + 1),
+                        (false, _) => p.run,
                     }
                 } else {
                     full
