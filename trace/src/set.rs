@@ -150,21 +150,14 @@ impl TraceSet {
     }
 
     /// Cuts each of `cuts` (a stretch [`TraceSet::stretches`] found, and the seconds each rank
-    /// keeps of it) by time ([`crate::stretch::cut`]); returns what each cut did. The calls left
+    /// keeps of it) by time ([`crate::stretch::cut_all`]); returns what each cut did. The calls left
     /// without a partner are then removed by [`TraceSet::drop_local_calls`].
     pub fn cut_stretches(
         &mut self,
         cuts: &[(crate::stretch::Stretch, f64)],
     ) -> Vec<crate::stretch::StretchCut> {
-        // From the last: a cut removes events, and the stretches' event ranges are those of
-        // the uncut trace.
-        let mut out: Vec<_> = cuts
-            .iter()
-            .rev()
-            .map(|(s, keep)| crate::stretch::cut(&mut self.ranks, s, *keep))
-            .collect();
-        out.reverse();
-        out
+        // All at once: the stretches' event ranges are those of the uncut trace.
+        crate::stretch::cut_all(&mut self.ranks, cuts)
     }
 
     /// Number of ranks.

@@ -151,35 +151,71 @@ fn started(e: &crate::model::Event) -> Option<RequestId> {
 }
 
 /// Cuts `stretch` of `ranks` (found by [`find`] on these ranks) to the calls each rank began in
-/// the first `keep_s` seconds after it left the opening collective (see the module
-/// documentation). A message whose one end is dropped loses the other too, wherever it is (the
-/// messages of every channel still pair in order), and a request its start or its completion.
+/// the first `keep_s` seconds after it left the opening collective ([`cut_all`] of one).
+pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCut {
+    let mut out = cut_all(ranks, &[(stretch.clone(), keep_s)]);
+    out.pop().expect("one cut per stretch")
+}
+
+/// Cuts each stretch of `cuts` of `ranks` (all found by [`find`] on these ranks) to the calls
+/// each rank began in the first seconds the stretch keeps after it left the opening collective
+/// (see the module documentation); what each cut did, in the order of `cuts`. A message whose
+/// one end is dropped loses the other too, wherever it is (the messages of every channel still
+/// pair in order), and a request its start or its completion. All the cuts are made in one
+/// pass: the other end of a message dropped in one stretch may lie in another (a send posted
+/// before a collective and received after the next), so cutting one stretch after another
+/// would move the calls the next cut's ranges name.
 ///
 /// Every stretch keeps at least the first call begun in it (on the rank that began one first),
 /// so that the part kept has a time.
-pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCut {
-    let first = ranks
-        .iter()
-        .zip(&stretch.events)
-        .filter(|(_, &(from, to))| from < to)
-        .map(|(r, &(from, _))| r.events[from].enter_ns.saturating_sub(r.events[from - 1].exit_ns))
-        .min()
-        .unwrap_or(0);
-    let keep_ns = ((keep_s.max(0.0) * 1e9) as u64).max(first + 1);
-    let (mut kept, mut kept_calls) = (0u64, 0u64);
+pub fn cut_all(ranks: &mut [RankTrace], cuts: &[(Stretch, f64)]) -> Vec<StretchCut> {
     let mut gone: Vec<Vec<bool>> = ranks.iter().map(|r| vec![false; r.events.len()]).collect();
-    let mut work: Vec<(usize, usize)> = Vec::new();
-    for (ri, (r, &(from, to))) in ranks.iter().zip(&stretch.events).enumerate() {
-        let base = r.events[from - 1].exit_ns;
-        let cut_at = (from..to)
-            .find(|&i| r.events[i].enter_ns.saturating_sub(base) >= keep_ns)
-            .unwrap_or(to);
-        if cut_at > from {
-            kept = kept.max(r.events[cut_at - 1].exit_ns.saturating_sub(base));
+    // (rank, call, the cut it goes with).
+    let mut work: Vec<(usize, usize, usize)> = Vec::new();
+    let mut out = Vec::with_capacity(cuts.len());
+    for (k, (stretch, keep_s)) in cuts.iter().enumerate() {
+        let ranges = || {
+            ranks
+                .iter()
+                .zip(&stretch.events)
+                .filter(|(r, &(from, to))| from >= 1 && from <= to && to <= r.events.len())
+        };
+        let first = ranges()
+            .filter(|(_, &(from, to))| from < to)
+            .map(|(r, &(from, _))| {
+                r.events[from].enter_ns.saturating_sub(r.events[from - 1].exit_ns)
+            })
+            .min()
+            .unwrap_or(0);
+        let keep_ns = ((keep_s.max(0.0) * 1e9) as u64).max(first + 1);
+        let (mut kept, mut kept_calls) = (0u64, 0u64);
+        for (ri, (r, &(from, to))) in ranks.iter().zip(&stretch.events).enumerate() {
+            if from < 1 || from > to || to > r.events.len() {
+                continue;
+            }
+            let base = r.events[from - 1].exit_ns;
+            let cut_at = (from..to)
+                .find(|&i| r.events[i].enter_ns.saturating_sub(base) >= keep_ns)
+                .unwrap_or(to);
+            if cut_at > from {
+                kept = kept.max(r.events[cut_at - 1].exit_ns.saturating_sub(base));
+            }
+            kept_calls += (cut_at - from) as u64;
+            for (i, g) in gone[ri].iter_mut().enumerate().take(to).skip(cut_at) {
+                if !*g {
+                    *g = true;
+                    work.push((ri, i, k));
+                }
+            }
         }
-        kept_calls += (cut_at - from) as u64;
-        gone[ri][cut_at..to].fill(true);
-        work.extend((cut_at..to).map(|i| (ri, i)));
+        out.push(StretchCut {
+            index: stretch.index,
+            span_s: stretch.span_s,
+            kept_s: kept as f64 * 1e-9,
+            calls: stretch.calls,
+            kept_calls,
+            dropped: 0,
+        });
     }
     // What goes with what: the two ends of each message, a request's start and completions.
     let mut partners: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
@@ -205,8 +241,13 @@ pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCu
         start_of.push(st);
         done_at.push(dn);
     }
-    // Dropped: each call that goes with a dropped one, until none is left.
-    while let Some((ri, i)) = work.pop() {
+    // Dropped: each call that goes with a dropped one, until none is left; each counted with
+    // the cut it went with.
+    let mut dropped = vec![0u64; cuts.len()];
+    for &(_, _, k) in &work {
+        dropped[k] += 1;
+    }
+    while let Some((ri, i, k)) = work.pop() {
         let mut with: Vec<(usize, usize)> = partners.get(&(ri, i)).cloned().unwrap_or_default();
         let e = &ranks[ri].events[i];
         if let Some(q) = started(e) {
@@ -235,11 +276,11 @@ pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCu
         for (rj, j) in with {
             if !gone[rj][j] {
                 gone[rj][j] = true;
-                work.push((rj, j));
+                dropped[k] += 1;
+                work.push((rj, j, k));
             }
         }
     }
-    let mut dropped = 0u64;
     for (ri, r) in ranks.iter_mut().enumerate() {
         let g = &gone[ri];
         let lost: std::collections::HashSet<RequestId> =
@@ -256,18 +297,13 @@ pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCu
         let mut i = 0;
         r.events.retain(|_| {
             i += 1;
-            dropped += u64::from(g[i - 1]);
             !g[i - 1]
         });
     }
-    StretchCut {
-        index: stretch.index,
-        span_s: stretch.span_s,
-        kept_s: kept as f64 * 1e-9,
-        calls: stretch.calls,
-        kept_calls,
-        dropped,
+    for (c, d) in out.iter_mut().zip(dropped) {
+        c.dropped = d;
     }
+    out
 }
 
 #[cfg(test)]
@@ -426,6 +462,42 @@ mod tests {
         assert_eq!(c.dropped, 2);
         assert_eq!(ranks[1].events.len(), 3);
         assert_eq!(ranks[1].events[2].enter_ns, 101_000);
+        assert_eq!(crate::local::drop_local_calls(&mut ranks).calls(), 0);
+    }
+
+    #[test]
+    fn stretches_cut_together_keep_their_ranges_when_a_message_crosses_from_one_to_the_next() {
+        // Rank 0 sends three messages in the first stretch, at 10, 20 and 30 µs; rank 1
+        // receives them in the second, at 110, 130 and 140 µs. Each stretch keeps 25 µs: the
+        // first keeps two sends, the second one receive, so the send at 20 µs goes with its
+        // receive. Cut one after the other, from the last, that drop moved the first
+        // stretch's calls on rank 0, and its cut took the barriers that follow (a fuzzed
+        // trace: an index past the end of the rank).
+        let a = vec![
+            barrier(0),
+            p2p(Op::Send, 10, 1, None),
+            p2p(Op::Send, 20, 1, None),
+            p2p(Op::Send, 30, 1, None),
+            barrier(100),
+            barrier(200),
+        ];
+        let b = vec![
+            barrier(0),
+            barrier(100),
+            p2p(Op::Recv, 110, 0, None),
+            p2p(Op::Recv, 130, 0, None),
+            p2p(Op::Recv, 140, 0, None),
+            barrier(200),
+        ];
+        let mut ranks = vec![rank(0, a), rank(1, b)];
+        let stretches = find(&ranks);
+        assert_eq!(stretches.len(), 2);
+        let cuts: Vec<(Stretch, f64)> = stretches.into_iter().map(|s| (s, 25e-6)).collect();
+        let done = cut_all(&mut ranks, &cuts);
+        assert_eq!(done.iter().map(|c| c.dropped).collect::<Vec<_>>(), vec![1, 3]);
+        let ops = |r: &RankTrace| r.events.iter().map(|e| e.op).collect::<Vec<_>>();
+        assert_eq!(ops(&ranks[0]), [Op::Barrier, Op::Send, Op::Barrier, Op::Barrier]);
+        assert_eq!(ops(&ranks[1]), [Op::Barrier, Op::Barrier, Op::Recv, Op::Barrier]);
         assert_eq!(crate::local::drop_local_calls(&mut ranks).calls(), 0);
     }
 
