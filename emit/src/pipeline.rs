@@ -528,22 +528,11 @@ fn cut_for_traffic(
     let mut accepted = None;
     let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);
     for (name, d, saved) in cuts {
-        let by_name = |s: &Skeleton| {
-            let mut trial = s.clone();
-            crate::scale::cut_loop(&mut trial, &name, d);
+        let found = crate::scale::loop_cuts(skeleton, lead, &name, d).find_map(|trial| {
             let (p, r) = instantiate(&trial);
             check(&p).is_none().then_some((trial, p, r))
-        };
-        // Named differently in other classes: the loop at the same place in each.
-        let same_place = |s: &Skeleton| {
-            let mut trial = s.clone();
-            if !crate::aligned::cut_same_loop(&mut trial, lead, &name, d) {
-                return None;
-            }
-            let (p, r) = instantiate(&trial);
-            check(&p).is_none().then_some((trial, p, r))
-        };
-        let Some((trial, p, r)) = by_name(skeleton).or_else(|| same_place(skeleton)) else {
+        });
+        let Some((trial, p, r)) = found else {
             continue;
         };
         *skeleton = trial;

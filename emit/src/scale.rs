@@ -95,6 +95,27 @@ pub(crate) fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
     }
 }
 
+/// The ways to remove `d` iterations from the loop `name` of class `lead`, tried in order and
+/// made only when asked for: by its name in every class, then, where the classes name it
+/// differently, at its place in every class ([`crate::aligned`]).
+pub(crate) fn loop_cuts<'a>(
+    skel: &'a Skeleton,
+    lead: usize,
+    name: &'a str,
+    d: u64,
+) -> impl Iterator<Item = Skeleton> + 'a {
+    let by_name = std::iter::once_with(move || {
+        let mut trial = skel.clone();
+        cut_loop(&mut trial, name, d);
+        trial
+    });
+    let at_place = std::iter::once_with(move || {
+        let mut trial = skel.clone();
+        crate::aligned::cut_same_loop(&mut trial, lead, name, d).then_some(trial)
+    });
+    by_name.chain(at_place.flatten())
+}
+
 /// Cuts every top-level loop but the main one to two iterations, removing the same number of
 /// iterations from the loop of that name in every class; returns the new estimate.
 fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) -> f64) -> f64 {
@@ -133,17 +154,8 @@ pub fn cut_verified(
         if estimate <= target_s {
             break;
         }
-        let mut trial = skel.clone();
-        cut_loop(&mut trial, &name, d);
-        if accept(&trial) {
-            *skel = trial;
-            estimate -= saved;
-            kept += 1;
-            continue;
-        }
-        // Named differently in other classes: the loop at the same place in each.
-        let mut trial = skel.clone();
-        if crate::aligned::cut_same_loop(&mut trial, lead, &name, d) && accept(&trial) {
+        let found = loop_cuts(skel, lead, &name, d).find(|t| accept(t));
+        if let Some(trial) = found {
             *skel = trial;
             estimate -= saved;
             kept += 1;
