@@ -19,13 +19,14 @@ fn program(rt: &RankTrace, comm_ids: &mut BTreeMap<Vec<Rank>, u32>) -> Vec<Check
     let mut probed_any = None;
     for e in &rt.events {
         match (&e.payload, e.op.class()) {
-            (Payload::P2p { peer: Peer::Rank(p), tag, request, .. }, OpClass::Send) => {
+            (Payload::P2p { peer: Peer::Rank(p), tag, bytes, request, .. }, OpClass::Send) => {
+                let (to, tag, bytes) = (p.0, *tag, *bytes);
                 match request {
                     Some(r) => {
                         p2p_requests.insert(*r);
-                        out.push(CheckOp::Isend { to: p.0, tag: *tag, slot: r.0 })
+                        out.push(CheckOp::Isend { to, tag, slot: r.0, bytes })
                     }
-                    None => out.push(CheckOp::Send { to: p.0, tag: *tag }),
+                    None => out.push(CheckOp::Send { to, tag, bytes }),
                 }
             }
             (Payload::P2p { peer, tag, wildcards, .. }, OpClass::Probe) => {
@@ -47,11 +48,12 @@ fn program(rt: &RankTrace, comm_ids: &mut BTreeMap<Vec<Rank>, u32>) -> Vec<Check
                     None => out.push(CheckOp::Recv { from, tag: *tag }),
                 }
             }
-            (Payload::SendRecv { dest, send_tag, source, recv_tag, .. }, _) => {
+            (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, .. }, _) => {
                 // As the pair of non-blocking calls and a wait it is defined to be.
                 let base = u32::MAX - 4;
                 if let Peer::Rank(d) = dest {
-                    out.push(CheckOp::Isend { to: d.0, tag: *send_tag, slot: base });
+                    let (tag, bytes) = (*send_tag, *send_bytes);
+                    out.push(CheckOp::Isend { to: d.0, tag, slot: base, bytes });
                 }
                 if let Peer::Rank(s) = source {
                     out.push(CheckOp::Irecv { from: Some(s.0), tag: *recv_tag, slot: base + 1 });
@@ -165,11 +167,14 @@ fn fixed_any_source_order_is_not_safe_under_rendezvous() {
         vec![
             vec![
                 CheckOp::Recv { from: first, tag: 0 },
-                CheckOp::Send { to: 2, tag: 0 },
+                CheckOp::Send { to: 2, tag: 0, bytes: 8 },
                 CheckOp::Recv { from: second, tag: 0 },
             ],
-            vec![CheckOp::Send { to: 0, tag: 0 }],
-            vec![CheckOp::Recv { from: Some(0), tag: 0 }, CheckOp::Send { to: 0, tag: 0 }],
+            vec![CheckOp::Send { to: 0, tag: 0, bytes: 8 }],
+            vec![
+                CheckOp::Recv { from: Some(0), tag: 0 },
+                CheckOp::Send { to: 0, tag: 0, bytes: 8 },
+            ],
         ]
     };
     assert!(check(&wild(None, None)).is_none(), "with wildcards it finishes");
@@ -187,7 +192,7 @@ fn a_trace_with_a_receive_cut_out_is_rejected_with_the_rank_that_hangs() {
     progs[2].remove(last);
     let d = check(&progs).expect("deadlock");
     let b = d.blocked.iter().find(|b| b.rank == 1).expect("rank 1 blocked");
-    assert_eq!(b.op, CheckOp::Send { to: 2, tag: 0 });
+    assert!(matches!(b.op, CheckOp::Send { to: 2, tag: 0, .. }), "{d}");
     assert!(d.to_string().contains("waits for rank 2 to post a matching receive"), "{d}");
 }
 

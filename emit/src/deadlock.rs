@@ -10,16 +10,24 @@
 //!   k-th collective on a communicator meets the others' k-th).
 //!
 //! Messages match as in MPI: by source (or any source), destination and tag (or any tag: a
-//! negative tag), and in posting order between a pair (non-overtaking). The execution runs until every rank has finished or
-//! none can move; in the latter case the result is a [`Deadlock`] naming each blocked rank, the
-//! operation it is in and what that waits for. Findings are data, not errors.
+//! negative tag), and in posting order between a pair (non-overtaking). The execution runs
+//! until every rank has finished or none can move; in the latter case the result is a
+//! [`Deadlock`] naming each blocked rank, the operation it is in and what that waits for.
+//! Findings are data, not errors.
+//!
+//! A receive from any source (or with any tag) can take any of the sends it matches, whichever
+//! comes first in the run. Where a program has such receives, [`check`] also executes it in
+//! every order of those choices, up to [`WILDCARD_RUNS`] executions (the POE algorithm of
+//! Vakkalanka, Gopalakrishnan & Kirby, CAV 2008), with small standard-mode sends buffered as
+//! every library buffers them.
 //!
 //! Programs reach the checker as per-rank sequences of [`CheckOp`]s, loops already expanded (cut
 //! to a few iterations).
 //!
 //! # Complexity
 //! O(ranks × steps) rounds of O(ranks) in the worst case; each operation is matched in O(1)
-//! amortised through per-(source, destination, tag) queues.
+//! amortised through per-(source, destination, tag) queues. With wildcard receives, up to
+//! [`WILDCARD_RUNS`] + 1 more executions, each choice scanning the queued sends to its rank.
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -41,9 +49,33 @@ pub enum CheckOp {
         to: u32,
         /// Tag.
         tag: i32,
+        /// Its size (the largest of any rank where it varies), which decides where the
+        /// wildcard executions buffer it ([`EAGER_BYTES`]).
+        #[serde(default)]
+        bytes: u64,
     },
     /// A non-blocking send into request `slot`.
     Isend {
+        /// Destination.
+        to: u32,
+        /// Tag.
+        tag: i32,
+        /// Request slot.
+        slot: Slot,
+        /// Its size, as for [`CheckOp::Send`].
+        #[serde(default)]
+        bytes: u64,
+    },
+    /// A synchronous send (`MPI_Ssend`): complete only once its receive takes it, whatever the
+    /// library buffers.
+    Ssend {
+        /// Destination.
+        to: u32,
+        /// Tag.
+        tag: i32,
+    },
+    /// A non-blocking synchronous send (`MPI_Issend`) into request `slot`.
+    Issend {
         /// Destination.
         to: u32,
         /// Tag.
@@ -89,9 +121,13 @@ impl fmt::Display for CheckOp {
         let src =
             |s: &Option<u32>| s.map_or_else(|| "ANY_SOURCE".to_owned(), |r| format!("rank {r}"));
         match self {
-            CheckOp::Send { to, tag } => write!(f, "MPI_Send to rank {to} (tag {tag})"),
-            CheckOp::Isend { to, tag, slot } => {
+            CheckOp::Send { to, tag, .. } => write!(f, "MPI_Send to rank {to} (tag {tag})"),
+            CheckOp::Ssend { to, tag } => write!(f, "MPI_Ssend to rank {to} (tag {tag})"),
+            CheckOp::Isend { to, tag, slot, .. } => {
                 write!(f, "MPI_Isend to rank {to} (tag {tag}, request {slot})")
+            }
+            CheckOp::Issend { to, tag, slot } => {
+                write!(f, "MPI_Issend to rank {to} (tag {tag}, request {slot})")
             }
             CheckOp::Recv { from, tag } => write!(f, "MPI_Recv from {} (tag {tag})", src(from)),
             CheckOp::Irecv { from, tag, slot } => {
@@ -149,6 +185,15 @@ struct Posted {
 
 #[derive(Default)]
 struct Matcher {
+    /// Where a wildcard receive finds several queued sends: the lowest source and tag
+    /// (`false`) or the highest (`true`).
+    highest: bool,
+    /// Wildcard receives are matched only where nothing else can move, one at a time, the
+    /// send each takes chosen from all it could take then ([`Matcher::choose`]).
+    delay: bool,
+    /// Standard-mode sends of at most [`EAGER_BYTES`] complete once posted (the library
+    /// buffers them); others once received.
+    buffered: bool,
     /// Unmatched sends by (source, destination, tag), in posting order.
     sends: HashMap<(u32, u32, i32), VecDeque<Posted>>,
     /// Unmatched receives by destination, in posting order: (source or any, tag, who).
@@ -158,6 +203,8 @@ struct Matcher {
 }
 
 const BLOCKING: Slot = Slot::MAX;
+/// The slot a buffered send is matched under: no operation waits for it.
+const BUFFERED_SEND: Slot = Slot::MAX - 3;
 
 impl Matcher {
     fn done(&mut self, p: Posted) {
@@ -168,17 +215,24 @@ impl Matcher {
         self.matched.get(&(rank, slot)).copied().unwrap_or(false)
     }
 
-    fn post_send(&mut self, from: u32, to: u32, tag: i32, slot: Option<Slot>) {
-        let me = Posted { rank: from, slot };
+    /// Posts a send; `eager`: a standard-mode send small enough for every library to buffer.
+    fn post_send(&mut self, from: u32, to: u32, tag: i32, slot: Option<Slot>, eager: bool) {
+        let mut me = Posted { rank: from, slot };
+        if self.buffered && eager {
+            // Complete now; matched later under a slot nobody waits for (the request's own
+            // may be started again before then).
+            self.done(me);
+            me.slot = Some(BUFFERED_SEND);
+        }
         if let Some(q) = self.recvs.get_mut(&to) {
-            if let Some(i) = q
-                .iter()
-                .position(|(src, t, _)| (*t < 0 || *t == tag) && src.is_none_or(|s| s == from))
-            {
-                let (_, _, r) = q.remove(i).expect("position is valid");
-                self.done(r);
-                self.done(me);
-                return;
+            if let Some(i) = q.iter().position(|(src, t, _)| accepts(*src, *t, from, tag)) {
+                // Delayed, a wildcard receive first in line leaves the send to the choice.
+                if !(self.delay && wild(q[i].0, q[i].1)) {
+                    let (_, _, r) = q.remove(i).expect("position is valid");
+                    self.done(r);
+                    self.done(me);
+                    return;
+                }
             }
         }
         self.sends.entry((from, to, tag)).or_default().push_back(me);
@@ -186,6 +240,19 @@ impl Matcher {
 
     fn post_recv(&mut self, to: u32, from: Option<u32>, tag: i32, slot: Option<Slot>) {
         let me = Posted { rank: to, slot };
+        if self.delay {
+            // A wildcard waits for the choice; so does a receive behind a pending wildcard
+            // that would take the same send.
+            let behind = from.is_some_and(|s| {
+                self.recvs
+                    .get(&to)
+                    .is_some_and(|q| q.iter().any(|(src, t, _)| accepts(*src, *t, s, tag)))
+            });
+            if wild(from, tag) || behind {
+                self.recvs.entry(to).or_default().push_back((from, tag, me));
+                return;
+            }
+        }
         let key = match from {
             Some(s) if tag >= 0 => {
                 Some((s, to, tag)).filter(|k| self.sends.get(k).is_some_and(|q| !q.is_empty()))
@@ -193,17 +260,23 @@ impl Matcher {
             // Any source or any tag (negative): the oldest matching send is taken from the
             // lowest source and tag (any choice is a possible execution; the check is for the
             // program, not this order).
-            _ => self
-                .sends
-                .iter()
-                .filter(|((s, d, t), q)| {
-                    *d == to
-                        && (tag < 0 || *t == tag)
-                        && from.is_none_or(|f| f == *s)
-                        && !q.is_empty()
-                })
-                .map(|(k, _)| *k)
-                .min(),
+            _ => {
+                let open = self
+                    .sends
+                    .iter()
+                    .filter(|((s, d, t), q)| {
+                        *d == to
+                            && (tag < 0 || *t == tag)
+                            && from.is_none_or(|f| f == *s)
+                            && !q.is_empty()
+                    })
+                    .map(|(k, _)| *k);
+                if self.highest {
+                    open.max()
+                } else {
+                    open.min()
+                }
+            }
         };
         if let Some(k) = key {
             let s =
@@ -214,15 +287,164 @@ impl Matcher {
         }
         self.recvs.entry(to).or_default().push_back((from, tag, me));
     }
+
+    /// Delayed, where nothing else can move: the oldest wildcard receive (lowest destination
+    /// first) that some queued send could match takes one, the `pick`-th of those it could
+    /// take (each the first unmatched of its source and tag, ordered by them); then queued
+    /// sends that now come first for a receive of their own match it. Returns the choice made
+    /// and how many there were, or `None` when no wildcard can match.
+    fn choose(&mut self, pick: usize) -> Option<(usize, usize)> {
+        let mut dests: Vec<u32> = self.recvs.keys().copied().collect();
+        dests.sort_unstable();
+        for d in dests {
+            let q = &self.recvs[&d];
+            for (i, &(src, t, _)) in q.iter().enumerate() {
+                if !wild(src, t) {
+                    continue;
+                }
+                let mut open: Vec<(u32, u32, i32)> = self
+                    .sends
+                    .iter()
+                    .filter(|((s, to, tag), q)| {
+                        *to == d && !q.is_empty() && accepts(src, t, *s, *tag)
+                    })
+                    .map(|(k, _)| *k)
+                    .collect();
+                if open.is_empty() {
+                    continue;
+                }
+                open.sort_unstable();
+                let c = pick.min(open.len() - 1);
+                let sent = self
+                    .sends
+                    .get_mut(&open[c])
+                    .and_then(VecDeque::pop_front)
+                    .expect("the queue is not empty");
+                let (_, _, r) =
+                    self.recvs.get_mut(&d).and_then(|q| q.remove(i)).expect("position is valid");
+                self.done(r);
+                self.done(sent);
+                self.settle(d);
+                return Some((c, open.len()));
+            }
+        }
+        None
+    }
+
+    /// Matches the queued sends to `to` that now come first for a receive that is not a
+    /// wildcard, until none does.
+    fn settle(&mut self, to: u32) {
+        loop {
+            let mut heads: Vec<(u32, u32, i32)> = self
+                .sends
+                .iter()
+                .filter(|((_, d, _), q)| *d == to && !q.is_empty())
+                .map(|(k, _)| *k)
+                .collect();
+            heads.sort_unstable();
+            let q = self.recvs.get(&to);
+            let found = heads.into_iter().find_map(|k| {
+                let i = q?.iter().position(|(src, t, _)| accepts(*src, *t, k.0, k.2))?;
+                (!wild(q?[i].0, q?[i].1)).then_some((k, i))
+            });
+            let Some((k, i)) = found else { return };
+            let sent = self.sends.get_mut(&k).and_then(VecDeque::pop_front).expect("a head");
+            let (_, _, r) =
+                self.recvs.get_mut(&to).and_then(|q| q.remove(i)).expect("position is valid");
+            self.done(r);
+            self.done(sent);
+        }
+    }
+}
+
+/// Whether a receive from `from` (`None`: any source) with `tag` (negative: any) is a wildcard.
+fn wild(from: Option<u32>, tag: i32) -> bool {
+    from.is_none() || tag < 0
+}
+
+/// Whether a receive from `from` with `tag` accepts a send of `source` with `send_tag`.
+fn accepts(from: Option<u32>, tag: i32, source: u32, send_tag: i32) -> bool {
+    (tag < 0 || tag == send_tag) && from.is_none_or(|f| f == source)
 }
 
 /// Executes all ranks' programs together; `None` when every rank finishes.
+///
+/// Without wildcard receives the matching of sends to receives is unique and the check exact.
+/// A receive from any source or with any tag may take any of several sends, whichever the run
+/// brings first, and the program must finish whatever it takes. Such a program is executed
+/// again with wildcard receives matched only where nothing else can move, each taking in turn
+/// every send it could take then (the POE algorithm of Vakkalanka, Gopalakrishnan & Kirby,
+/// CAV 2008), depth first, up to [`WILDCARD_RUNS`] executions. Those executions buffer the
+/// standard-mode sends that every MPI library sends eagerly ([`EAGER_BYTES`]) and hold the
+/// others until received: what they find blocks in any library (a receive left without its
+/// message, a large or synchronous send without its receive). That a program needs no
+/// buffering at all is checked in the first order. A program with more matchings than the
+/// executions allow is proven for those tried, and then checked once more in the opposite
+/// order (ranks advanced from the highest, a wildcard taking the highest source's send).
 pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
+    let wildcards = programs.iter().flatten().any(|op| {
+        matches!(op, CheckOp::Recv { from, tag } | CheckOp::Irecv { from, tag, .. }
+            if wild(*from, *tag))
+    });
+    let eager = Order { reverse: false, delay: false };
+    let (found, _) = check_in(programs, eager, &[]);
+    if found.is_some() || !wildcards {
+        return found;
+    }
+    let mut forced: Vec<usize> = Vec::new();
+    for _ in 0..WILDCARD_RUNS {
+        let (found, choices) = check_in(programs, Order { reverse: false, delay: true }, &forced);
+        if found.is_some() {
+            return found;
+        }
+        // The deepest choice with a send left to try; the choices before it as they were.
+        let i = choices.iter().rposition(|&(c, n)| c + 1 < n)?;
+        forced = choices[..i].iter().map(|c| c.0).collect();
+        forced.push(choices[i].0 + 1);
+    }
+    check_in(programs, Order { reverse: true, delay: false }, &[]).0
+}
+
+/// Executions of a program with wildcard receives, each with other sends taken, that
+/// [`check`] makes at most.
+pub const WILDCARD_RUNS: usize = 64;
+
+/// The largest standard-mode send the wildcard executions take as buffered: Open MPI's
+/// shared-memory eager limit, the smallest of the libraries' (MPICH's and SimGrid's are
+/// 64 KiB). Larger ones wait for their receive, as the libraries' rendezvous does.
+pub const EAGER_BYTES: u64 = 4096;
+
+/// How [`check_in`] executes a program.
+#[derive(Debug, Clone, Copy)]
+struct Order {
+    /// Ranks advanced from the highest, a wildcard receive taking the highest source's queued
+    /// send (else from the lowest, the lowest's).
+    reverse: bool,
+    /// Wildcard receives matched where nothing else can move ([`Matcher::choose`]), and
+    /// standard-mode sends buffered.
+    delay: bool,
+}
+
+/// [`check`] in one order; with `delay`, the i-th wildcard choice takes the `forced[i]`-th
+/// send it could (the first past the list). Returns the deadlock found, and each wildcard
+/// choice made with how many sends it could take.
+fn check_in(
+    programs: &[Vec<CheckOp>],
+    order: Order,
+    forced: &[usize],
+) -> (Option<Deadlock>, Vec<(usize, usize)>) {
+    let reverse = order.reverse;
+    let mut choices = Vec::new();
     let n = programs.len();
     let mut pc = vec![0usize; n];
     // Whether the blocking call at pc has been posted already.
     let mut posted = vec![false; n];
-    let mut m = Matcher::default();
+    let mut m = Matcher {
+        highest: reverse,
+        delay: order.delay,
+        buffered: order.delay,
+        ..Matcher::default()
+    };
     // Collectives: per communicator, how many each member has completed, and who is waiting.
     let mut coll_done: HashMap<(u32, u32), usize> = HashMap::new();
     let mut arrived: HashMap<(u32, usize), Vec<u32>> = HashMap::new();
@@ -232,25 +454,35 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
     let mut kinds: HashMap<(u32, usize), &str> = HashMap::new();
     loop {
         let mut progress = false;
-        for r in 0..n {
+        for i in 0..n {
+            let r = if reverse { n - 1 - i } else { i };
             while let Some(op) = programs[r].get(pc[r]) {
                 let rank = r as u32;
                 let advance = match op {
-                    CheckOp::Isend { to, tag, slot } => {
-                        m.post_send(rank, *to, *tag, Some(*slot));
+                    CheckOp::Isend { to, tag, slot, bytes } => {
+                        m.post_send(rank, *to, *tag, Some(*slot), *bytes <= EAGER_BYTES);
+                        true
+                    }
+                    CheckOp::Issend { to, tag, slot } => {
+                        m.post_send(rank, *to, *tag, Some(*slot), false);
                         true
                     }
                     CheckOp::Irecv { from, tag, slot } => {
                         m.post_recv(rank, *from, *tag, Some(*slot));
                         true
                     }
-                    CheckOp::Send { .. } | CheckOp::Recv { .. } => {
+                    CheckOp::Send { .. } | CheckOp::Ssend { .. } | CheckOp::Recv { .. } => {
                         // A blocking call is posted once, then waits for its match.
                         if !posted[r] {
                             posted[r] = true;
                             m.matched.remove(&(rank, BLOCKING));
                             match op {
-                                CheckOp::Send { to, tag } => m.post_send(rank, *to, *tag, None),
+                                CheckOp::Send { to, tag, bytes } => {
+                                    m.post_send(rank, *to, *tag, None, *bytes <= EAGER_BYTES);
+                                }
+                                CheckOp::Ssend { to, tag } => {
+                                    m.post_send(rank, *to, *tag, None, false);
+                                }
                                 CheckOp::Recv { from, tag } => m.post_recv(rank, *from, *tag, None),
                                 _ => unreachable!("matched above"),
                             }
@@ -290,10 +522,14 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
             }
         }
         if (0..n).all(|r| pc[r] == programs[r].len()) {
-            return None;
+            return (None, choices);
         }
         if !progress {
-            break;
+            let pick = forced.get(choices.len()).copied().unwrap_or(0);
+            match order.delay.then(|| m.choose(pick)).flatten() {
+                Some(c) => choices.push(c),
+                None => break,
+            }
         }
     }
     let blocked = (0..n)
@@ -301,7 +537,9 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
         .map(|r| {
             let op = programs[r][pc[r]].clone();
             let waits_for = match &op {
-                CheckOp::Send { to, .. } => format!("rank {to} to post a matching receive"),
+                CheckOp::Send { to, .. } | CheckOp::Ssend { to, .. } => {
+                    format!("rank {to} to post a matching receive")
+                }
                 CheckOp::Recv { from: Some(f), .. } => format!("rank {f} to post a matching send"),
                 CheckOp::Recv { from: None, .. } => "any rank to post a matching send".into(),
                 CheckOp::Wait { slots } => {
@@ -324,10 +562,12 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
                         }
                     }
                 }
-                CheckOp::Isend { .. } | CheckOp::Irecv { .. } => "nothing (it cannot block)".into(),
+                CheckOp::Isend { .. } | CheckOp::Issend { .. } | CheckOp::Irecv { .. } => {
+                    "nothing (it cannot block)".into()
+                }
             };
             Blocked { rank: r as u32, position: pc[r], op, waits_for }
         })
         .collect();
-    Some(Deadlock { blocked })
+    (Some(Deadlock { blocked }), choices)
 }

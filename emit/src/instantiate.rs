@@ -210,20 +210,27 @@ impl Rank<'_> {
         match c {
             Call::Send { op, to, tag, slot, .. } => {
                 let Some(Some(to)) = self.peer(to) else { return };
+                let bytes = largest_send(c, &self.skel.size_tables);
                 match slot {
                     Some(s) => {
                         let s = slot_of(s);
                         self.start(s);
-                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: s });
+                        self.out.push(if *op == Op::Issend {
+                            CheckOp::Issend { to, tag: *tag, slot: s }
+                        } else {
+                            CheckOp::Isend { to, tag: *tag, slot: s, bytes }
+                        });
                     }
                     None if *op == Op::Bsend => {
                         let s = BUFFERED + self.buffered.len() as Slot;
                         self.buffered.push(s);
-                        self.buffer.0 += largest_send(c, &self.skel.size_tables);
+                        self.buffer.0 += bytes;
                         self.buffer.1 += 1;
-                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: s });
+                        // Buffered by definition, whatever its size: sent as the smallest.
+                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: s, bytes: 0 });
                     }
-                    None => self.out.push(CheckOp::Send { to, tag: *tag }),
+                    None if *op == Op::Ssend => self.out.push(CheckOp::Ssend { to, tag: *tag }),
+                    None => self.out.push(CheckOp::Send { to, tag: *tag, bytes }),
                 }
             }
             Call::Recv { from, tag, slot, .. } => {
@@ -240,7 +247,8 @@ impl Rank<'_> {
             Call::SendRecv { to, tag, from, recv_tag, .. } => {
                 let mut slots = Vec::new();
                 if let Some(Some(to)) = self.peer(to) {
-                    self.out.push(CheckOp::Isend { to, tag: *tag, slot: SENDRECV_SEND });
+                    let bytes = largest_send(c, &self.skel.size_tables);
+                    self.out.push(CheckOp::Isend { to, tag: *tag, slot: SENDRECV_SEND, bytes });
                     slots.push(SENDRECV_SEND);
                 }
                 if let Some(from) = self.peer(from) {

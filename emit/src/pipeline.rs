@@ -183,7 +183,7 @@ fn buffer_blocked_sends(skel: &mut Skeleton) -> (usize, Instantiated, Option<Dea
         let stuck: std::collections::HashSet<usize> = d
             .blocked
             .iter()
-            .filter(|b| matches!(b.op, CheckOp::Send { .. }))
+            .filter(|b| matches!(b.op, CheckOp::Send { .. } | CheckOp::Ssend { .. }))
             .filter_map(|b| inst.origins.get(b.rank as usize)?.get(b.position).copied())
             .filter(|&at| at != 0)
             .collect();

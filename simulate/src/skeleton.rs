@@ -36,6 +36,7 @@ use mpiskel_emit::program::{
     calls_in, collective_recv_bytes, collective_send_bytes, factor_of, Call, Comm, Peer as IrPeer,
     Phase, Skeleton, SlotRef, Stmt, QUANTILE_PROBABILITIES,
 };
+use mpiskel_emit::CheckOp;
 use mpiskel_trace::model::world_members;
 use mpiskel_trace::{
     CommId, Completed, Event, Op, Payload, Peer, Rank, RankInfo, RankTrace, RequestId, Wildcards,
@@ -139,10 +140,142 @@ pub struct Priced {
 /// the iterations the skeleton runs, the program the deadlock check passed.
 pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
     let lowered = lower_with(skel, seed, whole, None, true);
-    if whole || pairs(&lowered.traces) {
+    if whole || (pairs(&lowered.traces) && runs_through(&lowered.traces)) {
         return lowered;
     }
     lower_with(skel, seed, whole, None, false)
+}
+
+/// Whether the lowered `traces` run to their end under the deadlock check's semantics
+/// ([`mpiskel_emit::check`]: every blocking send synchronous, each collective met by the same
+/// kind on every member). The skeleton's own iterations passed that check; more iterations of
+/// loops the classes cut alike need not (a loop of one class cut with another class's loop
+/// whose later iterations meet other partners), and [`pairs`] counts messages, not their order.
+///
+/// # Complexity
+/// O(events × ranks) in the worst case (the check's rounds).
+pub fn runs_through(traces: &[RankTrace]) -> bool {
+    mpiskel_emit::check(&check_ops(traces)).is_none()
+}
+
+/// Every rank's calls of `traces` as the deadlock check's operations: request ids as slots,
+/// `MPI_Sendrecv` as its send and receive started together and waited for, a buffered send as
+/// one that completes once received, a non-blocking collective where it starts.
+fn check_ops(traces: &[RankTrace]) -> Vec<Vec<CheckOp>> {
+    const SR_SEND: u32 = u32::MAX - 2;
+    const SR_RECV: u32 = u32::MAX - 1;
+    // Buffered sends' slots, past every request id a lowering makes.
+    const BUFFERED: u32 = 1 << 31;
+    traces
+        .iter()
+        .map(|t| {
+            let world = |c: &CommId, p: &Peer| -> Option<Option<u32>> {
+                match p {
+                    Peer::Rank(r) if *c == CommId::WORLD => Some(Some(r.0)),
+                    Peer::Rank(r) => {
+                        t.comms.get(c).and_then(|m| m.get(r.0 as usize)).map(|w| Some(w.0))
+                    }
+                    Peer::Any => Some(None),
+                    _ => None,
+                }
+            };
+            let mut out = Vec::new();
+            let mut collective = std::collections::BTreeSet::new();
+            let mut buffered = Vec::new();
+            for e in &t.events {
+                match &e.payload {
+                    Payload::P2p { peer, tag, bytes, comm, request, wildcards } => {
+                        let bytes = *bytes;
+                        let Some(to) = world(comm, peer) else { continue };
+                        let tag = if wildcards.tag { -1 } else { *tag };
+                        let slot = request.map(|r| r.0);
+                        match (e.op.class(), to, slot) {
+                            (mpiskel_trace::OpClass::Send, Some(to), _) if e.op == Op::Bsend => {
+                                let s = BUFFERED + buffered.len() as u32;
+                                buffered.push(s);
+                                // Buffered by definition: sent as the smallest.
+                                out.push(CheckOp::Isend { to, tag, slot: s, bytes: 0 });
+                            }
+                            (mpiskel_trace::OpClass::Send, Some(to), Some(slot)) => {
+                                out.push(if e.op == Op::Issend {
+                                    CheckOp::Issend { to, tag, slot }
+                                } else {
+                                    CheckOp::Isend { to, tag, slot, bytes }
+                                });
+                            }
+                            (mpiskel_trace::OpClass::Send, Some(to), None) => {
+                                out.push(if e.op == Op::Ssend {
+                                    CheckOp::Ssend { to, tag }
+                                } else {
+                                    CheckOp::Send { to, tag, bytes }
+                                });
+                            }
+                            (mpiskel_trace::OpClass::Recv, from, Some(slot)) => {
+                                out.push(CheckOp::Irecv { from, tag, slot });
+                            }
+                            (mpiskel_trace::OpClass::Recv, from, None) => {
+                                out.push(CheckOp::Recv { from, tag });
+                            }
+                            _ => {}
+                        }
+                    }
+                    Payload::SendRecv {
+                        dest,
+                        send_tag,
+                        send_bytes,
+                        source,
+                        recv_tag,
+                        comm,
+                        ..
+                    } => {
+                        let mut slots = Vec::new();
+                        if let Some(Some(to)) = world(comm, dest) {
+                            let (tag, bytes) = (*send_tag, *send_bytes);
+                            out.push(CheckOp::Isend { to, tag, slot: SR_SEND, bytes });
+                            slots.push(SR_SEND);
+                        }
+                        if let Some(from) = world(comm, source) {
+                            out.push(CheckOp::Irecv { from, tag: *recv_tag, slot: SR_RECV });
+                            slots.push(SR_RECV);
+                        }
+                        if !slots.is_empty() {
+                            out.push(CheckOp::Wait { slots });
+                        }
+                    }
+                    Payload::Completion { completed, .. } => {
+                        let slots: Vec<u32> = completed
+                            .iter()
+                            .filter_map(|c| c.request.map(|r| r.0))
+                            .filter(|s| !collective.remove(s))
+                            .collect();
+                        if !slots.is_empty() {
+                            out.push(CheckOp::Wait { slots });
+                        }
+                    }
+                    Payload::Collective { comm, root, request, .. } => {
+                        if let Some(r) = request {
+                            collective.insert(r.0);
+                        }
+                        let members: Arc<[u32]> = match t.comms.get(comm) {
+                            Some(m) => m.iter().map(|r| r.0).collect(),
+                            None if *comm == CommId::WORLD => (0..traces.len() as u32).collect(),
+                            None => continue,
+                        };
+                        let name = match root {
+                            Some(r) => format!("{} (root {})", e.op.name(), r.0),
+                            None => e.op.name().into(),
+                        };
+                        out.push(CheckOp::Collective { comm: comm.0, members, name });
+                    }
+                    Payload::None | Payload::Comm { .. } => {}
+                }
+            }
+            if !buffered.is_empty() {
+                out.push(CheckOp::Wait { slots: buffered });
+            }
+            out
+        })
+        .collect()
 }
 
 /// Whether every rank's sends to each other rank are as many as that rank's receives from it
@@ -578,12 +711,17 @@ impl RankLowering<'_> {
         };
         let cut = (positions.len() as u64) < full;
         let mut iterations = Vec::new();
-        for (j, &at) in positions.iter().enumerate() {
+        // Guards count the iterations simulated, as the checked program counts the skeleton's:
+        // with one simulated, it is the first and the last (its guards of both run, as in the
+        // skeleton that runs one; by its position, the application's last, a first-iteration
+        // guard's calls would be left out while the other classes make their partners).
+        let n = positions.len() as u64;
+        for j in 0..positions.len() {
             if cut {
                 iterations.push(self.mark());
             }
             self.kind = kinds.get(j).copied().unwrap_or(0);
-            let mut iters = vec![(at, full)];
+            let mut iters = vec![(j as u64, n)];
             self.run(&body, &mut iters);
         }
         let end = self.mark();
@@ -1079,5 +1217,49 @@ mod tests {
         // Whole, the wait is hidden; cut to 0.2 ms, the rest of the transfer is waited for: at
         // most the 0.8 ms cut, of iterations of about 1 ms.
         assert!(during > 0.15 && during <= 0.8, "{during}");
+    }
+
+    /// Rank 0's loop sends to rank 1 in its first iteration only (a guard); rank 1 receives it
+    /// before its own loop. The skeleton runs one iteration of four, first and last at once,
+    /// and the deadlock check passes it so. Lowered with that one iteration, it must make the
+    /// first iteration's send: counted at the application's last position, the send was left
+    /// out and rank 1 waited for it.
+    #[test]
+    fn a_loop_lowered_to_one_iteration_runs_its_first_iteration_guards() {
+        let loop_of = |body: serde_json::Value| {
+            serde_json::json!({"name": "main_loop", "full": 4, "run": 1, "is_loop": true,
+                "origin": "test", "compute_s": 0.001, "calls": 1, "body": body})
+        };
+        let compute = serde_json::json!({"stmt": "compute", "seconds": 0.001, "dist": null});
+        let doc = serde_json::json!({
+            "n_ranks": 2, "topology": "ring", "layout": {"type": "table", "neighbours": [[1], [0]]},
+            "directions": [{"name": "NEXT", "ident": "NEXT", "offset": [1], "tag": 1, "recv_tag": 1}],
+            "comms": [{"type": "world"}],
+            "classes": [
+                {"ranks": [0], "notation": "(2)^4", "phases": [loop_of(serde_json::json!([
+                    {"stmt": "guard", "when": "first", "depth": 0, "count": 0, "body": [
+                        {"stmt": "call", "call": {"call": "send", "op": "Send", "to": {"dir": 0},
+                            "tag": 1, "bytes": 8, "slot": null}}]},
+                    compute]))]},
+                {"ranks": [1], "notation": "1 (1)^4", "phases": [
+                    {"name": "setup", "full": 1, "run": 1, "is_loop": false, "origin": "test",
+                        "compute_s": 0.0, "calls": 1, "body": [
+                        {"stmt": "call", "call": {"call": "recv", "op": "Recv", "from": {"dir": 0},
+                            "tag": 1, "bytes": 8, "count": 8, "offset": 0, "slot": null}}]},
+                    loop_of(serde_json::json!([compute]))]}
+            ],
+            "class_of_rank": [0, 1], "grid_coords": [], "n_slots": 0, "send_bytes": 8,
+            "recv_bytes": 8, "matching": {"global_pairs": 1, "balanced": 0,
+                "local_sends": 0, "local_recvs": 0, "local_policy": ""}
+        });
+        let skel: Skeleton = serde_json::from_value(doc).unwrap();
+        let (programs, _) = instantiate::instantiate(&skel);
+        assert!(mpiskel_emit::check(&programs).is_none());
+        let one = lower_with(&skel, 0, false, None, false);
+        let sends = one.traces[0].events.iter().filter(|e| e.op == Op::Send).count();
+        assert_eq!(sends, 1, "the first iteration's send is made");
+        assert!(runs_through(&one.traces));
+        let (_, lowered) = priced(one);
+        assert_eq!(lowered.phases[0][0].simulated, Some((vec![3], vec![0])));
     }
 }
