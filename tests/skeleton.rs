@@ -485,10 +485,11 @@ fn polling_loops_fold_into_blocking_completions() {
         } else {
             // No two panels have the same size, so no call repeats exactly; the calls' shapes
             // repeat every four panels (the root goes round the ring of 4): those steps are the
-            // main loop, and it is cut.
+            // main loop, every one of the 24 panels in it (the first panels are the largest: a
+            // loop begun a step late left a third of the time out), and it is cut.
             let (run, full) = (s["main_run"].as_u64().unwrap(), s["main_full"].as_u64().unwrap());
-            assert!(full >= 4 && run < full, "{s}");
-            assert!(s["main_share"].as_f64().unwrap() >= 0.6, "{s}");
+            assert!(full == 6 && run < full, "{s}");
+            assert!(s["main_share"].as_f64().unwrap() >= 0.9, "{s}");
         }
         compile_strict(&dir, "mpicc.openmpi", &[]);
         compile_strict(&dir, "mpicc.mpich", &[]);

@@ -12,7 +12,9 @@
 //!    candidate *anchors*: shapes (or short runs of shapes) made exactly once per iteration of
 //!    the loop the exact pass found.
 //! 2. For each anchor, the span from its first to its last occurrence is cut at every
-//!    occurrence into steps; steps with the same sequence of shapes are of one *kind*.
+//!    occurrence into steps; steps with the same sequence of shapes are of one *kind*. After the
+//!    last occurrence, a whole step of a kind already seen (the last iteration, which no
+//!    occurrence ends) is one more step.
 //! 3. The anchor giving the fewest kinds wins (ties: the longest span). Each kind's body is
 //!    compressed on its own; the loop becomes [`Node::Steps`]: the kind of every step, in order,
 //!    and each kind's body. Sizes, compute times and everything else that varies between steps of
@@ -64,7 +66,9 @@ impl StepFold {
 /// Cuts `shapes` into steps at every occurrence of the best of `anchors` in `marks` (see the
 /// module documentation; `marks` is `shapes` itself, or a symbol per position for the few
 /// shapes that start there, when no single shape is made once per step). `None` when no
-/// anchor gives at least three steps of at most `max_kinds` kinds.
+/// anchor gives at least three steps of at most `max_kinds` kinds. Anchors are compared by
+/// kinds, then by the span their steps cover: of two rotations of one loop, the one whose
+/// last iteration is whole covers one step more.
 pub fn find_steps(
     shapes: &[Sym],
     marks: &[Sym],
@@ -96,7 +100,18 @@ pub fn find_steps(
         if index.len() > max_kinds {
             continue;
         }
-        let fold = StepFold { start: occ[0], end: occ[occ.len() - 1], anchor: a, schedule, kinds };
+        // The last step: from the last occurrence, no occurrence ends it; where the shapes after
+        // it are a kind's (the program's last iteration, whole), it is a step of that kind.
+        let last = occ[occ.len() - 1];
+        let mut end = last;
+        let whole = kinds.iter().position(|&(at, len)| {
+            shapes.get(last..last + len).is_some_and(|seg| seg == &shapes[at..at + len])
+        });
+        if let Some(k) = whole {
+            schedule.push(k as u32);
+            end += kinds[k].1;
+        }
+        let fold = StepFold { start: occ[0], end, anchor: a, schedule, kinds };
         let better = best.as_ref().is_none_or(|b| {
             (fold.kinds.len(), std::cmp::Reverse(fold.end - fold.start))
                 < (b.kinds.len(), std::cmp::Reverse(b.end - b.start))
@@ -130,18 +145,25 @@ mod tests {
     #[test]
     fn a_rebuild_every_fourth_step_is_a_second_kind() {
         let s = program(12);
-        // Anchor 2 splits as `2 3 1 | 2 9 9 3 1`, anchor 1 as `1 2 3 | 1 2 9 9 3`: two kinds over
-        // the same span either way; the first anchor given wins.
-        assert_eq!(find_steps(&s, &s, &[2, 1], 8).unwrap().anchor, 2);
+        // Anchor 2 splits as `2 3 1 | 2 9 9 3 1`, anchor 1 as `1 2 3 | 1 2 9 9 3`: two kinds
+        // either way. After anchor 1's last occurrence comes a whole step (`1 2 9 9 3`, then the
+        // tear-down), after anchor 2's only part of one (`2 9 9 3`): anchor 1 covers all twelve
+        // steps and wins whatever the order given.
+        assert_eq!(find_steps(&s, &s, &[2, 1], 8).unwrap().anchor, 1);
         let f = find_steps(&s, &s, &[1, 2], 8).unwrap();
         assert_eq!(f.anchor, 1);
         assert_eq!(f.kinds.len(), 2);
-        assert_eq!(f.steps(), 11);
-        assert_eq!(f.schedule, vec![0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!(f.steps(), 12);
+        assert_eq!(f.schedule, vec![0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1]);
+        assert_eq!((f.start, f.end), (2, s.len() - 1));
         let node = f.node(&s);
         let nest = LoopNest { items: vec![node] };
         assert_eq!(nest.expand(), s[f.start..f.end].to_vec());
-        assert_eq!(nest.notation(), "{3 ×9 | 2 + (1)^2 + 1 ×2}^11");
+        assert_eq!(nest.notation(), "{3 ×9 | 2 + (1)^2 + 1 ×3}^12");
+        // With the anchors of the same span, the first given wins: cut short of the last step,
+        // anchor 2 and anchor 1 both cover the first eleven.
+        let cut = &s[..s.len() - 3];
+        assert_eq!(find_steps(cut, cut, &[2, 1], 8).unwrap().anchor, 2);
         assert_eq!(nest.leaf_of_position().len(), f.end - f.start);
     }
 

@@ -8,8 +8,12 @@
 //! counting as a microsecond besides, so that programs that compute nothing compare by calls).
 //! The anchors tried are the shapes the exact main loop makes exactly once per iteration —
 //! or, when every shape comes several times per iteration (a halo exchange sends the same way
-//! in its forward and its reverse pass), the shortest runs of shapes it makes once —
-//! collectives over every rank first (every class makes them at the same step). A second fold
+//! in its forward and its reverse pass), runs of shapes it makes once, of every length tried,
+//! the fold with the fewest kinds and then the longest span kept — collectives over every rank
+//! first (every class makes them at the same step), then those met first in the program: the
+//! loop found may begin part-way into an iteration (HPL-style panels that shrink every step:
+//! their first, largest panel left before it), and the steps begin at their anchor's first
+//! occurrence. A second fold
 //! takes anchors made a whole number of times per iteration: where the exact main loop is the
 //! span between two rebuilds of a particle code (the same number of plain steps twice in a
 //! row), its steps are the spans between rebuilds — one kind per number of plain steps in
@@ -114,15 +118,26 @@ const MAX_FINE: usize = 4;
 
 /// The anchors of one granularity: marks made `per` times in each of the `count` iterations of
 /// the exact main loop, collectives over every rank first (every class makes them at the same
-/// step), then by first appearance.
-fn anchors_made(seen: &[(Sym, u64, usize, Sym)], s: &Symbolized, count: u64, per: u64) -> Vec<Sym> {
-    let mut anchors: Vec<(bool, usize, Sym)> = seen
+/// step), then by first appearance in the whole program (`first`): the steps begin at an
+/// anchor's first occurrence, so the anchors met first are the rotations of the loop that
+/// cover the most of it (the loop found may start part-way into an iteration).
+fn anchors_made(
+    seen: &[(Sym, u64, usize, Sym)],
+    first: &HashMap<Sym, usize>,
+    s: &Symbolized,
+    count: u64,
+    per: u64,
+) -> Vec<Sym> {
+    let mut anchors: Vec<(bool, usize, usize, Sym)> = seen
         .iter()
         .filter(|(_, n, _, _)| *n == count * per)
-        .map(|&(m, _, first, sh)| (!s.shape_is_world_collective[sh as usize], first, m))
+        .map(|&(m, _, at, sh)| {
+            let world = s.shape_is_world_collective[sh as usize];
+            (!world, first.get(&m).copied().unwrap_or(at), at, m)
+        })
         .collect();
     anchors.sort_unstable();
-    anchors.into_iter().map(|(_, _, m)| m).collect()
+    anchors.into_iter().map(|(_, _, _, m)| m).collect()
 }
 
 /// The folds into steps whose anchors come from the loop over positions `a..b` of `count`
@@ -152,6 +167,10 @@ fn folds_from(
                 })
                 .collect()
         };
+        let mut first: HashMap<Sym, usize> = HashMap::new();
+        for (i, &m) in marks.iter().enumerate() {
+            first.entry(m).or_insert(i);
+        }
         let mut seen: Vec<(Sym, u64, usize, Sym)> = Vec::new();
         let mut index = HashMap::new();
         for (i, &m) in marks[a..b].iter().enumerate() {
@@ -161,10 +180,18 @@ fn folds_from(
             });
             seen[j].1 += 1;
         }
-        if coarse.is_none() {
-            let anchors = anchors_made(&seen, s, count, 1);
-            if !anchors.is_empty() {
-                coarse = find_steps(&s.shapes, &marks, &anchors, MAX_KINDS);
+        // Runs of more shapes can start the steps where runs of fewer cannot (the first call
+        // of an iteration, whose shape recurs inside it): of all, the fold with the fewest
+        // kinds, then the longest span, then the shortest runs.
+        let anchors = anchors_made(&seen, &first, s, count, 1);
+        if !anchors.is_empty() {
+            if let Some(f) = find_steps(&s.shapes, &marks, &anchors, MAX_KINDS) {
+                let key = |f: &mpiskel_compress::StepFold| {
+                    (f.kinds.len(), std::cmp::Reverse(f.end - f.start))
+                };
+                if coarse.as_ref().is_none_or(|c| key(&f) < key(c)) {
+                    coarse = Some(f);
+                }
             }
         }
         let per: std::collections::BTreeSet<u64> = seen
@@ -179,13 +206,11 @@ fn folds_from(
             let taken = |f: &mpiskel_compress::StepFold| {
                 fine.iter().chain(&coarse).any(|g| g.steps() == f.steps())
             };
-            let fold = find_steps(&s.shapes, &marks, &anchors_made(&seen, s, count, p), MAX_KINDS);
+            let fold =
+                find_steps(&s.shapes, &marks, &anchors_made(&seen, &first, s, count, p), MAX_KINDS);
             if let Some(f) = fold.filter(|f| !taken(f)) {
                 fine.push(f);
             }
-        }
-        if coarse.is_some() && fine.len() >= MAX_FINE {
-            break;
         }
     }
     coarse.into_iter().chain(fine).collect()
@@ -348,8 +373,9 @@ mod tests {
         assert!(!exact.notation().starts_with('{'), "{}", exact.notation());
         let c = candidates(&s, &exact).into_iter().next().expect("steps");
         assert!(c.better);
-        assert_eq!(c.steps, 39);
-        assert_eq!(c.nest.notation(), "(1)^2 + 2 + {3 ×31 | 3 + (1)^2 ×8}^39 + 2");
+        // Every step, the last (a rebuild) too: the steps begin at the first call of a step.
+        assert_eq!(c.steps, 40);
+        assert_eq!(c.nest.notation(), "(1)^2 + {3 ×32 | 2 + (1)^2 + 1 ×8}^40 + 1");
         assert_eq!(c.nest.report().input_len, shapes.len() as u64);
     }
 
@@ -388,11 +414,14 @@ mod tests {
         let found = candidates(&s, &exact);
         let notes: Vec<String> = found.iter().map(|c| c.nest.notation()).collect();
         // The spans between rebuilds: one kind per number of plain steps.
-        assert!(notes[0].contains("(1)^2 + (3)^7 ×11 | (1)^2 + (3)^10 ×2"), "{notes:?}");
+        assert!(
+            notes[0].contains("(2 + [first: (1)^2] + 1)^7 ×12 | (2 + [first: (1)^2] + 1)^10 ×2"),
+            "{notes:?}"
+        );
         let nests = choose(vec![found]).swap_remove(0);
         assert_eq!(
             nests[0].notation(),
-            format!("(1)^2 + {{2 + (1)^2 + 1 ×18 | 3 ×{}}}^{} + 4", steps - 19, steps - 1)
+            format!("(1)^2 + {{2 + (1)^2 + 1 ×18 | 3 ×{}}}^{} + 1", steps - 18, steps)
         );
     }
 
@@ -419,7 +448,11 @@ mod tests {
         let found = candidates(&s, &exact);
         let c = found.iter().find(|c| c.better).expect("a fold by shapes");
         assert_eq!(c.kinds, 1, "{}", c.nest.notation());
-        assert!(c.steps >= 22, "{}", c.nest.notation());
+        // Every panel is in a step: the loop found over the shapes begins part-way into an
+        // iteration, and the steps begin at the anchor met first in the program, with the last
+        // iteration, which no anchor ends, one step more.
+        assert_eq!(c.steps, 24, "{}", c.nest.notation());
+        assert_eq!(c.nest.notation(), "1 + {1 + (1)^2 + 3 ×24}^24 + 1");
         assert_eq!(c.nest.report().input_len, shapes.len() as u64);
     }
 
