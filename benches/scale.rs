@@ -1,7 +1,8 @@
 //! The pipeline at scale: `mpiskel build`'s time and peak memory against ranks and calls, on
 //! synthetic 3-D halo exchanges (`mpiskel synth`) from 16 to 16,384 ranks and on the NPB traces
 //! of `../shared/fixtures` (16 ranks) and `npb-scale` (64 and 256 ranks, unpacked into a
-//! temporary folder), with the exponent of time and memory fitted against calls.
+//! temporary folder), with the exponent of time and memory fitted against calls; and the
+//! deadlock check of a ring whose receives all take any source, at 1,024 to 16,384 ranks.
 //!
 //! Run with `cargo bench --bench scale` (or `make bench`). `SCALE_MAX_RANKS` (default 16384)
 //! leaves out the larger synthetic traces; `SCALE_ITERATIONS` (default 440: 100 M calls at
@@ -173,5 +174,38 @@ fn main() {
             exponent(&big(&time)),
             exponent(&big(&mem))
         );
+    }
+    wildcard_checks(max_ranks);
+}
+
+/// The deadlock check of a program whose every receive takes any source, which it executes in
+/// many orders of what those receives take (`mpiskel_emit::check`): a ring of 10 exchanges
+/// with both neighbours, received from `MPI_ANY_SOURCE`, at 1,024 to 16,384 ranks.
+fn wildcard_checks(max_ranks: u32) {
+    use mpiskel_emit::{check, CheckOp};
+    println!();
+    println!("| deadlock check, ring of wildcard receives | ranks | operations | check (s) |");
+    println!("|---|---|---|---|");
+    for n in [1_024u32, 4_096, 16_384].into_iter().filter(|&r| r <= max_ranks) {
+        let programs: Vec<Vec<CheckOp>> = (0..n)
+            .map(|r| {
+                (0..10)
+                    .flat_map(|_| {
+                        [
+                            CheckOp::Irecv { from: None, tag: 0, slot: 0 },
+                            CheckOp::Irecv { from: None, tag: 0, slot: 1 },
+                            CheckOp::Isend { to: (r + 1) % n, tag: 0, slot: 2, bytes: 8 },
+                            CheckOp::Isend { to: (r + n - 1) % n, tag: 0, slot: 3, bytes: 8 },
+                            CheckOp::Wait { slots: vec![0, 1, 2, 3] },
+                        ]
+                    })
+                    .collect()
+            })
+            .collect();
+        let ops: usize = programs.iter().map(Vec::len).sum();
+        let t = Instant::now();
+        let found = check(&programs);
+        assert!(found.is_none(), "the ring cannot block");
+        println!("| ring | {n} | {ops} | {:.2} |", t.elapsed().as_secs_f64());
     }
 }

@@ -29,7 +29,7 @@
 //! amortised through per-(source, destination, tag) queues. With wildcard receives, up to
 //! [`WILDCARD_RUNS`] + 1 more executions, each choice scanning the queued sends to its rank.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 
 use std::sync::Arc;
@@ -188,16 +188,18 @@ struct Matcher {
     /// Where a wildcard receive finds several queued sends: the lowest source and tag
     /// (`false`) or the highest (`true`).
     highest: bool,
-    /// Wildcard receives are matched only where nothing else can move, one at a time, the
-    /// send each takes chosen from all it could take then ([`Matcher::choose`]).
+    /// Wildcard receives are matched only where nothing else can move, the send each takes
+    /// chosen from all it could take then ([`Matcher::choose`]).
     delay: bool,
     /// Standard-mode sends of at most [`EAGER_BYTES`] complete once posted (the library
     /// buffers them); others once received.
     buffered: bool,
-    /// Unmatched sends by (source, destination, tag), in posting order.
-    sends: HashMap<(u32, u32, i32), VecDeque<Posted>>,
+    /// Unmatched sends by destination, then (source, tag), in posting order; no queue empty.
+    sends: HashMap<u32, BTreeMap<(u32, i32), VecDeque<Posted>>>,
     /// Unmatched receives by destination, in posting order: (source or any, tag, who).
     recvs: HashMap<u32, VecDeque<(Option<u32>, i32, Posted)>>,
+    /// Delayed: how many wildcard receives are pending at each destination.
+    wild_at: BTreeMap<u32, usize>,
     /// Matched (rank, slot) pairs; blocking calls use slot `u32::MAX`.
     matched: HashMap<(u32, Slot), bool>,
 }
@@ -213,6 +215,28 @@ impl Matcher {
 
     fn is_matched(&self, rank: u32, slot: Slot) -> bool {
         self.matched.get(&(rank, slot)).copied().unwrap_or(false)
+    }
+
+    /// The first queued send of `source` to `to` with `tag`, taken off its queue.
+    fn pop(&mut self, to: u32, key: (u32, i32)) -> Option<Posted> {
+        let by = self.sends.get_mut(&to)?;
+        let q = by.get_mut(&key)?;
+        let p = q.pop_front();
+        if q.is_empty() {
+            by.remove(&key);
+        }
+        p
+    }
+
+    /// The (source, tag) of the queued sends to `to` that a receive from `from` with `tag`
+    /// accepts, ascending.
+    fn open(&self, to: u32, from: Option<u32>, tag: i32) -> impl Iterator<Item = (u32, i32)> + '_ {
+        self.sends
+            .get(&to)
+            .into_iter()
+            .flat_map(|by| by.keys())
+            .copied()
+            .filter(move |&(s, t)| accepts(from, tag, s, t))
     }
 
     /// Posts a send; `eager`: a standard-mode send small enough for every library to buffer.
@@ -235,7 +259,7 @@ impl Matcher {
                 }
             }
         }
-        self.sends.entry((from, to, tag)).or_default().push_back(me);
+        self.sends.entry(to).or_default().entry((from, tag)).or_default().push_back(me);
     }
 
     fn post_recv(&mut self, to: u32, from: Option<u32>, tag: i32, slot: Option<Slot>) {
@@ -249,38 +273,22 @@ impl Matcher {
                     .is_some_and(|q| q.iter().any(|(src, t, _)| accepts(*src, *t, s, tag)))
             });
             if wild(from, tag) || behind {
+                if wild(from, tag) {
+                    *self.wild_at.entry(to).or_default() += 1;
+                }
                 self.recvs.entry(to).or_default().push_back((from, tag, me));
                 return;
             }
         }
-        let key = match from {
-            Some(s) if tag >= 0 => {
-                Some((s, to, tag)).filter(|k| self.sends.get(k).is_some_and(|q| !q.is_empty()))
-            }
-            // Any source or any tag (negative): the oldest matching send is taken from the
-            // lowest source and tag (any choice is a possible execution; the check is for the
-            // program, not this order).
-            _ => {
-                let open = self
-                    .sends
-                    .iter()
-                    .filter(|((s, d, t), q)| {
-                        *d == to
-                            && (tag < 0 || *t == tag)
-                            && from.is_none_or(|f| f == *s)
-                            && !q.is_empty()
-                    })
-                    .map(|(k, _)| *k);
-                if self.highest {
-                    open.max()
-                } else {
-                    open.min()
-                }
-            }
+        // Any source or any tag: the oldest matching send is taken from the lowest source and
+        // tag (the highest, in the opposite order).
+        let key = if self.highest {
+            self.open(to, from, tag).last()
+        } else {
+            self.open(to, from, tag).next()
         };
         if let Some(k) = key {
-            let s =
-                self.sends.get_mut(&k).and_then(VecDeque::pop_front).expect("queue is not empty");
+            let s = self.pop(to, k).expect("queue is not empty");
             self.done(s);
             self.done(me);
             return;
@@ -288,67 +296,56 @@ impl Matcher {
         self.recvs.entry(to).or_default().push_back((from, tag, me));
     }
 
-    /// Delayed, where nothing else can move: the oldest wildcard receive (lowest destination
-    /// first) that some queued send could match takes one, the `pick`-th of those it could
-    /// take (each the first unmatched of its source and tag, ordered by them); then queued
-    /// sends that now come first for a receive of their own match it. Returns the choice made
-    /// and how many there were, or `None` when no wildcard can match.
-    fn choose(&mut self, pick: usize) -> Option<(usize, usize)> {
-        let mut dests: Vec<u32> = self.recvs.keys().copied().collect();
-        dests.sort_unstable();
+    /// Delayed, where nothing else can move: at each destination (lowest first), the oldest
+    /// wildcard receive that some queued send could match takes one, the `forced`-th of those
+    /// it could take (each the first unmatched of its source and tag, ordered by them; the
+    /// first where `forced` has no entry for it); then queued sends that now come first for a
+    /// receive of their own match it. Each choice is appended to `choices` with how many sends
+    /// it had; returns whether any was made. (Destinations do not compete for a send, so one
+    /// choice at each at once is as general as one at a time.)
+    fn choose(&mut self, forced: &[usize], choices: &mut Vec<(usize, usize)>) -> bool {
+        let dests: Vec<u32> = self.wild_at.keys().copied().collect();
+        let mut made = false;
         for d in dests {
-            let q = &self.recvs[&d];
-            for (i, &(src, t, _)) in q.iter().enumerate() {
+            let Some(q) = self.recvs.get(&d) else { continue };
+            let found = q.iter().enumerate().find_map(|(i, &(src, t, _))| {
                 if !wild(src, t) {
-                    continue;
+                    return None;
                 }
-                let mut open: Vec<(u32, u32, i32)> = self
-                    .sends
-                    .iter()
-                    .filter(|((s, to, tag), q)| {
-                        *to == d && !q.is_empty() && accepts(src, t, *s, *tag)
-                    })
-                    .map(|(k, _)| *k)
-                    .collect();
-                if open.is_empty() {
-                    continue;
+                let open: Vec<(u32, i32)> = self.open(d, src, t).collect();
+                (!open.is_empty()).then_some((i, open))
+            });
+            let Some((i, open)) = found else { continue };
+            let c = forced.get(choices.len()).copied().unwrap_or(0).min(open.len() - 1);
+            choices.push((c, open.len()));
+            let sent = self.pop(d, open[c]).expect("the queue is not empty");
+            let (_, _, r) =
+                self.recvs.get_mut(&d).and_then(|q| q.remove(i)).expect("position is valid");
+            if let Some(n) = self.wild_at.get_mut(&d) {
+                *n -= 1;
+                if *n == 0 {
+                    self.wild_at.remove(&d);
                 }
-                open.sort_unstable();
-                let c = pick.min(open.len() - 1);
-                let sent = self
-                    .sends
-                    .get_mut(&open[c])
-                    .and_then(VecDeque::pop_front)
-                    .expect("the queue is not empty");
-                let (_, _, r) =
-                    self.recvs.get_mut(&d).and_then(|q| q.remove(i)).expect("position is valid");
-                self.done(r);
-                self.done(sent);
-                self.settle(d);
-                return Some((c, open.len()));
             }
+            self.done(r);
+            self.done(sent);
+            self.settle(d);
+            made = true;
         }
-        None
+        made
     }
 
     /// Matches the queued sends to `to` that now come first for a receive that is not a
     /// wildcard, until none does.
     fn settle(&mut self, to: u32) {
         loop {
-            let mut heads: Vec<(u32, u32, i32)> = self
-                .sends
-                .iter()
-                .filter(|((_, d, _), q)| *d == to && !q.is_empty())
-                .map(|(k, _)| *k)
-                .collect();
-            heads.sort_unstable();
-            let q = self.recvs.get(&to);
-            let found = heads.into_iter().find_map(|k| {
-                let i = q?.iter().position(|(src, t, _)| accepts(*src, *t, k.0, k.2))?;
-                (!wild(q?[i].0, q?[i].1)).then_some((k, i))
+            let Some(q) = self.recvs.get(&to) else { return };
+            let found = self.sends.get(&to).into_iter().flat_map(|by| by.keys()).find_map(|&k| {
+                let i = q.iter().position(|(src, t, _)| accepts(*src, *t, k.0, k.1))?;
+                (!wild(q[i].0, q[i].1)).then_some((k, i))
             });
             let Some((k, i)) = found else { return };
-            let sent = self.sends.get_mut(&k).and_then(VecDeque::pop_front).expect("a head");
+            let sent = self.pop(to, k).expect("a head");
             let (_, _, r) =
                 self.recvs.get_mut(&to).and_then(|q| q.remove(i)).expect("position is valid");
             self.done(r);
@@ -374,7 +371,8 @@ fn accepts(from: Option<u32>, tag: i32, source: u32, send_tag: i32) -> bool {
 /// brings first, and the program must finish whatever it takes. Such a program is executed
 /// again with wildcard receives matched only where nothing else can move, each taking in turn
 /// every send it could take then (the POE algorithm of Vakkalanka, Gopalakrishnan & Kirby,
-/// CAV 2008), depth first, up to [`WILDCARD_RUNS`] executions. Those executions buffer the
+/// CAV 2008), depth first, up to [`WILDCARD_RUNS`] executions (fewer for programs of over
+/// 65,536 operations: [`WILDCARD_OPS`] in all). Those executions buffer the
 /// standard-mode sends that every MPI library sends eagerly ([`EAGER_BYTES`]) and hold the
 /// others until received: what they find blocks in any library (a receive left without its
 /// message, a large or synchronous send without its receive). That a program needs no
@@ -391,8 +389,11 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
     if found.is_some() || !wildcards {
         return found;
     }
+    // As many executions as the program's size allows within the budget of operations.
+    let ops: usize = programs.iter().map(Vec::len).sum();
+    let runs = (WILDCARD_OPS / ops.max(1)).clamp(1, WILDCARD_RUNS);
     let mut forced: Vec<usize> = Vec::new();
-    for _ in 0..WILDCARD_RUNS {
+    for _ in 0..runs {
         let (found, choices) = check_in(programs, Order { reverse: false, delay: true }, &forced);
         if found.is_some() {
             return found;
@@ -408,6 +409,12 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
 /// Executions of a program with wildcard receives, each with other sends taken, that
 /// [`check`] makes at most.
 pub const WILDCARD_RUNS: usize = 64;
+
+/// Operations the executions of [`check`] with wildcards take in all at most (about a second
+/// here: a ring of 4,096 ranks whose every receive is a wildcard, 204,800 operations, is
+/// checked 21 times in 1.8 s): a program of more than a 64th of it (65,536 operations) gets
+/// fewer executions, at least one.
+pub const WILDCARD_OPS: usize = 1 << 22;
 
 /// The largest standard-mode send the wildcard executions take as buffered: Open MPI's
 /// shared-memory eager limit, the smallest of the libraries' (MPICH's and SimGrid's are
@@ -524,12 +531,10 @@ fn check_in(
         if (0..n).all(|r| pc[r] == programs[r].len()) {
             return (None, choices);
         }
-        if !progress {
-            let pick = forced.get(choices.len()).copied().unwrap_or(0);
-            match order.delay.then(|| m.choose(pick)).flatten() {
-                Some(c) => choices.push(c),
-                None => break,
-            }
+        // Where nothing moves, the wildcard executions choose what waiting wildcards take.
+        let chose = !progress && order.delay && m.choose(forced, &mut choices);
+        if !progress && !chose {
+            break;
         }
     }
     let blocked = (0..n)
