@@ -189,11 +189,10 @@ struct Matcher {
     /// (`false`) or the highest (`true`).
     highest: bool,
     /// Wildcard receives are matched only where nothing else can move, the send each takes
-    /// chosen from all it could take then ([`Matcher::choose`]).
+    /// chosen from all it could take then ([`Matcher::choose`]); and standard-mode sends of at
+    /// most [`EAGER_BYTES`] complete once posted (the library buffers them), others once
+    /// received.
     delay: bool,
-    /// Standard-mode sends of at most [`EAGER_BYTES`] complete once posted (the library
-    /// buffers them); others once received.
-    buffered: bool,
     /// Unmatched sends by destination, then (source, tag), in posting order; no queue empty.
     sends: HashMap<u32, BTreeMap<(u32, i32), VecDeque<Posted>>>,
     /// Unmatched receives by destination, in posting order: (source or any, tag, who).
@@ -242,7 +241,7 @@ impl Matcher {
     /// Posts a send; `eager`: a standard-mode send small enough for every library to buffer.
     fn post_send(&mut self, from: u32, to: u32, tag: i32, slot: Option<Slot>, eager: bool) {
         let mut me = Posted { rank: from, slot };
-        if self.buffered && eager {
+        if self.delay && eager {
             // Complete now; matched later under a slot nobody waits for (the request's own
             // may be started again before then).
             self.done(me);
@@ -272,8 +271,9 @@ impl Matcher {
                     .get(&to)
                     .is_some_and(|q| q.iter().any(|(src, t, _)| accepts(*src, *t, s, tag)))
             });
-            if wild(from, tag) || behind {
-                if wild(from, tag) {
+            let is_wild = wild(from, tag);
+            if is_wild || behind {
+                if is_wild {
                     *self.wild_at.entry(to).or_default() += 1;
                 }
                 self.recvs.entry(to).or_default().push_back((from, tag, me));
@@ -446,12 +446,7 @@ fn check_in(
     let mut pc = vec![0usize; n];
     // Whether the blocking call at pc has been posted already.
     let mut posted = vec![false; n];
-    let mut m = Matcher {
-        highest: reverse,
-        delay: order.delay,
-        buffered: order.delay,
-        ..Matcher::default()
-    };
+    let mut m = Matcher { highest: reverse, delay: order.delay, ..Matcher::default() };
     // Collectives: per communicator, how many each member has completed, and who is waiting.
     let mut coll_done: HashMap<(u32, u32), usize> = HashMap::new();
     let mut arrived: HashMap<(u32, usize), Vec<u32>> = HashMap::new();
