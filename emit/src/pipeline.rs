@@ -280,7 +280,7 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
 /// it runs more of the application's calls or bytes than the target's share, it is over the
 /// target wherever communication takes most of the time, whatever its estimate (which counts
 /// computation only for a trace without call times).
-fn over_target(s: &Scaling, sampled: bool) -> String {
+fn over_target(s: &Scaling, sampled: bool, steps: bool) -> String {
     let pct = |x: f64| 100.0 * x / s.app_time_s;
     let floor = s
         .traffic
@@ -337,6 +337,14 @@ fn over_target(s: &Scaling, sampled: bool) -> String {
             s.main_full,
             pct(s.main_share * s.app_time_s / s.main_full as f64)
         ));
+    } else if steps && sampled && s.main_full > s.main_run {
+        parts.push(format!(
+            "the main loop runs {} of its {} time steps: each kind of step at least \
+             {MIN_SAMPLED} times (every step of a kind with fewer), as far as they fit in a \
+             twelfth of the application's time, so that the durations the steps of a kind \
+             replay average out",
+            s.main_run, s.main_full
+        ));
     }
     if parts.is_empty() {
         parts.push("the loops left run whole and their compute blocks are too short to cut".into());
@@ -375,13 +383,17 @@ fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError>
         let built = make_with(lt, nests, stages, goal);
         match built {
             Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => {
-                let estimate = b.scaling.skeleton_estimate_s;
+                // Time steps sampled beyond the target do not count against a choice.
+                let estimate = b.scaling.skeleton_estimate_s - b.scaling.sampled_extra_s;
                 let within = |limit: f64| estimate <= limit * (1.0 + 1e-9);
                 if within(b.scaling.target_s) || (!seen_cut && within(twelfth)) {
                     return Ok(b);
                 }
                 seen_cut = true;
-                if shortest.as_ref().is_none_or(|s| estimate < s.scaling.skeleton_estimate_s) {
+                let shorter = |s: &Built| {
+                    estimate < s.scaling.skeleton_estimate_s - s.scaling.sampled_extra_s
+                };
+                if shortest.as_ref().is_none_or(shorter) {
                     shortest = Some(b);
                 }
             }
@@ -469,7 +481,10 @@ fn make_with(
         }
     }
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
-    let over = over_target(&scaling, sampled_within.is_some());
+    let steps = crate::scale::lead_class_index(&skeleton)
+        .and_then(|ci| skeleton.classes[ci].main_loop())
+        .is_some_and(|p| p.steps.is_some());
+    let over = over_target(&scaling, sampled_within.is_some(), steps);
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
         (true, _) => over,
         (false, true) => scaling.note.clone(),

@@ -447,3 +447,76 @@ fn the_part_a_cut_block_keeps_to_be_timed_is_cut_too_when_nothing_else_is_left()
     assert!(s.skeleton_estimate_s < 40e-6, "{s:?}");
     assert_eq!(b.check.ranks, n as usize);
 }
+
+/// A time-step loop of `steps` steps whose step `i` rebuilds (a longer step with an allgather and
+/// larger messages) where `rebuild(i)`, after `setup_flops` of set-up.
+fn time_steps(
+    n: u32,
+    steps: u32,
+    setup_flops: u64,
+    rebuild: impl Fn(u32) -> bool + Copy,
+) -> impl Fn(u32) -> Vec<String> {
+    move |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec![format!("compute {setup_flops}"), "bcast 64".to_owned()];
+        for i in 0..steps {
+            if rebuild(i) {
+                v.push("compute 1500000".into());
+                v.push("allgather 16 16".into());
+                v.push(format!("irecv {prev} 1 4096"));
+                v.push(format!("isend {next} 1 4096"));
+                v.push("waitall".into());
+            }
+            v.push("compute 1000000".into());
+            v.push(format!("irecv {prev} 0 512"));
+            v.push(format!("isend {next} 0 512"));
+            v.push("waitall".into());
+            v.push("allreduce 8 1".into());
+        }
+        v
+    }
+}
+
+/// The steps of a time-step loop stand for all the steps of their kind: with the default target,
+/// each kind runs at least four of its steps as far as a twelfth of the run allows, so that one
+/// step's recorded durations are not the whole sample of a kind; the choice of the fold is the
+/// one the target alone makes, and a target given is a target.
+#[test]
+fn each_kind_of_time_step_runs_several_steps_as_far_as_a_twelfth_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    // 200 steps of 1 ms, one in five or so rebuilding (2.5 ms) at steps no period describes,
+    // after 5 ms of set-up: a twenty-fourth of the run leaves room for three steps, a twelfth
+    // for four of each kind.
+    let rebuild = |i: u32| (i.wrapping_mul(2_654_435_761) >> 11) % 5 == 0;
+    let path = ti_trace(dir.path(), 4, time_steps(4, 200, 5_000_000, rebuild));
+    let rebuilds = (0..200).filter(|&i| rebuild(i)).count() as f64;
+    let app_s = 0.005 + 0.2 + 0.0015 * rebuilds;
+    let b = built_for(&path, app_s, None);
+    let s = &b.scaling;
+    let main = b.skeleton.classes[0].main_loop().unwrap();
+    let notation = &b.skeleton.classes[0].notation;
+    let steps = main.steps.as_ref().unwrap_or_else(|| panic!("not folded into steps: {notation}"));
+    let mut per_kind = std::collections::BTreeMap::<u32, (usize, usize)>::new();
+    for &k in &steps.kinds {
+        per_kind.entry(k).or_default().0 += 1;
+    }
+    for &i in &steps.run {
+        per_kind.entry(steps.kinds[i as usize]).or_default().1 += 1;
+    }
+    assert!(per_kind.len() >= 2, "{per_kind:?}");
+    for (kind, &(all, ran)) in &per_kind {
+        assert!(ran >= all.min(4), "kind {kind}: {ran} of its {all} steps run ({per_kind:?})");
+    }
+    assert!(s.skeleton_estimate_s <= app_s / 12.0 * (1.0 + 1e-9), "{s:?}");
+    assert!(s.skeleton_estimate_s > s.target_s, "{s:?}");
+    assert!(s.note.contains("each kind of step at least 4 times"), "{}", s.note);
+    // A target given is a target: fewer steps, each kind at least once.
+    let b = built_for(&path, app_s, Some(app_s / 24.0));
+    let main = b.skeleton.classes[0].main_loop().unwrap();
+    let given = main.steps.as_ref().unwrap();
+    assert!(given.run.len() < steps.run.len(), "{:?}", b.scaling);
+    let kinds: std::collections::BTreeSet<u32> =
+        given.run.iter().map(|&i| given.kinds[i as usize]).collect();
+    assert_eq!(kinds.len(), per_kind.len(), "{:?}", b.scaling);
+    assert!(b.scaling.skeleton_estimate_s <= b.scaling.target_s * (1.0 + 1e-9), "{:?}", b.scaling);
+}
