@@ -215,8 +215,8 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         // than the first build's cut does already). Past that bound the target is searched by
         // bisection. `AIM_ROUNDS` builds at most.
         // The time steps sampled beyond the target are meant (`Scaling::sampled_extra_s`).
-        let share = (built.scaling.target_s + built.scaling.sampled_extra_s)
-            / built.scaling.app_time_s;
+        let share =
+            (built.scaling.target_s + built.scaling.sampled_extra_s) / built.scaling.app_time_s;
         let bound = mpiskel_emit::removal::TOLERANCE.max(at.exposure);
         let mut held = false;
         if !o.whole_compute {
