@@ -384,16 +384,13 @@ fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError>
         match built {
             Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => {
                 // Time steps sampled beyond the target do not count against a choice.
-                let estimate = b.scaling.skeleton_estimate_s - b.scaling.sampled_extra_s;
+                let estimate = b.scaling.estimate_for_target_s();
                 let within = |limit: f64| estimate <= limit * (1.0 + 1e-9);
                 if within(b.scaling.target_s) || (!seen_cut && within(twelfth)) {
                     return Ok(b);
                 }
                 seen_cut = true;
-                let shorter = |s: &Built| {
-                    estimate < s.scaling.skeleton_estimate_s - s.scaling.sampled_extra_s
-                };
-                if shortest.as_ref().is_none_or(shorter) {
+                if shortest.as_ref().is_none_or(|s| estimate < s.scaling.estimate_for_target_s()) {
                     shortest = Some(b);
                 }
             }

@@ -240,8 +240,8 @@ fn cut_inner(
 /// fewer), the groups that take most of the loop's time first, as far as they fit: the steps of
 /// a group stand for all of its steps in the application, and one step's durations are one
 /// sample of them (LAMMPS melt, 250 steps of which 233 of one kind, built for a twenty-fourth
-/// ran one step of that kind, and its skeletons from three traces of 0.30–0.34 s predicted
-/// 0.26, 0.29 and 0.39 s, each the same in six runs).
+/// ran one step of that kind: the skeletons of three traces predicted 17 points apart, with
+/// four of its steps 8 points apart).
 ///
 /// Returns the main loop's estimated application seconds and what the least samples add to
 /// them, or `None` when the main loop is not a time-step loop in every class (or the classes'
@@ -467,6 +467,14 @@ pub struct Scaling {
     /// its floor where communication is most of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<crate::traffic::Traffic>,
+}
+
+impl Scaling {
+    /// The estimate without what the main loop's sample adds over the target
+    /// ([`Scaling::sampled_extra_s`]): what a choice between loop nests compares.
+    pub fn estimate_for_target_s(&self) -> f64 {
+        self.skeleton_estimate_s - self.sampled_extra_s
+    }
 }
 
 /// What [`scale`] may do beyond cutting loops for its target.
