@@ -1250,10 +1250,10 @@ fn simulated(input: &Path, toml: &Path, extra: &[&str]) -> f64 {
 
 /// `shuffle` (`fixtures/programs/shuffle.c`, 4 ranks) exchanges with a drawn partner, size and
 /// kind of exchange every round, between a barrier, an allreduce and a barrier: two stretches
-/// that fold into no loop. `build` cuts each by time to its first part, scales the part's time
-/// to the whole stretch, and the skeleton's program stands for the trace on a fast and on a slow
-/// modelled cluster (without the scale it would be a fraction of it); the skeleton itself runs
-/// a fraction of the application's calls, and `--strict` cuts nothing.
+/// that fold into no loop. `build` cuts each to the first part of every rank's work, scales the
+/// part's time to the whole stretch, and the skeleton's program stands for the trace on a fast
+/// and on a slow modelled cluster (without the scale it would be a fraction of it); the skeleton
+/// itself runs a fraction of the application's calls, and `--strict` cuts nothing.
 #[test]
 fn stretches_that_fold_into_no_loop_are_cut_by_time_and_scaled() {
     let trace = fixture("shuffle");
@@ -1268,14 +1268,17 @@ fn stretches_that_fold_into_no_loop_are_cut_by_time_and_scaled() {
         // At least 400 calls per rank are aimed at, by time (the pace drifts a little).
         assert!(kept > 4 * 300 && kept < calls / 2, "{c}");
     }
+    // Every rank keeps the same share of its own work, so the ranks, which run one program,
+    // keep the same rounds and stay one class.
+    assert_eq!(doc["program"]["classes"].as_array().map(Vec::len), Some(1));
     let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
     assert!(code.contains("sk_phase_scale("), "the kept parts are scaled");
-    // Class 0's program: its phases timed, the kept parts' halves scaled.
-    let from = code.find("static void c0_program(void)").expect("class 0's program");
+    // The program: its phases timed, the kept parts' halves scaled.
+    let from = code.find("static void program(void)").expect("the program");
     let excerpt: String =
         code[from..].lines().take_while(|l| *l != "}").collect::<Vec<_>>().join("\n");
     insta::with_settings!({
-        description => "mpiskel build fixtures/traces/shuffle (skeleton.c, c0_program)",
+        description => "mpiskel build fixtures/traces/shuffle (skeleton.c, program)",
         omit_expression => true,
         snapshot_path => root().join("tests").join("snapshots"),
     }, {

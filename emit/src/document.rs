@@ -219,8 +219,13 @@ pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
     let each: Vec<String> = cuts
         .iter()
         .map(|c| {
+            let polls = if c.polls > 0 {
+                format!(" (with {} of their {} failed polls)", c.kept_polls, c.polls)
+            } else {
+                String::new()
+            };
             format!(
-                "after collective {}: {} of {} calls, begun in its first {:.6} of {:.6} s, ×{:.3}",
+                "after collective {}: {} of {} calls{polls}, {:.6} of its {:.6} s, ×{:.3}",
                 c.index,
                 c.kept_calls,
                 c.calls,
@@ -232,10 +237,11 @@ pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
         .collect();
     format!(
         "{} stretches between collectives of all ranks fold into no loop and take {share:.1} % of \
-         the application's time ({span:.6} s): the skeleton runs the calls each rank began in the \
-         first part of each ({kept:.6} s in all; {dropped} of their {calls} calls are left out \
-         with the ends of messages and the requests they held) and scales the time of that part \
-         by the stretch's calls over its calls ({})",
+         the application's time ({span:.6} s): each rank runs the first calls that make the same \
+         share of its own work in each, its calls and the polls folded into them ({kept:.6} s in \
+         all; {dropped} of their {calls} calls are left out with the ends of messages and the \
+         requests they held), and the skeleton scales the time of that part by the stretch's \
+         work over the work kept ({})",
         cuts.len(),
         each.join("; ")
     )
