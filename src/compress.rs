@@ -112,11 +112,10 @@ pub const KIND: &str = "mpiskel-loop-nest";
 pub fn compress(a: CompressArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
-    let mut set = {
+    let (mut set, _) = {
         let _bar = crate::progress::Stages::bars_only().reading("reading");
-        TraceSet::open(&a.path, &opts)?
+        TraceSet::open_folded(&a.path, &opts)?
     };
-    set.fold_polls();
     set.drop_local_calls();
     let Some(rt) = set.ranks.get(a.rank as usize) else {
         bail!(

@@ -89,11 +89,10 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         None => (a.trace.clone(), a.flops),
     };
     let opts = ReadOptions { ti: TiOptions { flops_per_second: flops } };
-    let mut set = {
+    let (mut set, polls) = {
         let _bar = crate::progress::Stages::bars_only().reading("reading");
-        TraceSet::open(&input, &opts)?
+        TraceSet::open_folded(&input, &opts)?
     };
-    let polls = set.fold_polls();
     let local = set.drop_local_calls();
     let written = mpiskel_trace::ti_export::write_ti(&set.path, &set.ranks, &a.ti, a.flops)?;
     let calls: usize = set.ranks.iter().map(|r| r.events.len()).sum();

@@ -69,13 +69,14 @@ pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
     anyhow::ensure!(a.flops > 0.0 && a.flops.is_finite(), "--flops must be a positive number");
     let t0 = Instant::now();
     let bars = crate::progress::Stages::bars_only();
-    let mut set = {
+    // Polls folded as the trace is read.
+    let (mut set, _) = {
         let _bar = bars.reading("reading");
-        TraceSet::open(&a.path, &ReadOptions { ti: TiOptions { flops_per_second: a.flops } })?
+        let opts = ReadOptions { ti: TiOptions { flops_per_second: a.flops } };
+        TraceSet::open_folded(&a.path, &opts)?
     };
     let read_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    set.fold_polls();
     set.drop_local_calls();
     let logical = {
         let _spinner = bars.spinner("finding the topology and the process classes");

@@ -16,6 +16,8 @@ use crate::model::{
     Cart, CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace,
     RequestId, Wildcards, Work,
 };
+use crate::polls::{PollFolder, PollFolding};
+use crate::validate::EventCheck;
 
 /// First eight bytes of every native trace file.
 pub const MAGIC: &[u8; 8] = b"MPISKTR\0";
@@ -812,9 +814,53 @@ pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
     collect_rank(reader)
 }
 
+/// Reads one rank file with its polling loops folded as it is read ([`crate::polls`]): the
+/// rank as [`read_rank_file`] then [`crate::polls::fold_polls`] make it, without holding the
+/// failed polls (a rank of HPC Challenge on 2 ranks records 34 million). The events folded
+/// away are checked as [`crate::validate::validate`] checks every event, with their positions
+/// in the file.
+pub fn read_rank_file_folded(path: &Path) -> Result<(RankTrace, PollFolding)> {
+    let reader = NativeReader::open(path)?;
+    let mut folding = Folding {
+        folder: PollFolder::default(),
+        check: EventCheck::new(path, reader.header().rank, reader.header().info.n_ranks),
+        read: 0,
+    };
+    let mut t = collect(reader, Some(&mut folding))?;
+    let Folding { folder, check, .. } = folding;
+    check.finish(&t.comms)?;
+    let mut tail = Vec::new();
+    let stats = folder.finish(&mut tail);
+    t.events.extend(tail);
+    crate::resolve::resolve_any_source(&mut t.events);
+    t.events.shrink_to_fit();
+    Ok((t, stats))
+}
+
+/// Folding polls while a rank is read: the folder, the checks of the events read, and how
+/// many were.
+struct Folding<'a> {
+    folder: PollFolder,
+    check: EventCheck<'a>,
+    read: usize,
+}
+
 /// Collects a reader into a [`RankTrace`]; fills in the actual source of `MPI_ANY_SOURCE`
 /// receives from their completions.
 pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
+    let mut t = collect(reader, None)?;
+    crate::resolve::resolve_any_source(&mut t.events);
+    // Grown by doubling: keep only what the events need.
+    t.events.shrink_to_fit();
+    Ok(t)
+}
+
+/// The rank `reader` reads, its events passed through `folding` where given (whose folder
+/// may still hold a run of polls at the end).
+fn collect<R: Read>(
+    reader: NativeReader<R>,
+    mut folding: Option<&mut Folding>,
+) -> Result<RankTrace> {
     let Header { rank, info } = reader.header().clone();
     let mut comms = BTreeMap::new();
     comms.insert(CommId::WORLD, crate::model::world_members(info.n_ranks));
@@ -829,7 +875,14 @@ pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
             }
             Item::Event(e) => {
                 per_code[usize::from(e.op.code())] += 1;
-                events.push(e);
+                match folding.as_deref_mut() {
+                    Some(f) => {
+                        f.check.event(f.read, &e, None)?;
+                        f.read += 1;
+                        f.folder.push(e, &mut events);
+                    }
+                    None => events.push(e),
+                }
             }
         }
     }
@@ -838,8 +891,5 @@ pub fn collect_rank<R: Read>(reader: NativeReader<R>) -> Result<RankTrace> {
         .filter(|op| per_code[usize::from(op.code())] > 0)
         .map(|op| (op.name().to_owned(), per_code[usize::from(op.code())]))
         .collect();
-    crate::resolve::resolve_any_source(&mut events);
-    // Grown by doubling: keep only what the events need.
-    events.shrink_to_fit();
     Ok(RankTrace { rank, info, events, trailing_gap_ns: 0, comms, record_counts })
 }

@@ -94,63 +94,66 @@ fn ends_a_wait(e: &Event) -> bool {
 
 /// Folds every run of failed polls of `trace` (see the module documentation).
 pub fn fold_polls(trace: &mut RankTrace) -> PollFolding {
-    let mut stats = PollFolding::default();
     if !trace.events.iter().any(is_failed_poll) {
         // Nothing to fold: the events stay where they are (no copy of a large rank).
-        return stats;
+        return PollFolding::default();
     }
     let events = std::mem::take(&mut trace.events);
     let mut out: Vec<Event> = Vec::with_capacity(events.len());
-    let mut run: Vec<Event> = Vec::new();
+    let mut folder = PollFolder::default();
     for e in events {
-        if is_failed_poll(&e) {
-            run.push(e);
-            continue;
-        }
-        if run.is_empty() {
-            out.push(e);
-        } else if ends_a_wait(&e) {
-            out.push(merge(&run, e, &mut stats));
-            stats.folded_runs += 1;
-            run.clear();
-        } else {
-            keep_one(&mut run, &mut out, &mut stats);
-            out.push(e);
-        }
+        folder.push(e, &mut out);
     }
-    keep_one(&mut run, &mut out, &mut stats);
+    let stats = folder.finish(&mut out);
+    out.shrink_to_fit();
     trace.events = out;
     stats
 }
 
-/// A run that no waiting call ends: its last poll stays and takes the others' time.
-fn keep_one(run: &mut Vec<Event>, out: &mut Vec<Event>, stats: &mut PollFolding) {
-    if let Some(last) = run.pop() {
-        if !run.is_empty() {
-            stats.kept_runs += 1;
-        }
-        out.push(merge(run, last, stats));
-        run.clear();
-    }
+/// Folds polls as a rank's events arrive, in order: what [`fold_polls`] does, in constant
+/// memory beyond the events it gives out, so that a reader can fold while it reads (a trace of
+/// tens of millions of failed polls need not be held whole). A run of polls is kept as its
+/// sums and its latest poll.
+#[derive(Debug, Default)]
+pub struct PollFolder {
+    run: Option<Run>,
+    stats: PollFolding,
 }
 
-/// `polls` folded into `end`, the call that follows them.
-fn merge(polls: &[Event], mut end: Event, stats: &mut PollFolding) -> Event {
-    let Some(first) = polls.first() else {
-        return end;
-    };
-    stats.polls += polls.len() as u64;
-    // The block before the first poll is the program's, whatever it is.
-    let (mut work, mut work_cpu, mut instr) = (first.gap_ns, first.gap_cpu_ns, first.gap_work);
-    let mut waiting = 0u64;
-    let turns = polls[1..].iter().chain(std::iter::once(&end));
-    for e in turns {
+/// The run of failed polls being folded.
+#[derive(Debug)]
+struct Run {
+    /// Its latest poll, not yet in `sums`: it ends the run where no waiting call does.
+    last: Event,
+    sums: Sums,
+}
+
+/// What the polls of a run before its latest one and the blocks between them add up to.
+#[derive(Debug)]
+struct Sums {
+    /// Polls.
+    before: u64,
+    /// The polls those made, each with those it already carried.
+    made: u64,
+    /// The program's compute before the first poll and the work between polls: wall time,
+    /// processor time, work counted.
+    work: u64,
+    work_cpu: Option<u64>,
+    instr: Option<Work>,
+    /// The polls and the polling loop's turns.
+    waiting: u64,
+}
+
+impl Sums {
+    /// The block before `e`, a poll after the first or the call that ends the run: the
+    /// polling loop's turn, or work (longer than [`POLL_TURN_NS`] of processor time).
+    fn turn(&mut self, e: &Event, stats: &mut PollFolding) {
         let cpu = e.gap_cpu_ns.unwrap_or(e.gap_ns);
         if cpu > POLL_TURN_NS {
-            work += e.gap_ns;
+            self.work += e.gap_ns;
             stats.work_ns += e.gap_ns;
-            work_cpu = work_cpu.zip(e.gap_cpu_ns).map(|(a, b)| a + b);
-            instr = match (instr, e.gap_work) {
+            self.work_cpu = self.work_cpu.zip(e.gap_cpu_ns).map(|(a, b)| a + b);
+            self.instr = match (self.instr, e.gap_work) {
                 (Some(Work::Instructions(a)), Some(Work::Instructions(b))) => {
                     Some(Work::Instructions(a + b))
                 }
@@ -158,18 +161,87 @@ fn merge(polls: &[Event], mut end: Event, stats: &mut PollFolding) -> Event {
                 _ => None,
             };
         } else {
-            waiting += e.gap_ns;
+            self.waiting += e.gap_ns;
         }
     }
-    waiting += polls.iter().map(Event::duration_ns).sum::<u64>();
-    stats.waiting_ns += waiting;
-    let made: u64 = polls.iter().map(|p| 1 + u64::from(p.gap_polls)).sum();
-    end.gap_polls = u32::try_from(made + u64::from(end.gap_polls)).unwrap_or(u32::MAX);
-    end.gap_ns = work;
-    end.gap_cpu_ns = work_cpu;
-    end.gap_work = instr;
-    end.enter_ns = end.enter_ns.saturating_sub(waiting);
-    end
+
+    /// Counts `poll`, a failed poll of the run.
+    fn count(&mut self, poll: &Event) {
+        self.waiting += poll.duration_ns();
+        self.made += 1 + u64::from(poll.gap_polls);
+        self.before += 1;
+    }
+
+    /// `end`, the call after the polls counted, with their time and their count.
+    fn fold_into(self, mut end: Event, stats: &mut PollFolding) -> Event {
+        stats.polls += self.before;
+        stats.waiting_ns += self.waiting;
+        end.gap_polls = u32::try_from(self.made + u64::from(end.gap_polls)).unwrap_or(u32::MAX);
+        end.gap_ns = self.work;
+        end.gap_cpu_ns = self.work_cpu;
+        end.gap_work = self.instr;
+        end.enter_ns = end.enter_ns.saturating_sub(self.waiting);
+        end
+    }
+}
+
+impl PollFolder {
+    /// Takes the next event of the rank; puts what is folded out into `out`.
+    pub fn push(&mut self, e: Event, out: &mut Vec<Event>) {
+        if is_failed_poll(&e) {
+            match &mut self.run {
+                None => {
+                    // The block before the first poll is the program's, whatever it is.
+                    let sums = Sums {
+                        before: 0,
+                        made: 0,
+                        work: e.gap_ns,
+                        work_cpu: e.gap_cpu_ns,
+                        instr: e.gap_work,
+                        waiting: 0,
+                    };
+                    self.run = Some(Run { last: e, sums });
+                }
+                Some(run) => {
+                    run.sums.turn(&e, &mut self.stats);
+                    run.sums.count(&run.last);
+                    run.last = e;
+                }
+            }
+            return;
+        }
+        match self.run.take() {
+            None => out.push(e),
+            Some(Run { last, mut sums }) if ends_a_wait(&e) => {
+                sums.turn(&e, &mut self.stats);
+                sums.count(&last);
+                out.push(sums.fold_into(e, &mut self.stats));
+                self.stats.folded_runs += 1;
+            }
+            Some(run) => {
+                self.keep_one(run, out);
+                out.push(e);
+            }
+        }
+    }
+
+    /// A run that no waiting call ends: its latest poll stays and takes the others' time.
+    fn keep_one(&mut self, Run { last, sums }: Run, out: &mut Vec<Event>) {
+        if sums.before > 0 {
+            self.stats.kept_runs += 1;
+            out.push(sums.fold_into(last, &mut self.stats));
+        } else {
+            out.push(last);
+        }
+    }
+
+    /// Ends the rank (a run still open keeps one poll); what was folded.
+    pub fn finish(mut self, out: &mut Vec<Event>) -> PollFolding {
+        if let Some(run) = self.run.take() {
+            self.keep_one(run, out);
+        }
+        self.stats
+    }
 }
 
 #[cfg(test)]

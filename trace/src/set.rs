@@ -15,6 +15,7 @@ use crate::error::{Result, TraceError};
 use crate::meta::RunMeta;
 use crate::model::{Rank, RankTrace};
 use crate::native::{self, MAGIC};
+use crate::polls::PollFolding;
 use crate::ti::{self, TiOptions};
 
 /// The on-disk format a trace was read from.
@@ -61,6 +62,22 @@ impl TraceSet {
         Ok(set)
     }
 
+    /// Opens the trace at `path` as [`TraceSet::open`] does, with every rank's polling loops
+    /// folded ([`TraceSet::fold_polls`]); returns what was folded, over all ranks. Native rank
+    /// files are folded as they are read ([`native::read_rank_file_folded`]): a trace of tens
+    /// of millions of failed polls is never held whole.
+    pub fn open_folded(path: &Path, opts: &ReadOptions) -> Result<(TraceSet, PollFolding)> {
+        if path.is_dir() && path.join(native::rank_file_name(Rank(0))).is_file() {
+            let (set, folded) = open_native_dir(path, true)?;
+            // Their events were checked as they were read.
+            crate::validate::check_run(&set.path, &set.ranks, false)?;
+            return Ok((set, folded));
+        }
+        let mut set = Self::open(path, opts)?;
+        let folded = set.fold_polls();
+        Ok((set, folded))
+    }
+
     fn read(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
         let not = |reason: &str| TraceError::NotATrace {
             path: path.to_path_buf(),
@@ -69,7 +86,7 @@ impl TraceSet {
         let meta = std::fs::metadata(path).map_err(|e| TraceError::io(path, e))?;
         if meta.is_dir() {
             if path.join(native::rank_file_name(Rank(0))).is_file() {
-                return open_native_dir(path);
+                return open_native_dir(path, false).map(|(set, _)| set);
             }
             let index = path.join("trace.txt");
             if index.is_file() {
@@ -219,7 +236,9 @@ fn open_ti(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
     Ok(TraceSet { path: path.to_path_buf(), format: TraceFormat::SimgridTi, ranks, meta: None })
 }
 
-fn open_native_dir(dir: &Path) -> Result<TraceSet> {
+/// The native trace in `dir`, its polls folded as each rank is read where `fold`, with what
+/// was folded.
+fn open_native_dir(dir: &Path, fold: bool) -> Result<(TraceSet, PollFolding)> {
     let first = native::NativeReader::open(&dir.join(native::rank_file_name(Rank(0))))?;
     let n_ranks = first.header().info.n_ranks;
     drop(first);
@@ -234,7 +253,11 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
                     reason: format!("missing: the trace has {n_ranks} ranks"),
                 });
             }
-            let t = native::read_rank_file(&file)?;
+            let (t, folded) = if fold {
+                native::read_rank_file_folded(&file)?
+            } else {
+                (native::read_rank_file(&file)?, PollFolding::default())
+            };
             crate::progress::rank_read();
             if t.rank != Rank(r) || t.info.n_ranks != n_ranks {
                 return Err(TraceError::Corrupt {
@@ -247,12 +270,20 @@ fn open_native_dir(dir: &Path) -> Result<TraceSet> {
                     ),
                 });
             }
-            Ok(t)
+            Ok((t, folded))
         })
         .collect::<Result<Vec<_>>>()?;
+    let mut folded = PollFolding::default();
+    let ranks = ranks
+        .into_iter()
+        .map(|(t, f)| {
+            folded.add(&f);
+            t
+        })
+        .collect();
     let meta_path = dir.join("meta.json");
     let meta = if meta_path.is_file() { Some(RunMeta::read(&meta_path)?) } else { None };
-    Ok(TraceSet { path: dir.to_path_buf(), format: TraceFormat::Native, ranks, meta })
+    Ok((TraceSet { path: dir.to_path_buf(), format: TraceFormat::Native, ranks, meta }, folded))
 }
 
 /// The compression a file's first bytes announce (gzip, bzip2, xz, zstd), if any: traces are

@@ -125,9 +125,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     let mut notes = Vec::new();
     let opts = ReadOptions { ti: TiOptions { flops_per_second: o.flops } };
     observer.line(&format!("reading {}", o.trace.display()));
-    let mut set = {
+    let (mut set, polls) = {
         let _busy = observer.reading("reading");
-        TraceSet::open(&o.trace, &opts)?
+        TraceSet::open_folded(&o.trace, &opts)?
     };
     if set.meta.as_ref().is_some_and(|m| m.time_only) {
         bail!(
@@ -136,7 +136,6 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             o.trace.display()
         );
     }
-    let polls = set.fold_polls();
     if polls.polls > 0 {
         observer.line(&document::describe_polls(&polls));
     }
@@ -355,11 +354,10 @@ fn by_stretches(
         return Ok(None);
     }
     // Read again as for the first build, the trace has the same stretches.
-    let mut set = {
+    let (mut set, _) = {
         let _busy = observer.reading("reading again");
-        TraceSet::open(&o.trace, opts)?
+        TraceSet::open_folded(&o.trace, opts)?
     };
-    set.fold_polls();
     let mut local = set.drop_local_calls();
     let again = set.stretches();
     if !cuts.iter().all(|(c, _)| again.contains(c)) {
