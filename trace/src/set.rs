@@ -168,8 +168,8 @@ impl TraceSet {
 
     /// Cuts each of `cuts` (a stretch [`TraceSet::stretches`] found, and the seconds of its span
     /// whose share of each rank's work it keeps; [`crate::stretch::cut_all`]); returns what each
-    /// cut did. The calls left
-    /// without a partner are then removed by [`TraceSet::drop_local_calls`].
+    /// cut did. The calls left without a partner are then removed by
+    /// [`TraceSet::drop_local_calls`].
     pub fn cut_stretches(
         &mut self,
         cuts: &[(crate::stretch::Stretch, f64)],

@@ -24,8 +24,8 @@
 //! skeleton, whose ranks replay their calls and polls at the same pace, waits at the closing
 //! collective for the rank whose sample holds the most. HPC Challenge's MPI RandomAccess on 4
 //! ranks and 2 cores: in the first 13 % of a stretch's time one rank made 158,000 polls and the
-//! others 45,000–66,000; cut by time, the skeleton predicted 4.1–6.5 s against 3.8–4.1 s for
-//! the application, cut by share 2.6–3.7 s.
+//! others 45,000–66,000. Cut by time, the skeleton predicted 3.6–5.4 s against 2.4–3.4 s for
+//! the application (six interleaved rounds); cut by share, 2.1–2.6 s.
 //!
 //! Stretches that hold a collective of only some ranks, or a communicator's creation, are not
 //! cut (their members would not agree on which of its instances they make).
@@ -200,12 +200,12 @@ pub fn cut(ranks: &mut [RankTrace], stretch: &Stretch, keep_s: f64) -> StretchCu
 
 /// Cuts each stretch of `cuts` of `ranks` (all found by [`find`] on these ranks) to the first
 /// calls that make, on each rank, the share of its work that the seconds the stretch keeps are
-/// of its span (see the module documentation); what each cut did, in the order of `cuts`. A message whose
-/// one end is dropped loses the other too, wherever it is (the messages of every channel still
-/// pair in order), and a request its start or its completion. All the cuts are made in one
-/// pass: the other end of a message dropped in one stretch may lie in another (a send posted
-/// before a collective and received after the next), so cutting one stretch after another
-/// would move the calls the next cut's ranges name.
+/// of its span (see the module documentation); what each cut did, in the order of `cuts`. A
+/// message whose one end is dropped loses the other too, wherever it is (the messages of every
+/// channel still pair in order), and a request its start or its completion. All the cuts are
+/// made in one pass: the other end of a message dropped in one stretch may lie in another (a
+/// send posted before a collective and received after the next), so cutting one stretch after
+/// another would move the calls the next cut's ranges name.
 ///
 /// Every rank keeps at least the first call it makes in the stretch, so that the part kept has
 /// a time.
