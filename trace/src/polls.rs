@@ -32,7 +32,8 @@
 //! §3) see the iterations of a polling loop as equal.
 //!
 //! # Complexity
-//! O(n) time in the number of events, in place.
+//! O(n) time in the number of events; a run of polls is held as its sums and its latest poll,
+//! so folding while reading ([`PollFolder`]) needs memory only for the events kept.
 
 use serde::{Deserialize, Serialize};
 

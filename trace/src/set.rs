@@ -67,7 +67,7 @@ impl TraceSet {
     /// files are folded as they are read ([`native::read_rank_file_folded`]): a trace of tens
     /// of millions of failed polls is never held whole.
     pub fn open_folded(path: &Path, opts: &ReadOptions) -> Result<(TraceSet, PollFolding)> {
-        if path.is_dir() && path.join(native::rank_file_name(Rank(0))).is_file() {
+        if path.is_dir() && holds_native_ranks(path) {
             let (set, folded) = open_native_dir(path, true)?;
             // Their events were checked as they were read.
             crate::validate::check_run(&set.path, &set.ranks, false)?;
@@ -85,7 +85,7 @@ impl TraceSet {
         };
         let meta = std::fs::metadata(path).map_err(|e| TraceError::io(path, e))?;
         if meta.is_dir() {
-            if path.join(native::rank_file_name(Rank(0))).is_file() {
+            if holds_native_ranks(path) {
                 return open_native_dir(path, false).map(|(set, _)| set);
             }
             let index = path.join("trace.txt");
@@ -234,6 +234,11 @@ fn dumpi_meta_in(dir: &Path) -> Result<Option<PathBuf>> {
 fn open_ti(path: &Path, opts: &ReadOptions) -> Result<TraceSet> {
     let ranks = ti::read_ti(path, &opts.ti)?;
     Ok(TraceSet { path: path.to_path_buf(), format: TraceFormat::SimgridTi, ranks, meta: None })
+}
+
+/// Whether directory `dir` holds a native trace (its rank 0's file).
+fn holds_native_ranks(dir: &Path) -> bool {
+    dir.join(native::rank_file_name(Rank(0))).is_file()
 }
 
 /// The native trace in `dir`, its polls folded as each rank is read where `fold`, with what
