@@ -113,6 +113,7 @@ static struct {
     int time_only;             /* record MPI_Init and MPI_Finalize only */
     uint64_t cpu_prev, cpu_gap; /* thread CPU clock at the last exit; the gap before this call */
     uint64_t cpu_wall;          /* the wall clock at which cpu_prev holds */
+    uint64_t cpu_read_wall;     /* the wall clock at which the CPU clock was last read */
     uint32_t next_req, next_comm;
     struct comm *comms;
     int n_comms, cap_comms;
@@ -140,19 +141,30 @@ static uint64_t cpu_now(void) {
  * microsecond): read at every call's entry and exit it doubled the run of an application making
  * 200,000 calls per rank, and put a read's cost into every recorded gap. A descheduled thread is
  * away for a scheduler slice (milliseconds), so the intervals it inflates are long and are read;
- * the clock is then off by at most this much per interval that a short preemption hit, and a
- * read costs at most a twentieth of the interval it measures. */
+ * a read costs at most a twentieth of the interval it measures.
+ *
+ * Short intervals are not always spent on a processor, though: two ranks that poll on one core
+ * hand it to each other at every poll (a poll yields the processor where ranks outnumber cores),
+ * for microseconds at a time. Estimated one after the other, such intervals drift ahead of the
+ * clock by the time the other rank had, and the drift was taken out of the next long interval
+ * read (the compute block after a polling loop: the polling fixture program recorded 3.4 ms of
+ * processor time for a 12 ms block). So the clock is also read once this much wall time has
+ * passed since it was last read, and what it reads replaces the estimate: the estimate is never
+ * ahead by more than this. */
 #define CPU_READ_NS 20000u
 
 /* The thread CPU clock at wall time `t`, which follows the last point it was known at by `t -
- * T.cpu_wall`: estimated for a short interval, read for a long one. */
+ * T.cpu_wall`: estimated within CPU_READ_NS of the last read, read otherwise. */
 static uint64_t cpu_at(uint64_t t) {
     if (!T.cpu_time) return 0;
     uint64_t since = t > T.cpu_wall ? t - T.cpu_wall : 0;
-    if (since < CPU_READ_NS) return T.cpu_prev + since;
+    uint64_t unread = t > T.cpu_read_wall ? t - T.cpu_read_wall : 0;
+    if (since < CPU_READ_NS && unread < CPU_READ_NS) return T.cpu_prev + since;
     uint64_t c = cpu_now();
-    /* An earlier estimate may be ahead of the clock by a short preemption. */
-    return c > T.cpu_prev ? c : T.cpu_prev;
+    T.cpu_read_wall = t;
+    /* An earlier estimate may be ahead of the clock: the clock is right, and the gap that
+     * follows counts from it (a gap whose estimated start is ahead of its end counts 0). */
+    return c;
 }
 
 static uint64_t instr_now(void) {
@@ -634,6 +646,7 @@ static void start(int op, uint64_t t_in, uint64_t t_out) {
     T.cpu_gap = 0;
     T.cpu_prev = cpu_now();
     T.cpu_wall = now_ns();
+    T.cpu_read_wall = T.cpu_wall;
     ev_begin(op, 0, t_out - t_in, 0, 0);
     commit();
     flush_committed();
