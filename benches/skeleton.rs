@@ -357,7 +357,7 @@ fn app_cases() -> Vec<(&'static str, App)> {
         ("taskfarm", App::Program("taskfarm", &["300", "2000"])),
         // Pre-posted any-source receives, the last one cancelled.
         ("cancel", App::Program("cancel", &["400", "1024", "3000"])),
-        // Two stretches of drawn exchanges that fold into no loop, cut by time.
+        // Two stretches of drawn exchanges that fold into no loop, cut short.
         ("shuffle", App::Program("shuffle", &["4000", "40"])),
     ]
 }
@@ -434,7 +434,7 @@ fn apps(reps: usize) {
                     * c["ranks"].as_array().map_or(1, |r| r.len() as u64)
             })
             .sum::<u64>()
-            // The calls of stretches cut by time that the skeleton's program left out.
+            // The calls of stretches cut short that the skeleton's program left out.
             + doc["stretches"]
                 .as_array()
                 .map_or(0, |a| a.iter().map(|c| c["dropped"].as_u64().unwrap_or(0)).sum());

@@ -17,9 +17,10 @@ use crate::progress::Stages;
 /// program, cuts its main loop so that it runs about --target-time, executes every rank's
 /// program abstractly to prove it cannot deadlock, and writes the skeleton folder. Still over
 /// the target with long runs of calls that fold into no loop between two collectives of all
-/// ranks (stretches), it makes the skeleton again from the trace with those stretches cut by
-/// time: each rank keeps the calls it began in their first part, whose time is scaled to the
-/// whole stretch.
+/// ranks (stretches), it makes the skeleton again from the trace with those stretches cut:
+/// each rank keeps its first calls, as large a share of its own work in the stretch (a call and
+/// the failed polls folded into it) as the target leaves, and the part kept is timed and scaled
+/// to the whole stretch.
 ///
 ///   skeleton.c, mpiskel_rt.c, mpiskel_rt.h   the program and its runtime
 ///   Makefile                                  make (MPICC=...), make smpi (SimGrid)
@@ -90,8 +91,8 @@ pub struct BuildArgs {
     /// such calls are local (Xu & Subhlok 2008, §4): they are left out, their time stays in
     /// the computation before the next call; and sends the run completed before their receives
     /// were posted, where the program relies on it, become buffered sends (`MPI_Bsend`). The
-    /// build says what it left out or buffered. With --strict, no stretch is cut by time either
-    /// (that cut leaves out the messages that cross it).
+    /// build says what it left out or buffered. With --strict, no stretch is cut either (that
+    /// cut leaves out the messages that cross it).
     #[arg(long)]
     strict: bool,
     /// The platform the application ran on (a SimGrid platform file with one <cluster>, or

@@ -1255,7 +1255,7 @@ fn simulated(input: &Path, toml: &Path, extra: &[&str]) -> f64 {
 /// and on a slow modelled cluster (without the scale it would be a fraction of it); the skeleton
 /// itself runs a fraction of the application's calls, and `--strict` cuts nothing.
 #[test]
-fn stretches_that_fold_into_no_loop_are_cut_by_time_and_scaled() {
+fn stretches_that_fold_into_no_loop_are_cut_short_and_scaled() {
     let trace = fixture("shuffle");
     let out = scratch("stretch");
     let dir = out.join("skel");

@@ -77,7 +77,7 @@ pub struct PhaseDoc {
     pub compute_s: f64,
     /// Calls per iteration.
     pub calls: u64,
-    /// What its time is multiplied by beyond its iterations (a part of a stretch cut by time;
+    /// What its time is multiplied by beyond its iterations (a part of a stretch cut short;
     /// [`crate::program::Phase::scale`]).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,
@@ -121,7 +121,7 @@ pub struct SkeletonDocument {
     /// (`mpiskel_trace::local`).
     #[serde(default, skip_serializing_if = "no_local_calls")]
     pub local_calls: LocalCalls,
-    /// Stretches between collectives of all ranks that fold into no loop, cut by time
+    /// Stretches between collectives of all ranks that fold into no loop, cut short
     /// (`mpiskel_trace::stretch`); their calls left without a partner are in `local_calls`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stretches: Vec<StretchCut>,
@@ -209,7 +209,7 @@ fn no_local_calls(l: &LocalCalls) -> bool {
     l.calls() == 0 && l.unmatched_sendrecv == 0
 }
 
-/// One sentence on the stretches cut by time ([`mpiskel_trace::stretch`]).
+/// One sentence on the stretches cut short ([`mpiskel_trace::stretch`]).
 pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
     let span: f64 = cuts.iter().map(|c| c.span_s).sum();
     let kept: f64 = cuts.iter().map(|c| c.kept_s).sum();
@@ -494,7 +494,7 @@ pub fn render(doc: &SkeletonDocument) -> String {
             let scaled = if p.scale == 1.0 {
                 String::new()
             } else {
-                format!(" (part of a stretch cut by time: its time ×{:.3})", p.scale)
+                format!(" (part of a stretch cut short: its time ×{:.3})", p.scale)
             };
             let _ = writeln!(
                 s,

@@ -444,7 +444,7 @@ fn make_with(
     let recorded_spread = crate::scale::lead_class_index(&whole)
         .map_or(0.0, |ci| crate::sampling::recorded_spread(&whole, ci, lt, &nests));
     let options = |skip_warmup| ScaleOptions { skip_warmup, recorded_spread };
-    // Stretches cut by time (`mpiskel_trace::stretch`) are not in the trace the program was made
+    // Stretches cut short (`mpiskel_trace::stretch`) are not in the trace the program was made
     // from: its cuts are decided for the time that trace holds, the target stays the
     // application's, and the factor is the application's time over the skeleton's.
     let removed_s: f64 = lt.stretches.iter().map(|s| s.removed_s()).sum();

@@ -49,7 +49,7 @@ fn weight(s: &Symbolized, r: std::ops::Range<usize>) -> f64 {
 
 /// The exact nest of a class (greedy, with its mean gaps).
 ///
-/// Where stretches were cut by time (`mpiskel_trace::stretch`), the program is folded in pieces
+/// Where stretches were cut short (`mpiskel_trace::stretch`), the program is folded in pieces
 /// between their ends (`bounds`, ascending positions), so that no loop runs across one: the
 /// part of a stretch that the skeleton runs is timed on its own.
 fn exact_nest(s: &Symbolized, bounds: &[usize]) -> LoopNest {
@@ -71,7 +71,7 @@ fn exact_nest(s: &Symbolized, bounds: &[usize]) -> LoopNest {
     nest
 }
 
-/// The positions of `class`'s program where a stretch cut by time begins or ends, ascending.
+/// The positions of `class`'s program where a stretch cut short begins or ends, ascending.
 fn stretch_bounds(lt: &LogicalTrace, class: &mpiskel_logicalize::ProcessClass) -> Vec<usize> {
     let mut b: Vec<usize> = lt
         .stretches

@@ -165,7 +165,7 @@ fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
     } else {
         (full, run)
     };
-    // A part of a stretch cut by time stands for the stretch's calls it does not make as well.
+    // A part of a stretch cut short stands for the stretch's calls it does not make as well.
     let app = ((app_n * ac + oc) * p.scale, (app_n * ab + ob) * p.scale);
     let skel = (run_n * rc + oc, run_n * rb + ob);
     (app, skel)

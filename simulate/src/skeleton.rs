@@ -97,7 +97,7 @@ pub struct PhaseMarks {
     /// prices) per iteration run, by which its runtime scales the phase, times its
     /// [`Phase::scale`]; 1 otherwise.
     pub scale: f64,
-    /// The phase's [`Phase::scale`]: a part of a stretch cut by time stands for the whole
+    /// The phase's [`Phase::scale`]: a part of a stretch cut short stands for the whole
     /// stretch.
     pub stretch: f64,
 }

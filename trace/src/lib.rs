@@ -11,7 +11,7 @@
 //! - [`dumpi`]: SST DUMPI traces (a `.meta` file and one binary file per rank), as sst-dumpi
 //!   writes them.
 //! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
-//! - [`stretch`]: the calls between two collectives of all ranks, cut by time where they fold
+//! - [`stretch`]: the calls between two collectives of all ranks, cut short where they fold
 //!   into no loop.
 //! - [`summary`]: the figures `mpiskel inspect` reports.
 //! - [`tracer`]: the tracer's C source, embedded so the CLI can build it for any installed MPI.

@@ -156,7 +156,7 @@ impl TraceSet {
         crate::local::drop_local_calls(&mut self.ranks)
     }
 
-    /// The stretches between collectives of all ranks that can be cut by time
+    /// The stretches between collectives of all ranks that can be cut short
     /// ([`crate::stretch`]); none for a trace that records no call times (SimGrid's
     /// time-independent format).
     pub fn stretches(&self) -> Vec<crate::stretch::Stretch> {

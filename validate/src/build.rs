@@ -182,7 +182,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         Err(e) => return Err(e.into()),
     };
     // Over its target with stretches between collectives of all ranks that fold into no loop:
-    // made again from the trace with those stretches cut by time.
+    // made again from the trace with those stretches cut short.
     let (mut lt, mut local_calls) = (lt, local_calls);
     if !o.strict {
         if let Some((b, l, local)) =
@@ -336,7 +336,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
 }
 
 /// `built` made again from the trace of `o`, read anew, with the stretches between collectives
-/// of all ranks that [`mpiskel_emit::stretches::choose`] picks cut by time
+/// of all ranks that [`mpiskel_emit::stretches::choose`] picks cut short
 /// ([`mpiskel_trace::stretch`]): with its logical trace and the local calls left out (those the
 /// cut left without a partner included). `None` where nothing is cut, the program cannot be
 /// made so, or it is not shorter.
@@ -369,7 +369,7 @@ fn by_stretches(
     }
     local.add(&set.drop_local_calls());
     observer.line(&format!(
-        "{} stretches between collectives of all ranks fold into no loop: cut by time, to {} of \
+        "{} stretches between collectives of all ranks fold into no loop: cut short, to {} of \
          their {} calls",
         cut.len(),
         cut.iter().map(|c| c.kept_calls).sum::<u64>(),

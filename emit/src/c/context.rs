@@ -52,7 +52,7 @@ struct PhaseCtx {
     pre_lines: Vec<String>,
     /// Index of its timer.
     timer: usize,
-    /// Its [`Phase::scale`] as C, where it is not 1 (a part of a stretch cut by time).
+    /// Its [`Phase::scale`] as C, where it is not 1 (a part of a stretch cut short).
     scale: Option<String>,
 }
 

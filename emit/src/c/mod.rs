@@ -132,7 +132,7 @@ pub(crate) fn phase_comment(p: &crate::program::Phase) -> String {
     }
     format!(
         "{text} Part of a stretch between two collectives of all ranks that folds into no loop, \
-         cut by time: its time, times {:.4}, stands for its calls and the stretch's calls that \
+         cut short: its time, times {:.4}, stands for its calls and the stretch's calls that \
          the skeleton does not run.",
         p.scale
     )

@@ -34,9 +34,9 @@ pub enum BuildError {
         /// Program length.
         want: usize,
     },
-    /// A stretch cut by time has no place of its own in a class's program: a loop found there
+    /// A stretch cut short has no place of its own in a class's program: a loop found there
     /// runs across one of its ends, or the class makes fewer collectives of all ranks.
-    #[error("class {class} has no phase boundary at the ends of stretch {stretch} (cut by time)")]
+    #[error("class {class} has no phase boundary at the ends of stretch {stretch} (cut short)")]
     Stretch {
         /// Class.
         class: usize,
@@ -59,7 +59,7 @@ pub fn stretch_range(class: &ProcessClass, index: usize) -> Option<(u64, u64)> {
     Some((a as u64 + 1, b as u64))
 }
 
-/// The parts of `class`'s program that the skeleton runs of stretch `s`, cut by time
+/// The parts of `class`'s program that the skeleton runs of stretch `s`, cut short
 /// ([`stretch_range`]), each as positions `from..to` with the scale of its time: the first half
 /// of its calls counted once, the second scaled to stand for the rest of the stretch. The calls
 /// after a collective of all ranks run faster than the stretch's pace until the ranks drift
@@ -79,7 +79,7 @@ pub fn stretch_parts(class: &ProcessClass, s: &StretchCut) -> Option<Vec<(u64, u
     Some(vec![(a, m, 1.0), (m, b, rest.max(1.0))])
 }
 
-/// The parts of `class`'s program that the skeleton runs of each stretch of `lt` cut by time
+/// The parts of `class`'s program that the skeleton runs of each stretch of `lt` cut short
 /// ([`stretch_parts`]).
 fn stretch_positions(
     lt: &LogicalTrace,
@@ -515,7 +515,7 @@ fn gaps_of(
 }
 
 /// One class's calls and compute blocks, by leaf of its nest, before receive counts are set.
-/// A class, its nest, its calls, its gaps, its leaves and its stretches cut by time.
+/// A class, its nest, its calls, its gaps, its leaves and its stretches cut short.
 type ClassCalls<'a> =
     (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, LeafMap, Vec<(u64, u64, f64)>);
 

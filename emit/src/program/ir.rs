@@ -401,7 +401,7 @@ pub struct Phase {
     #[serde(skip)]
     pub skipped: Option<Vec<Stmt>>,
     /// What its time is multiplied by, beyond its iterations, to stand for the application's:
-    /// for a phase of a stretch cut by time (`mpiskel_trace::stretch`), the stretch's recorded
+    /// for a phase of a stretch cut short (`mpiskel_trace::stretch`), the stretch's recorded
     /// span over the part the skeleton runs; 1 elsewhere.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,

@@ -90,7 +90,7 @@ pub(crate) fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
 /// Splits a class's nest into phases: each top-level loop is one, straight-line runs between
 /// them are one each.
 ///
-/// `stretches` are the class's parts of stretches cut by time (`mpiskel_trace::stretch`):
+/// `stretches` are the class's parts of stretches cut short (`mpiskel_trace::stretch`):
 /// positions `from..to` and the scale of each. A phase begins and ends at each, and the phases
 /// inside take its scale; a top-level loop across one of their ends is refused (`Err` with the
 /// stretch's index in `stretches`).

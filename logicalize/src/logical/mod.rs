@@ -294,7 +294,7 @@ pub struct LogicalTrace {
     /// trace --cpu-time`); otherwise they are wall time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub processor_time: bool,
-    /// Stretches between collectives of all ranks that were cut by time before the trace was
+    /// Stretches between collectives of all ranks that were cut short before the trace was
     /// made logical (`mpiskel_trace::stretch`): the skeleton scales the part of each it runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stretches: Vec<mpiskel_trace::stretch::StretchCut>,
