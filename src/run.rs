@@ -169,7 +169,33 @@ pub fn run(c: RunCommand) -> Result<ExitCode> {
             p.name, p.run, p.full, p.seconds, p.predicted_s
         );
     }
+    if let Some(note) = r.node.as_ref().and_then(shared_processors_note) {
+        println!("{note}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where a node's ranks outnumber its processors, what a single run is worth: ranks that spin
+/// while they wait are seldom moved from the processor they started on, so a short run keeps
+/// whichever placement it began with (LAMMPS crack's skeleton on 4 ranks and 2 cores predicted
+/// 1.58–1.64 s in four runs and 1.92–2.25 s in four others, as the application itself took
+/// 1.45–1.52 or 1.78–1.81 s).
+fn shared_processors_note(node: &mpiskel_validate::run::NodeReport) -> Option<String> {
+    if node.cores <= 0.0 || f64::from(node.ranks) <= node.cores {
+        return None;
+    }
+    let cores = if node.cores.fract() == 0.0 {
+        format!("{}", node.cores)
+    } else {
+        format!("{:.2}", node.cores)
+    };
+    let plural = if node.cores == 1.0 { "" } else { "s" };
+    Some(format!(
+        "note: the {} ranks share {cores} processor{plural} here: one run this short keeps the \
+         placement of ranks on processors it began with, and two runs can differ by a third; \
+         `--repeat 5` gives the median of five runs",
+        node.ranks
+    ))
 }
 
 /// The three figures of a run that `--repeat` summarizes.

@@ -587,7 +587,7 @@ fn sends_the_run_buffered_are_buffered_unless_strict() {
 /// says so, cuts each worker's computation by the same share, and the skeleton runs under both
 /// MPI libraries, its prediction holding the workers' removed computation to what the node's
 /// processors could have run: the processors of the machine, of one (`taskset`), and of half a
-/// processor's quota (a CPU cgroup).
+/// processor's quota (a CPU cgroup). On one processor, `run` notes what a single run is worth.
 #[test]
 fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     let out_dir = scratch("taskfarm");
@@ -674,6 +674,17 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     // computation runs one after another: each restored at the pace of its own kept parts, the
     // prediction would be about the busiest worker's alone.
     run_under(&["taskset".as_ref(), "-c".as_ref(), "0".as_ref()], 1.0);
+    // Its summary says that one run there is worth little on its own.
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", "0"]).arg(env!("CARGO_BIN_EXE_mpiskel"));
+    cmd.args(["run", "--mpi", "openmpi", "--timeout", "300"]).arg(&dir);
+    let out = support::run_with_timeout(cmd, 360);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("the 4 ranks share 1 processor here") && text.contains("--repeat"),
+        "{text}"
+    );
     // Under a CPU quota of half a processor (a cgroup, as `mpiskel validate` makes for its
     // shared-processor scenarios): the node's processors are the quota.
     let cgroup = mpiskel_validate::harness::Cgroup::create(50).expect("a CPU cgroup (as root)");
