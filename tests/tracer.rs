@@ -791,3 +791,56 @@ fn cpu_time_of_a_block_after_polls_is_the_work_it_did() {
         .collect();
     assert!(off.is_empty(), "{} blocks off: {off:?}", off.len());
 }
+
+/// A trace records the load beside its run (`meta.json`'s `node_load`): traced while two
+/// processes spin on this machine's 2 cores, the polling program's run had a large share of the
+/// node's processor time taken by others, `inspect` shows it and `build` says what it means for
+/// the skeleton.
+#[test]
+fn a_trace_records_the_load_beside_its_run() {
+    struct Spinners(Vec<std::process::Child>);
+    impl Drop for Spinners {
+        fn drop(&mut self) {
+            for c in &mut self.0 {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+    let dir = scratch("node-load");
+    let spinners = Spinners(
+        (0..2)
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .expect("sh")
+            })
+            .collect(),
+    );
+    support::trace_program_with(
+        Lib::OpenMpi,
+        4,
+        "polling",
+        &["30", "4096", "3000"],
+        &dir,
+        &["--cpu-time"],
+    );
+    drop(spinners);
+    let set = open(&dir);
+    let load = set.meta.as_ref().and_then(|m| m.node_load).expect("node_load recorded");
+    assert!(load.processors >= 1, "{load:?}");
+    // Two spinners beside 4 ranks on 2 cores hold about a third of the node or more.
+    assert!(load.others > 0.15 && load.others <= 1.0, "{load:?}");
+    assert!((0.0..=1.0).contains(&load.steal), "{load:?}");
+    let inspect = support::mpiskel().arg("inspect").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    assert!(text.contains("load     while it ran, other processes took"), "{text}");
+    let skel = dir.with_extension("skel");
+    let build =
+        support::mpiskel().args(["build", "--force"]).arg(&dir).arg("-o").arg(&skel).output();
+    let build = build.unwrap();
+    let notes = String::from_utf8_lossy(&build.stderr);
+    assert!(build.status.success(), "{notes}");
+    assert!(notes.contains("while the application was traced, other processes took"), "{notes}");
+}

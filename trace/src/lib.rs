@@ -46,7 +46,7 @@ pub mod tracer;
 pub mod validate;
 
 pub use error::{Result, TraceError};
-pub use meta::RunMeta;
+pub use meta::{NodeLoad, RunMeta};
 pub use model::{
     Cart, CommId, Completed, Counts, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo,
     RankTrace, RequestId, Wildcards, Work,

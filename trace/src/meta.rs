@@ -38,6 +38,25 @@ pub struct RunMeta {
     pub time_only: bool,
     /// mpiskel version that recorded the trace.
     pub mpiskel_version: String,
+    /// What else the node's processors did while the command ran, where the run was on this
+    /// node alone and Linux's `/proc/stat` could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_load: Option<NodeLoad>,
+}
+
+/// The load beside a traced run, on the node it ran on: shares of the node's processor time
+/// while the command ran (its processors × its wall time). A compute block recorded beside a
+/// busy neighbour took longer, on the wall clock and in processor time alike (caches and memory
+/// shared), and a skeleton replays the run as it was then.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NodeLoad {
+    /// The node's processors.
+    pub processors: u32,
+    /// Share taken by other processes: the node's busy time less the traced command's own
+    /// processor time.
+    pub others: f64,
+    /// Share the hypervisor gave to other virtual machines (steal time).
+    pub steal: f64,
 }
 
 impl RunMeta {

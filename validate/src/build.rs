@@ -139,6 +139,11 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     if polls.polls > 0 {
         observer.line(&document::describe_polls(&polls));
     }
+    if let Some(note) =
+        set.meta.as_ref().and_then(|m| m.node_load).and_then(|l| crate::load::describe(&l))
+    {
+        notes.push(note);
+    }
     let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
     // The stretches between collectives of all ranks, found before the calls are freed: the
     // trace is read again only where some are to be cut.

@@ -23,6 +23,7 @@ pub mod build;
 pub mod calibrate;
 pub mod error;
 pub mod harness;
+pub mod load;
 pub mod native;
 pub mod observe;
 pub mod record;

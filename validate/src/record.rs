@@ -13,6 +13,7 @@ use mpiskel_trace::{Rank, RunMeta};
 
 use crate::error::{bail, Context, Result};
 use crate::harness;
+use crate::load;
 use crate::observe::Observer;
 
 /// What to record (`mpiskel trace`'s options).
@@ -96,11 +97,13 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     observer.line(&format!("tracing with the {mpi} tracer: {}", plan.argv.join(" ")));
     let start_unix =
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let (node_before, own_before) = (load::node_times(), load::children_cpu_s());
     let started = Instant::now();
     let mut cmd = Command::new(&plan.argv[0]);
     cmd.args(&plan.argv[1..]).envs(plan.env.iter().map(|(k, v)| (k, v)));
     let status = harness::status_of_child(cmd, &plan.argv[0])?;
     let wall_s = started.elapsed().as_secs_f64();
+    let (node_after, own_after) = (load::node_times(), load::children_cpu_s());
 
     let fail = |why: String| -> Result<Recorded> {
         let _ = std::fs::remove_dir_all(&partial);
@@ -147,6 +150,17 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
         cpu_time: header.info.has_cpu_time,
         time_only: o.time_only,
         mpiskel_version: env!("CARGO_PKG_VERSION").to_owned(),
+        node_load: None,
+    };
+    // Only a run on this node alone has all its ranks among this process's descendants.
+    let here = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
+    let local = meta.hosts.iter().all(|h| Some(h) == here.as_ref());
+    let meta = RunMeta {
+        node_load: match (node_before, node_after, own_before, own_after) {
+            (Some(a), Some(b), Some(x), Some(y)) if local => load::load_between(&a, &b, y - x),
+            _ => None,
+        },
+        ..meta
     };
     meta.write(&tmp.join("meta.json"))?;
     if out.exists() {

@@ -1,0 +1,138 @@
+//! The load beside a traced run ([`NodeLoad`]): how much of the node's processor time other
+//! processes, and the hypervisor, took while the command ran.
+//!
+//! Read from Linux's `/proc/stat` before and after the run (the node's busy, idle and steal
+//! time) and from the processor time of the finished command and its descendants
+//! (`getrusage(RUSAGE_CHILDREN)`: the ranks, reaped by the launcher, count in it). What the node
+//! was busy with beyond that was other processes. A trace is as typical as the run it recorded:
+//! three traces of one LAMMPS input, taken while a compiler ran beside them, recorded 0.64 to
+//! 1.30 s of processor time per rank for the same work, and a skeleton replays what its trace
+//! recorded.
+//!
+//! # Complexity
+//! O(processors) to read `/proc/stat`.
+
+use mpiskel_trace::NodeLoad;
+
+/// The node's processor time so far, in seconds: busy (user, nice, system, irq, softirq),
+/// steal, and all of it (idle and iowait included), and its processors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeTimes {
+    busy_s: f64,
+    steal_s: f64,
+    total_s: f64,
+    processors: u32,
+}
+
+/// The node's times now; `None` where `/proc/stat` cannot be read (not Linux).
+pub fn node_times() -> Option<NodeTimes> {
+    parse_stat(&std::fs::read_to_string("/proc/stat").ok()?, ticks_per_second()?)
+}
+
+/// Clock ticks per second, the unit of `/proc/stat`.
+fn ticks_per_second() -> Option<f64> {
+    let t = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+    (t > 0).then_some(t as f64)
+}
+
+/// The times in a `/proc/stat` text, its fields in `ticks` per second.
+pub fn parse_stat(text: &str, ticks: f64) -> Option<NodeTimes> {
+    let mut lines = text.lines();
+    let all = lines.find(|l| l.starts_with("cpu "))?;
+    let f: Vec<f64> = all.split_whitespace().skip(1).map_while(|x| x.parse().ok()).collect();
+    // user nice system idle iowait irq softirq steal (guest time is within user).
+    if f.len() < 8 {
+        return None;
+    }
+    let processors = text
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count() as u32;
+    Some(NodeTimes {
+        busy_s: (f[0] + f[1] + f[2] + f[5] + f[6]) / ticks,
+        steal_s: f[7] / ticks,
+        total_s: f[..8].iter().sum::<f64>() / ticks,
+        processors: processors.max(1),
+    })
+}
+
+/// Processor seconds of this process's finished and reaped descendants so far.
+pub fn children_cpu_s() -> Option<f64> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_CHILDREN).ok()?;
+    let s = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
+    Some(s(u.user_time()) + s(u.system_time()))
+}
+
+/// The load beside a command that took `own_s` processor seconds between the node's times
+/// `before` and `after`; `None` where the node's clock did not move.
+pub fn load_between(before: &NodeTimes, after: &NodeTimes, own_s: f64) -> Option<NodeLoad> {
+    let total = after.total_s - before.total_s;
+    if total <= 0.0 {
+        return None;
+    }
+    let busy = (after.busy_s - before.busy_s).max(0.0);
+    let steal = (after.steal_s - before.steal_s).max(0.0);
+    Some(NodeLoad {
+        processors: after.processors,
+        others: ((busy - own_s.max(0.0)) / total).clamp(0.0, 1.0),
+        steal: (steal / total).clamp(0.0, 1.0),
+    })
+}
+
+/// The share of the node's processor time, taken by others (processes and the hypervisor),
+/// from which `build` says that the trace recorded a loaded run.
+pub const NOTED_SHARE: f64 = 0.1;
+
+/// What `build` says of a trace recorded beside the load `l`, where it is at least
+/// [`NOTED_SHARE`].
+pub fn describe(l: &NodeLoad) -> Option<String> {
+    (l.others + l.steal >= NOTED_SHARE).then(|| {
+        format!(
+            "while the application was traced, other processes took {:.1} % of the time of the \
+             node's {} processors and the hypervisor {:.1} %: its compute blocks ran beside \
+             them (slower, in processor time too, where they share caches and memory), and the \
+             skeleton replays the run as it was then; a trace made on a quiet node stands for a \
+             typical run",
+            100.0 * l.others,
+            l.processors,
+            100.0 * l.steal
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "cpu  1000 0 200 8000 100 0 0 700 0 0\n\
+                        cpu0 500 0 100 4000 50 0 0 350 0 0\n\
+                        cpu1 500 0 100 4000 50 0 0 350 0 0\n\
+                        intr 1 2 3\nctxt 42\n";
+
+    #[test]
+    fn the_node_times_are_read_in_seconds() {
+        let t = parse_stat(STAT, 100.0).unwrap();
+        assert_eq!(t.processors, 2);
+        assert!((t.busy_s - 12.0).abs() < 1e-9 && (t.steal_s - 7.0).abs() < 1e-9, "{t:?}");
+        assert!((t.total_s - 100.0).abs() < 1e-9, "{t:?}");
+        assert!(parse_stat("intr 1\n", 100.0).is_none());
+        assert!(parse_stat("cpu 1 2 3\n", 100.0).is_none());
+    }
+
+    #[test]
+    fn others_are_the_busy_time_the_command_did_not_use() {
+        let before = parse_stat(STAT, 100.0).unwrap();
+        // 4 s of wall time on 2 processors: 8 s, 5 busy (3 the command's own), 1 stolen.
+        let after =
+            parse_stat("cpu  1500 0 200 8200 100 0 0 800 0 0\ncpu0 1\ncpu1 1\n", 100.0).unwrap();
+        let l = load_between(&before, &after, 3.0).unwrap();
+        assert_eq!(l.processors, 2);
+        assert!((l.others - 2.0 / 8.0).abs() < 1e-9 && (l.steal - 1.0 / 8.0).abs() < 1e-9, "{l:?}");
+        // A command that used more than the node says was busy leaves no one else.
+        assert_eq!(load_between(&before, &after, 9.0).unwrap().others, 0.0);
+        assert!(load_between(&after, &after, 0.0).is_none());
+        assert!(describe(&l).is_some_and(|n| n.contains("25.0 %") && n.contains("12.5 %")));
+        assert!(describe(&NodeLoad { processors: 2, others: 0.05, steal: 0.01 }).is_none());
+    }
+}
