@@ -369,8 +369,8 @@ fn apps(reps: usize) {
             .map(|c| c.0)
             .collect();
     println!("## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
-    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) | load beside the trace |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let bin = fixture_programs();
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
@@ -400,6 +400,11 @@ fn apps(reps: usize) {
         };
         let t0 = work.join("run0.trace");
         trace_native(&work, &t0, 4, &cmd, name);
+        // What else the node did while the trace was made: a trace is as typical as its run.
+        let beside = mpiskel_trace::RunMeta::read(&t0.join("meta.json"))
+            .ok()
+            .and_then(|m| m.node_load)
+            .map_or("–".to_owned(), |l| format!("{:.0} %", 100.0 * (l.others + l.steal)));
         // The build under /usr/bin/time for its peak memory.
         let skel = work.join("run0.skel");
         let mut c = Command::new("/usr/bin/time");
@@ -464,7 +469,7 @@ fn apps(reps: usize) {
         let lo = ph.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ph.iter().copied().fold(0.0, f64::max);
         println!(
-            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {mpich:.4} |",
+            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {mpich:.4} | {beside} |",
             share * 100.0,
             s / a,
             (p / a - 1.0) * 100.0,
