@@ -136,6 +136,13 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
             return fail(e.to_string());
         }
     }
+    // Only a run on this node alone has all its ranks among this process's descendants.
+    let here = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
+    let local = hosts.iter().all(|h| Some(h) == here.as_ref());
+    let node_load = match (node_before, node_after, own_before, own_after) {
+        (Some(a), Some(b), Some(x), Some(y)) if local => load::load_between(&a, &b, y - x),
+        _ => None,
+    };
     let meta = RunMeta {
         meta_version: 1,
         command: o.command.clone(),
@@ -150,17 +157,7 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
         cpu_time: header.info.has_cpu_time,
         time_only: o.time_only,
         mpiskel_version: env!("CARGO_PKG_VERSION").to_owned(),
-        node_load: None,
-    };
-    // Only a run on this node alone has all its ranks among this process's descendants.
-    let here = nix::unistd::gethostname().ok().map(|h| h.to_string_lossy().into_owned());
-    let local = meta.hosts.iter().all(|h| Some(h) == here.as_ref());
-    let meta = RunMeta {
-        node_load: match (node_before, node_after, own_before, own_after) {
-            (Some(a), Some(b), Some(x), Some(y)) if local => load::load_between(&a, &b, y - x),
-            _ => None,
-        },
-        ..meta
+        node_load,
     };
     meta.write(&tmp.join("meta.json"))?;
     if out.exists() {
