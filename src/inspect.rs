@@ -174,14 +174,7 @@ fn render(r: &Report<'_>) -> String {
         let _ = writeln!(o, "command  {}", m.command.join(" "));
         let _ = writeln!(o, "mpi      {} ({}), wall time {:.3} s", m.mpi, m.mpi_version, m.wall_s);
         if let Some(l) = m.node_load {
-            let _ = writeln!(
-                o,
-                "load     while it ran, other processes took {:.1} % of the time of the node's {} \
-                 processors, the hypervisor {:.1} %",
-                100.0 * l.others,
-                l.processors,
-                100.0 * l.steal
-            );
+            let _ = writeln!(o, "load     while it ran, {}", l.summary());
         }
     }
     let mpi_s: f64 = s.per_rank.iter().map(|p| p.mpi_s).sum();

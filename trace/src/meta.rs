@@ -59,6 +59,20 @@ pub struct NodeLoad {
     pub steal: f64,
 }
 
+impl NodeLoad {
+    /// The shares in words, as `inspect` and `build` say them: "other processes took 54.0 % of
+    /// the time of the node's 2 processors and the hypervisor 0.0 %".
+    pub fn summary(&self) -> String {
+        format!(
+            "other processes took {:.1} % of the time of the node's {} processors and the \
+             hypervisor {:.1} %",
+            100.0 * self.others,
+            self.processors,
+            100.0 * self.steal
+        )
+    }
+}
+
 impl RunMeta {
     /// Reads `meta.json`.
     pub fn read(path: &Path) -> Result<RunMeta> {

@@ -89,14 +89,11 @@ pub const NOTED_SHARE: f64 = 0.1;
 pub fn describe(l: &NodeLoad) -> Option<String> {
     (l.others + l.steal >= NOTED_SHARE).then(|| {
         format!(
-            "while the application was traced, other processes took {:.1} % of the time of the \
-             node's {} processors and the hypervisor {:.1} %: its compute blocks ran beside \
-             them (slower, in processor time too, where they share caches and memory), and the \
-             skeleton replays the run as it was then; a trace made on a quiet node stands for a \
-             typical run",
-            100.0 * l.others,
-            l.processors,
-            100.0 * l.steal
+            "while the application was traced, {}: its compute blocks ran beside them (slower, \
+             in processor time too, where they share caches and memory), and the skeleton \
+             replays the run as it was then; a trace made on a quiet node stands for a typical \
+             run",
+            l.summary()
         )
     })
 }
