@@ -181,23 +181,25 @@ fn selected(cases: Vec<(&'static str, u32, Vec<String>)>) -> Vec<(&'static str, 
 
 /// Traces `cmd` on `np` ranks under OpenMPI (`--cpu-time`) into `t`.
 /// Traces a native run (`--cpu-time`: ranks share the cores) to build a skeleton from.
+/// The trace a skeleton is built from: three runs, the one of median time kept (`--runs 3`), so
+/// that a run that met a slow or a quiet spell of the machine does not stand for the others.
 fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
-    record_native(work, t, np, cmd, name, "--cpu-time");
+    record_native(work, t, np, cmd, name, &["--cpu-time", "--runs", "3"]);
 }
 
 /// The application's time in one native run, recorded with `--time-only` (without the
 /// tracer's overhead on its calls).
 fn time_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) -> f64 {
-    record_native(work, t, np, cmd, name, "--time-only");
+    record_native(work, t, np, cmd, name, &["--time-only"]);
     let mut c = mpiskel();
     c.args(["inspect", "--json"]).arg(t);
     let doc: serde_json::Value = serde_json::from_str(&ok(c, "inspecting a timed run")).unwrap();
     doc["app_time_s"].as_f64().unwrap()
 }
 
-fn record_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str, record: &str) {
+fn record_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str, record: &[&str]) {
     let mut c = mpiskel();
-    c.current_dir(work).args(["trace", record, "--force", "-o"]).arg(t).args([
+    c.current_dir(work).arg("trace").args(record).args(["--force", "-o"]).arg(t).args([
         "--",
         "mpirun.openmpi",
         "--oversubscribe",
@@ -369,8 +371,8 @@ fn apps(reps: usize) {
             .map(|c| c.0)
             .collect();
     println!("## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
-    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) | load beside the trace |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) | load beside the trace | traced runs (s) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let bin = fixture_programs();
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
@@ -401,10 +403,22 @@ fn apps(reps: usize) {
         let t0 = work.join("run0.trace");
         trace_native(&work, &t0, 4, &cmd, name);
         // What else the node did while the trace was made: a trace is as typical as its run.
-        let beside = mpiskel_trace::RunMeta::read(&t0.join("meta.json"))
-            .ok()
+        let meta = mpiskel_trace::RunMeta::read(&t0.join("meta.json")).ok();
+        let beside = meta
+            .as_ref()
             .and_then(|m| m.node_load)
             .map_or("–".to_owned(), |l| format!("{:.0} %", 100.0 * (l.others + l.steal)));
+        // The traced runs' times, the one kept (the median) in bold.
+        let traced = meta.as_ref().map_or("–".to_owned(), |m| {
+            let each = m.runs_app_s.iter().enumerate().map(|(k, t)| {
+                if Some(k) == m.kept_run {
+                    format!("**{t:.2}**")
+                } else {
+                    format!("{t:.2}")
+                }
+            });
+            each.collect::<Vec<_>>().join(", ")
+        });
         // The build under /usr/bin/time for its peak memory.
         let skel = work.join("run0.skel");
         let mut c = Command::new("/usr/bin/time");
@@ -469,7 +483,7 @@ fn apps(reps: usize) {
         let lo = ph.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ph.iter().copied().fold(0.0, f64::max);
         println!(
-            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {mpich:.4} | {beside} |",
+            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {mpich:.4} | {beside} | {traced} |",
             share * 100.0,
             s / a,
             (p / a - 1.0) * 100.0,

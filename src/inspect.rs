@@ -176,6 +176,16 @@ fn render(r: &Report<'_>) -> String {
         if let Some(l) = m.node_load {
             let _ = writeln!(o, "load     while it ran, {}", l.summary());
         }
+        if let (false, Some(k)) = (m.runs_app_s.is_empty(), m.kept_run) {
+            let times: Vec<String> = m.runs_app_s.iter().map(|t| format!("{t:.3}")).collect();
+            let _ = writeln!(
+                o,
+                "runs     {} recorded, the application taking {} s; this is run {}, the median",
+                m.runs_app_s.len(),
+                times.join(", "),
+                k + 1
+            );
+        }
     }
     let mpi_s: f64 = s.per_rank.iter().map(|p| p.mpi_s).sum();
     let comp_s: f64 = s.per_rank.iter().map(|p| p.compute_s).sum();

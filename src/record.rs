@@ -22,6 +22,7 @@ use mpiskel_validate::record::{record, RecordOptions};
 ///   mpiskel trace --instructions -o app.trace -- mpirun -np 8 ./app input.dat
 ///   mpiskel trace --cpu-time -o app.trace -- mpirun --oversubscribe -np 16 ./app
 ///   mpiskel trace --time-only -o app.time -- mpirun -np 8 ./app input.dat
+///   mpiskel trace --cpu-time --runs 3 -o app.trace -- mpirun -np 8 ./app input.dat
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct TraceArgs {
@@ -47,6 +48,13 @@ pub struct TraceArgs {
     /// prediction with this; `mpiskel inspect` shows it as the span.
     #[arg(long, conflicts_with_all = ["instructions", "cpu_time"])]
     time_only: bool,
+    /// Record the run N times and keep the trace of median application time (MPI_Init to
+    /// MPI_Finalize on the slowest rank); `meta.json` lists every run's time. A skeleton replays
+    /// the run it is made from, so on a machine whose speed varies from run to run (a shared
+    /// or virtual machine), one run may stand for a slow or a quiet spell; the median run
+    /// stands for a typical one.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// Replace DIR if it exists.
     #[arg(long)]
     force: bool,
@@ -92,6 +100,7 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
         cpu_time: a.cpu_time,
         time_only: a.time_only,
         force: a.force,
+        runs: a.runs,
         command: a.command,
     };
     let r = record(&o, &Said)?;

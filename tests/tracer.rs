@@ -844,3 +844,42 @@ fn a_trace_records_the_load_beside_its_run() {
     assert!(build.status.success(), "{notes}");
     assert!(notes.contains("while the application was traced, other processes took"), "{notes}");
 }
+
+#[test]
+fn several_runs_keep_the_trace_of_median_time() {
+    let dir = scratch("median-run");
+    support::trace_program_with(Lib::OpenMpi, 4, "ring", &[], &dir, &["--runs", "3"]);
+    let set = open(&dir);
+    let meta = set.meta.as_ref().expect("meta.json");
+    let times = &meta.runs_app_s;
+    assert_eq!(times.len(), 3, "{meta:?}");
+    let kept = meta.kept_run.expect("kept_run");
+    // The run kept is the middle one by time, and it is the trace in the directory.
+    let below = times.iter().filter(|&&t| t < times[kept]).count();
+    let above = times.iter().filter(|&&t| t > times[kept]).count();
+    assert!(below <= 1 && above <= 1, "{times:?}, kept {kept}");
+    assert!((set.app_time_s() - times[kept]).abs() < 1e-9, "{} vs {times:?}", set.app_time_s());
+    // The other runs' folders are gone.
+    let parent = dir.parent().unwrap();
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let left: Vec<_> = std::fs::read_dir(parent)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&format!(".{name}.recording")))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let inspect = support::mpiskel().arg("inspect").arg(&dir).output().unwrap();
+    let text = String::from_utf8_lossy(&inspect.stdout);
+    assert!(text.contains("runs     3 recorded"), "{text}");
+    assert!(text.contains(&format!("this is run {}, the median", kept + 1)), "{text}");
+    // Zero runs is refused before anything runs.
+    let zero = support::mpiskel()
+        .args(["trace", "--runs", "0", "-o"])
+        .arg(dir.with_extension("zero"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(!zero.status.success());
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("--runs"));
+}

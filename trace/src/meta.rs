@@ -42,6 +42,14 @@ pub struct RunMeta {
     /// node alone and Linux's `/proc/stat` could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_load: Option<NodeLoad>,
+    /// Where several runs were recorded (`mpiskel trace --runs N`): the application's time in
+    /// each, in the order they ran (seconds, the slowest rank's span from `MPI_Init` to
+    /// `MPI_Finalize`, as `inspect` gives it). The directory holds the one of median time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_app_s: Vec<f64>,
+    /// Which of `runs_app_s` the directory holds (from 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_run: Option<usize>,
 }
 
 /// The load beside a traced run, on the node it ran on: shares of the node's processor time

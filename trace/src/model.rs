@@ -455,6 +455,15 @@ pub fn world_members(n: u32) -> Arc<[Rank]> {
 }
 
 impl RankTrace {
+    /// This rank's share of the application's time, seconds: its span from the end of its
+    /// first call (`MPI_Init`) to the start of `MPI_Finalize` (or the end of its last call); 0
+    /// without calls.
+    pub fn app_time_s(&self) -> f64 {
+        let (Some(a), Some(b)) = (self.events.first(), self.events.last()) else { return 0.0 };
+        let end = if b.op == Op::Finalize { b.enter_ns } else { b.exit_ns };
+        end.saturating_sub(a.exit_ns) as f64 * 1e-9
+    }
+
     /// Members of a communicator as world ranks, if the trace defines it.
     pub fn members(&self, comm: CommId) -> Option<&[Rank]> {
         self.comms.get(&comm).map(|m| &m[..])

@@ -186,14 +186,7 @@ impl TraceSet {
     /// Recorded application time, seconds: the slowest rank's span from the end of its first
     /// call (`MPI_Init`) to the start of `MPI_Finalize` (or the end of its last call).
     pub fn app_time_s(&self) -> f64 {
-        self.ranks
-            .iter()
-            .filter_map(|r| Some((r.events.first()?, r.events.last()?)))
-            .map(|(a, b)| {
-                let end = if b.op == crate::model::Op::Finalize { b.enter_ns } else { b.exit_ns };
-                end.saturating_sub(a.exit_ns) as f64 * 1e-9
-            })
-            .fold(0.0, f64::max)
+        self.ranks.iter().map(RankTrace::app_time_s).fold(0.0, f64::max)
     }
 }
 

@@ -31,6 +31,8 @@ pub struct RecordOptions {
     pub time_only: bool,
     /// Replace `output` if it exists.
     pub force: bool,
+    /// Runs to record; the trace kept is the one of median application time.
+    pub runs: u32,
     /// The command to trace: an MPI launcher with its arguments, or an MPI program.
     pub command: Vec<String>,
 }
@@ -48,7 +50,8 @@ pub struct Recorded {
     pub instructions_refused: bool,
 }
 
-/// Records `o.command` into `o.output`; `observer` is told the command line run.
+/// Records `o.command` into `o.output` (`o.runs` times, keeping the run of median time);
+/// `observer` is told the command line run and, over several runs, each run's time.
 pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     let out = std::path::absolute(&o.output)?;
     if out.exists() {
@@ -65,6 +68,9 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
             );
         }
     }
+    if o.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
     let mpi = match o.mpi {
         Some(m) => m,
         None => tracer::detect_mpi(&o.command).with_context(|| {
@@ -80,11 +86,106 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     let name =
         out.file_name().context("output directory has no name")?.to_string_lossy().into_owned();
-    let tmp = parent.join(format!(".{name}.recording-{}", std::process::id()));
     let partial = parent.join(format!("{name}.partial"));
-    let _ = std::fs::remove_dir_all(&tmp);
-    // Interrupted (Ctrl-C, SIGTERM), the traced run is killed and the folder removed.
+    // Interrupted (Ctrl-C, SIGTERM), the traced run is killed and the folders removed.
     harness::install_signal_handler()?;
+    let mut runs: Vec<Run> = Vec::with_capacity(o.runs as usize);
+    for k in 0..o.runs {
+        let suffix = if o.runs > 1 { format!("-{k}") } else { String::new() };
+        let tmp = parent.join(format!(".{name}.recording-{}{suffix}", std::process::id()));
+        let run = record_once(o, mpi, &lib, tmp, &partial, observer);
+        let run = match run {
+            Ok(r) => r,
+            Err(e) => {
+                for r in &runs {
+                    let _ = std::fs::remove_dir_all(&r.dir);
+                }
+                return Err(e);
+            }
+        };
+        if o.runs > 1 {
+            observer.line(&format!(
+                "run {} of {}: the application took {:.3} s",
+                k + 1,
+                o.runs,
+                run.app_s
+            ));
+        }
+        runs.push(run);
+    }
+    // The run of median time stands for the others: one run alone may have met a slow (or a
+    // quiet) spell of the machine, and the skeleton replays the run it is made from.
+    let times: Vec<f64> = runs.iter().map(|r| r.app_s).collect();
+    let kept = median_index(&times);
+    let mut keep = runs.swap_remove(kept);
+    for r in &runs {
+        let _ = std::fs::remove_dir_all(&r.dir);
+    }
+    if o.runs > 1 {
+        keep.meta.runs_app_s = times;
+        keep.meta.kept_run = Some(kept);
+        observer.line(&format!(
+            "kept run {} of {} ({:.3} s), the median",
+            kept + 1,
+            o.runs,
+            keep.app_s
+        ));
+    }
+    keep.meta.write(&keep.dir.join("meta.json"))?;
+    if out.exists() {
+        std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    std::fs::rename(&keep.dir, &out)
+        .with_context(|| format!("renaming {} to {}", keep.dir.display(), out.display()))?;
+    keep.guard.keep();
+    let _ = std::fs::remove_dir_all(&partial);
+    Ok(Recorded {
+        dir: out,
+        ranks: keep.meta.ranks,
+        wall_s: keep.meta.wall_s,
+        instructions_refused: o.instructions && !keep.meta.instructions,
+    })
+}
+
+/// The index of the median of `times` (of the two middle ones, the one nearer their mean; the
+/// earlier on a tie).
+fn median_index(times: &[f64]) -> usize {
+    let mut order: Vec<usize> = (0..times.len()).collect();
+    order.sort_by(|&a, &b| times[a].total_cmp(&times[b]).then(a.cmp(&b)));
+    let n = order.len();
+    if n % 2 == 1 {
+        return order[n / 2];
+    }
+    let (lo, hi) = (order[n / 2 - 1], order[n / 2]);
+    let mid = 0.5 * (times[lo] + times[hi]);
+    if (times[hi] - mid).abs() < (times[lo] - mid).abs() {
+        hi
+    } else {
+        lo.min(hi)
+    }
+}
+
+/// One run recorded, complete, under its temporary name.
+struct Run {
+    dir: PathBuf,
+    meta: RunMeta,
+    /// The application's time: the slowest rank's span from `MPI_Init` to `MPI_Finalize`.
+    app_s: f64,
+    /// Removes `dir` if the recording is interrupted or given up.
+    guard: harness::TempPath,
+}
+
+/// Runs the command once with the tracer into `tmp`, and checks every rank's file; a failed
+/// run's files are moved to `partial`.
+fn record_once(
+    o: &RecordOptions,
+    mpi: Mpi,
+    lib: &std::path::Path,
+    tmp: PathBuf,
+    partial: &std::path::Path,
+    observer: &dyn Observer,
+) -> Result<Run> {
+    let _ = std::fs::remove_dir_all(&tmp);
     let guard = harness::TempPath::register(&tmp)?;
     std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
 
@@ -93,7 +194,7 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
         cpu_time: o.cpu_time,
         time_only: o.time_only,
     };
-    let plan = tracer::launch(&o.command, mpi, &lib, &tmp, what);
+    let plan = tracer::launch(&o.command, mpi, lib, &tmp, what);
     observer.line(&format!("tracing with the {mpi} tracer: {}", plan.argv.join(" ")));
     let start_unix =
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
@@ -105,9 +206,9 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     let wall_s = started.elapsed().as_secs_f64();
     let (node_after, own_after) = (load::node_times(), load::children_cpu_s());
 
-    let fail = |why: String| -> Result<Recorded> {
-        let _ = std::fs::remove_dir_all(&partial);
-        std::fs::rename(&tmp, &partial).ok();
+    let fail = |why: String| -> Result<Run> {
+        let _ = std::fs::remove_dir_all(partial);
+        std::fs::rename(&tmp, partial).ok();
         // Moved aside on purpose: what was recorded stays for the user to look at.
         bail!("{why}; what was recorded is in {}", partial.display())
     };
@@ -125,6 +226,7 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     let header = NativeReader::open(&first)?.header().clone();
     let n_ranks = header.info.n_ranks;
     let mut hosts = Vec::with_capacity(n_ranks as usize);
+    let mut app_s = 0.0f64;
     for r in 0..n_ranks {
         let file = tmp.join(native::rank_file_name(Rank(r)));
         match NativeReader::open(&file) {
@@ -132,8 +234,9 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
             Err(e) => return fail(format!("rank {r}: {e}")),
         }
         // A complete file ends with the footer; reading it through proves it.
-        if let Err(e) = native::read_rank_file(&file) {
-            return fail(e.to_string());
+        match native::read_rank_file(&file) {
+            Ok(t) => app_s = app_s.max(t.app_time_s()),
+            Err(e) => return fail(e.to_string()),
         }
     }
     // Only a run on this node alone has all its ranks among this process's descendants.
@@ -158,19 +261,23 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
         time_only: o.time_only,
         mpiskel_version: env!("CARGO_PKG_VERSION").to_owned(),
         node_load,
+        runs_app_s: Vec::new(),
+        kept_run: None,
     };
-    meta.write(&tmp.join("meta.json"))?;
-    if out.exists() {
-        std::fs::remove_dir_all(&out).with_context(|| format!("removing {}", out.display()))?;
+    Ok(Run { dir: tmp, meta, app_s, guard })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_index;
+
+    #[test]
+    fn the_median_run_is_the_middle_one_or_the_middle_pair_s_nearer_to_their_mean() {
+        assert_eq!(median_index(&[3.0]), 0);
+        assert_eq!(median_index(&[3.4, 4.2, 3.5]), 2);
+        assert_eq!(median_index(&[5.0, 1.0, 3.0, 9.0, 2.0]), 2);
+        // 3.0 and 4.0 are equally near 3.5: the earlier run.
+        assert_eq!(median_index(&[4.0, 3.0]), 0);
+        assert_eq!(median_index(&[1.0, 3.0, 4.0, 9.0]), 1);
     }
-    std::fs::rename(&tmp, &out)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), out.display()))?;
-    guard.keep();
-    let _ = std::fs::remove_dir_all(&partial);
-    Ok(Recorded {
-        dir: out,
-        ranks: n_ranks,
-        wall_s,
-        instructions_refused: o.instructions && !header.info.has_instructions,
-    })
 }
