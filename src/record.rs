@@ -39,8 +39,10 @@ pub struct TraceArgs {
     /// Record the processor time of each compute gap (thread CPU clock) beside its wall time.
     /// Use it when ranks share cores (more ranks than cores, or a loaded machine): a skeleton
     /// then computes for the time the rank ran, not the time it waited for a core. The clock is
-    /// read only around gaps and calls of 20 µs or more (a read is a system call, about 0.6 µs
-    /// in a virtual machine); shorter ones are taken to have run throughout.
+    /// read after gaps and calls of 20 µs or more and every 20 µs otherwise (a read is a system
+    /// call, about 0.6 µs in a virtual machine); shorter gaps are taken to have run throughout,
+    /// and what a read finds missing is taken from the calls (which yield the processor while
+    /// they wait) before the gap.
     #[arg(long)]
     cpu_time: bool,
     /// Record only MPI_Init and MPI_Finalize: the application's own time, without the overhead

@@ -16,7 +16,8 @@
  *     MPISKEL_INSTRUCTIONS  "1": count user-space instructions of compute gaps with
  *                           perf_event_open (recorded as absent where the kernel refuses)
  *     MPISKEL_CPU_TIME      "1": record the processor time of compute gaps (thread CPU clock,
- *                           read around gaps and calls of 20 us or more; see CPU_READ_NS)
+ *                           read after gaps and calls of 20 us or more and every 20 us;
+ *                           see CPU_READ_NS)
  *     MPISKEL_TIME_ONLY     "1": record MPI_Init and MPI_Finalize only (the application's time)
  *
  * Timeline: what the tracer does after a call returns (encoding its record, writing the buffer)
@@ -111,9 +112,11 @@ static struct {
     uint64_t instr_prev;
     int cpu_time;              /* record the processor time of compute gaps */
     int time_only;             /* record MPI_Init and MPI_Finalize only */
-    uint64_t cpu_prev, cpu_gap; /* thread CPU clock at the last exit; the gap before this call */
-    uint64_t cpu_wall;          /* the wall clock at which cpu_prev holds */
-    uint64_t cpu_read_wall;     /* the wall clock at which the CPU clock was last read */
+    uint64_t cpu_gap;           /* processor time of the gap before this call */
+    uint64_t cpu_wall;          /* the wall clock at which the current gap began */
+    uint64_t cpu_read;          /* the thread CPU clock when it was last read */
+    uint64_t cpu_read_wall;     /* the wall clock at which it was last read */
+    uint64_t gap_unread;        /* processor time given to gaps since it was last read */
     uint32_t next_req, next_comm;
     struct comm *comms;
     int n_comms, cap_comms;
@@ -136,35 +139,55 @@ static uint64_t cpu_now(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Intervals shorter than this are taken to have run on a processor throughout, and the thread
- * CPU clock is not read for them. In a virtual machine each read is a system call (about a
+/* Gaps shorter than this are taken to have run on a processor throughout, and the thread CPU
+ * clock is not read for them. In a virtual machine each read is a system call (about a
  * microsecond): read at every call's entry and exit it doubled the run of an application making
  * 200,000 calls per rank, and put a read's cost into every recorded gap. A descheduled thread is
- * away for a scheduler slice (milliseconds), so the intervals it inflates are long and are read;
- * a read costs at most a twentieth of the interval it measures.
+ * away for a scheduler slice (milliseconds), so the gaps it inflates are long and are read; a
+ * read costs at most a twentieth of the gap it measures. The clock is also read once this much
+ * wall time has passed since it last was, at a call's entry or exit, whichever comes first.
  *
- * Short intervals are not always spent on a processor, though: two ranks that poll on one core
- * hand it to each other at every poll (a poll yields the processor where ranks outnumber cores),
- * for microseconds at a time. Estimated one after the other, such intervals drift ahead of the
- * clock by the time the other rank had, and the drift was taken out of the next long interval
- * read (the compute block after a polling loop: the polling fixture program recorded 3.4 ms of
- * processor time for a 12 ms block). So the clock is also read once this much wall time has
- * passed since it was last read, and what it reads replaces the estimate: the estimate is never
- * ahead by more than this. */
+ * A read tells how much processor time the rank had since the one before, not where it had it:
+ * in the gaps (the application's computation) or in the calls between them. Ranks that
+ * outnumber the cores spend calls off the processor (a waiting call yields it), for
+ * microseconds at a time, and computation rarely (a thread is preempted after a slice). So
+ * what a read finds missing is taken from the calls first: the gap that ends at a read gets
+ * what the rank ran since the read before less what the gaps since were given (their wall
+ * time), at most its own wall time. (Estimated as on a processor throughout, the calls' share
+ * came out of the gap a read ended: LAMMPS obstacle, a call every 6 us on 4 ranks on 2 cores,
+ * was replayed a fifth short of its run; and the polling fixture program's 12 ms blocks after
+ * polling loops were recorded as 3.4 ms.) */
 #define CPU_READ_NS 20000u
 
-/* The thread CPU clock at wall time `t`, which follows the last point it was known at by `t -
- * T.cpu_wall`: estimated within CPU_READ_NS of the last read, read otherwise. */
-static uint64_t cpu_at(uint64_t t) {
-    if (!T.cpu_time) return 0;
-    uint64_t since = t > T.cpu_wall ? t - T.cpu_wall : 0;
-    uint64_t unread = t > T.cpu_read_wall ? t - T.cpu_read_wall : 0;
-    if (since < CPU_READ_NS && unread < CPU_READ_NS) return T.cpu_prev + since;
-    uint64_t c = cpu_now();
+/* Reads the thread CPU clock at wall time `t`. */
+static void cpu_read_at(uint64_t t) {
+    T.cpu_read = cpu_now();
     T.cpu_read_wall = t;
-    /* An earlier estimate may be ahead of the clock: the clock is right, and the gap that
-     * follows counts from it (a gap whose estimated start is ahead of its end counts 0). */
-    return c;
+    T.gap_unread = 0;
+}
+
+/* The processor time of the gap that began at `T.cpu_wall` and ends at wall time `t`. */
+static uint64_t gap_cpu(uint64_t t) {
+    if (!T.cpu_time) return 0;
+    uint64_t wall = t > T.cpu_wall ? t - T.cpu_wall : 0;
+    uint64_t unread = t > T.cpu_read_wall ? t - T.cpu_read_wall : 0;
+    if (wall < CPU_READ_NS && unread < CPU_READ_NS) {
+        T.gap_unread += wall;
+        return wall;
+    }
+    uint64_t before = T.cpu_read, given = T.gap_unread;
+    cpu_read_at(t);
+    uint64_t ran = T.cpu_read > before ? T.cpu_read - before : 0;
+    uint64_t gap = ran > given ? ran - given : 0;
+    return gap < wall ? gap : wall;
+}
+
+/* A gap begins at wall time `t` (a call returned, or the tracer's own work after it ended); the
+ * clock is read if it is due, so that what the calls before had is not the gap's. */
+static void gap_begins(uint64_t t) {
+    if (!T.cpu_time) return;
+    if (t > T.cpu_read_wall && t - T.cpu_read_wall >= CPU_READ_NS) cpu_read_at(t);
+    T.cpu_wall = t;
 }
 
 static uint64_t instr_now(void) {
@@ -239,8 +262,7 @@ static void commit(void) {
         uint64_t now = now_ns();
         uint64_t rel = now - T.t0;
         if (rel > T.open_exit) T.hidden += rel - T.open_exit;
-        T.cpu_prev = cpu_at(now);
-        T.cpu_wall = now;
+        gap_begins(now);
     }
 }
 
@@ -381,7 +403,7 @@ static void req_restore(const struct req *e) {
 #define ENTER                                                                                  \
     uint64_t t_in = now_ns();                                                                  \
     uint64_t i_in = instr_now();                                                               \
-    uint64_t c_in = T.depth == 0 ? cpu_at(t_in) : 0;                                          \
+    uint64_t c_gap = T.depth == 0 ? gap_cpu(t_in) : 0;                                        \
     T.depth++
 #define LEAVE                                                                                  \
     T.depth--;                                                                                 \
@@ -389,11 +411,8 @@ static void req_restore(const struct req *e) {
     uint64_t i_gap = i_in - T.instr_prev;                                                      \
     T.instr_prev = instr_now();                                                                \
     if (T.depth == 0) {                                                                        \
-        T.cpu_gap = c_in > T.cpu_prev ? c_in - T.cpu_prev : 0;                                 \
-        T.cpu_prev = c_in;                                                                     \
-        T.cpu_wall = t_in;                                                                     \
-        T.cpu_prev = cpu_at(t_out);                                                            \
-        T.cpu_wall = t_out;                                                                    \
+        T.cpu_gap = c_gap;                                                                     \
+        gap_begins(t_out);                                                                     \
     }
 
 #define RECORDING (T.active && !T.finalized && T.depth == 0)
@@ -644,9 +663,8 @@ static void start(int op, uint64_t t_in, uint64_t t_out) {
     /* Init: gap 0, and the instruction count and processor time start here. */
     T.instr_prev = instr_now();
     T.cpu_gap = 0;
-    T.cpu_prev = cpu_now();
     T.cpu_wall = now_ns();
-    T.cpu_read_wall = T.cpu_wall;
+    cpu_read_at(T.cpu_wall);
     ev_begin(op, 0, t_out - t_in, 0, 0);
     commit();
     flush_committed();
