@@ -843,6 +843,10 @@ fn a_trace_records_the_load_beside_its_run() {
     let notes = String::from_utf8_lossy(&build.stderr);
     assert!(build.status.success(), "{notes}");
     assert!(notes.contains("while the application was traced, other processes took"), "{notes}");
+    // One run of 4 ranks on fewer processors: build points to a trace of several runs.
+    if load.processors < 4 {
+        assert!(notes.contains("`mpiskel trace --runs 3` keeps the run of median time"), "{notes}");
+    }
 }
 
 #[test]
@@ -873,6 +877,14 @@ fn several_runs_keep_the_trace_of_median_time() {
     let text = String::from_utf8_lossy(&inspect.stdout);
     assert!(text.contains("runs     3 recorded"), "{text}");
     assert!(text.contains(&format!("this is run {}, the median", kept + 1)), "{text}");
+    // A trace of several runs needs no advice to take several.
+    let skel = dir.with_extension("skel");
+    let build =
+        support::mpiskel().args(["build", "--force"]).arg(&dir).arg("-o").arg(&skel).output();
+    let build = build.unwrap();
+    let notes = String::from_utf8_lossy(&build.stderr);
+    assert!(build.status.success(), "{notes}");
+    assert!(!notes.contains("--runs 3"), "{notes}");
     // Zero runs is refused before anything runs.
     let zero = support::mpiskel()
         .args(["trace", "--runs", "0", "-o"])

@@ -144,6 +144,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     {
         notes.push(note);
     }
+    if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
+        notes.push(note);
+    }
     let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
     // The stretches between collectives of all ranks, found before the calls are freed: the
     // trace is read again only where some are to be cut.

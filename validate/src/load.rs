@@ -12,7 +12,7 @@
 //! # Complexity
 //! O(processors) to read `/proc/stat`.
 
-use mpiskel_trace::NodeLoad;
+use mpiskel_trace::{NodeLoad, RunMeta};
 
 /// The node's processor time so far, in seconds: busy (user, nice, system, irq, softirq),
 /// steal, and all of it (idle and iowait included), and its processors.
@@ -98,6 +98,21 @@ pub fn describe(l: &NodeLoad) -> Option<String> {
     })
 }
 
+/// What `build` says of a trace of one run whose ranks outnumbered its node's processors:
+/// such a run's time varies from one run to the next (how the ranks fall on the cores, what the
+/// host does), and the skeleton replays the one traced.
+pub fn describe_single_run(m: &RunMeta) -> Option<String> {
+    let l = m.node_load?;
+    (m.runs_app_s.len() <= 1 && m.ranks > l.processors && !m.time_only).then(|| {
+        format!(
+            "the trace is one run of {} ranks on {} processors, and the skeleton replays that \
+             run: where ranks share processors, the same run's time varies from one run to the \
+             next; `mpiskel trace --runs 3` keeps the run of median time",
+            m.ranks, l.processors
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +146,40 @@ mod tests {
         assert!(load_between(&after, &after, 0.0).is_none());
         assert!(describe(&l).is_some_and(|n| n.contains("25.0 %") && n.contains("12.5 %")));
         assert!(describe(&NodeLoad { processors: 2, others: 0.05, steal: 0.01 }).is_none());
+    }
+
+    #[test]
+    fn a_single_run_on_shared_processors_is_noted_and_no_other() {
+        let mut m = RunMeta {
+            meta_version: 1,
+            command: vec!["app".into()],
+            ranks: 4,
+            hosts: vec!["h".into(); 4],
+            mpi: "openmpi".into(),
+            mpi_version: String::new(),
+            start_unix_s: 0.0,
+            wall_s: 1.0,
+            exit_code: 0,
+            instructions: false,
+            cpu_time: true,
+            time_only: false,
+            mpiskel_version: String::new(),
+            node_load: Some(NodeLoad { processors: 2, others: 0.0, steal: 0.0 }),
+            runs_app_s: Vec::new(),
+            kept_run: None,
+        };
+        assert!(describe_single_run(&m).is_some_and(|n| n.contains("4 ranks on 2 processors")));
+        // Several runs, a rank per processor, a run's time only, or no load known: nothing.
+        m.runs_app_s = vec![1.0, 1.2, 1.1];
+        assert!(describe_single_run(&m).is_none());
+        m.runs_app_s.clear();
+        m.node_load = Some(NodeLoad { processors: 4, others: 0.0, steal: 0.0 });
+        assert!(describe_single_run(&m).is_none());
+        m.node_load = Some(NodeLoad { processors: 2, others: 0.0, steal: 0.0 });
+        m.time_only = true;
+        assert!(describe_single_run(&m).is_none());
+        m.time_only = false;
+        m.node_load = None;
+        assert!(describe_single_run(&m).is_none());
     }
 }
