@@ -796,6 +796,17 @@ fn cpu_time_of_a_block_after_polls_is_the_work_it_did() {
 /// processes spin on this machine's 2 cores, the polling program's run had a large share of the
 /// node's processor time taken by others, `inspect` shows it and `build` says what it means for
 /// the skeleton.
+/// Builds the trace at `dir` into `<dir>.skel` and returns what `build` said (its notes).
+fn build_notes(dir: &std::path::Path) -> String {
+    let skel = dir.with_extension("skel");
+    let build =
+        support::mpiskel().args(["build", "--force"]).arg(dir).arg("-o").arg(&skel).output();
+    let build = build.unwrap();
+    let notes = String::from_utf8_lossy(&build.stderr).into_owned();
+    assert!(build.status.success(), "{notes}");
+    notes
+}
+
 #[test]
 fn a_trace_records_the_load_beside_its_run() {
     struct Spinners(Vec<std::process::Child>);
@@ -836,12 +847,7 @@ fn a_trace_records_the_load_beside_its_run() {
     let inspect = support::mpiskel().arg("inspect").arg(&dir).output().unwrap();
     let text = String::from_utf8_lossy(&inspect.stdout);
     assert!(text.contains("load     while it ran, other processes took"), "{text}");
-    let skel = dir.with_extension("skel");
-    let build =
-        support::mpiskel().args(["build", "--force"]).arg(&dir).arg("-o").arg(&skel).output();
-    let build = build.unwrap();
-    let notes = String::from_utf8_lossy(&build.stderr);
-    assert!(build.status.success(), "{notes}");
+    let notes = build_notes(&dir);
     assert!(notes.contains("while the application was traced, other processes took"), "{notes}");
     // One run of 4 ranks on fewer processors: build points to a trace of several runs.
     if load.processors < 4 {
@@ -878,12 +884,7 @@ fn several_runs_keep_the_trace_of_median_time() {
     assert!(text.contains("runs     3 recorded"), "{text}");
     assert!(text.contains(&format!("this is run {}, the median", kept + 1)), "{text}");
     // A trace of several runs needs no advice to take several.
-    let skel = dir.with_extension("skel");
-    let build =
-        support::mpiskel().args(["build", "--force"]).arg(&dir).arg("-o").arg(&skel).output();
-    let build = build.unwrap();
-    let notes = String::from_utf8_lossy(&build.stderr);
-    assert!(build.status.success(), "{notes}");
+    let notes = build_notes(&dir);
     assert!(!notes.contains("--runs 3"), "{notes}");
     // Zero runs is refused before anything runs.
     let zero = support::mpiskel()
