@@ -54,7 +54,7 @@ pub struct TraceArgs {
     /// MPI_Finalize on the slowest rank); `meta.json` lists every run's time. A skeleton replays
     /// the run it is made from, so on a machine whose speed varies from run to run (a shared
     /// or virtual machine), one run may stand for a slow or a quiet spell; the median run
-    /// stands for a typical one.
+    /// stands for a typical one. The N traces are kept beside DIR until the last run ends.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
     /// Replace DIR if it exists.
