@@ -93,16 +93,8 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     for k in 0..o.runs {
         let suffix = if o.runs > 1 { format!("-{k}") } else { String::new() };
         let tmp = parent.join(format!(".{name}.recording-{}{suffix}", std::process::id()));
-        let run = record_once(o, mpi, &lib, tmp, &partial, observer);
-        let run = match run {
-            Ok(r) => r,
-            Err(e) => {
-                for r in &runs {
-                    let _ = std::fs::remove_dir_all(&r.dir);
-                }
-                return Err(e);
-            }
-        };
+        // A failed run drops the runs before it, and their guards remove their folders.
+        let run = record_once(o, mpi, &lib, tmp, &partial, observer)?;
         if o.runs > 1 {
             observer.line(&format!(
                 "run {} of {}: the application took {:.3} s",
@@ -118,9 +110,7 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     let times: Vec<f64> = runs.iter().map(|r| r.app_s).collect();
     let kept = median_index(&times);
     let mut keep = runs.swap_remove(kept);
-    for r in &runs {
-        let _ = std::fs::remove_dir_all(&r.dir);
-    }
+    drop(runs); // their guards remove the other runs' folders
     if o.runs > 1 {
         keep.meta.runs_app_s = times;
         keep.meta.kept_run = Some(kept);
@@ -147,21 +137,15 @@ pub fn record(o: &RecordOptions, observer: &dyn Observer) -> Result<Recorded> {
     })
 }
 
-/// The index of the median of `times` (of the two middle ones, the one nearer their mean; the
-/// earlier on a tie).
+/// The index of the median of `times` (of an even number, the earlier of the two middle runs).
 fn median_index(times: &[f64]) -> usize {
     let mut order: Vec<usize> = (0..times.len()).collect();
     order.sort_by(|&a, &b| times[a].total_cmp(&times[b]).then(a.cmp(&b)));
     let n = order.len();
     if n % 2 == 1 {
-        return order[n / 2];
-    }
-    let (lo, hi) = (order[n / 2 - 1], order[n / 2]);
-    let mid = 0.5 * (times[lo] + times[hi]);
-    if (times[hi] - mid).abs() < (times[lo] - mid).abs() {
-        hi
+        order[n / 2]
     } else {
-        lo.min(hi)
+        order[n / 2 - 1].min(order[n / 2])
     }
 }
 
@@ -276,7 +260,7 @@ mod tests {
         assert_eq!(median_index(&[3.0]), 0);
         assert_eq!(median_index(&[3.4, 4.2, 3.5]), 2);
         assert_eq!(median_index(&[5.0, 1.0, 3.0, 9.0, 2.0]), 2);
-        // 3.0 and 4.0 are equally near 3.5: the earlier run.
+        // Two middle runs: the earlier.
         assert_eq!(median_index(&[4.0, 3.0]), 0);
         assert_eq!(median_index(&[1.0, 3.0, 4.0, 9.0]), 1);
     }
