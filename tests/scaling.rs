@@ -59,3 +59,54 @@ fn scaling_decisions_of_every_npb_fixture() {
         insta::assert_snapshot!("scaling__npb_decisions", table);
     });
 }
+
+/// The main loop's variable compute blocks of `name`'s default skeleton: how many there are,
+/// and how many of them draw their durations rather than replay them.
+fn drawn_blocks(name: &str) -> (usize, usize) {
+    fn walk(body: &serde_json::Value, out: &mut (usize, usize)) {
+        for s in body.as_array().into_iter().flatten() {
+            if s["stmt"] == "compute" && (s.get("dist").is_some() || s.get("factors").is_some()) {
+                out.0 += 1;
+                out.1 += usize::from(s.get("replay").is_none());
+            }
+            walk(&s["body"], out);
+            for c in s["cases"].as_array().into_iter().flatten() {
+                walk(&c["body"], out);
+            }
+        }
+    }
+    let dir = scratch("scaling-short-blocks").join(name);
+    let trace = shared().join("fixtures").join("npb").join(name).join("trace.txt");
+    let out = mpiskel()
+        .args(["build", "-q", "--force"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let mut counts = (0, 0);
+    for class in doc["program"]["classes"].as_array().unwrap() {
+        for phase in class["phases"].as_array().unwrap() {
+            if phase["name"] == "main_loop" {
+                walk(&phase["body"], &mut counts);
+            }
+        }
+    }
+    counts
+}
+
+/// Short blocks replay where together they hold most of the main loop's computation (NPB MG's
+/// V-cycle: hundreds of short blocks between exchanges, whose independent draws add up to
+/// waiting the application never had), and keep their draws where a few long blocks hold most
+/// of it (NPB BT).
+#[test]
+fn short_blocks_replay_where_together_they_hold_most_of_a_loop() {
+    let (mg, mg_drawn) = drawn_blocks("mg.S.16");
+    assert!(mg > 100, "mg.S.16: {mg} variable blocks in the main loop");
+    assert_eq!(mg_drawn, 0, "mg.S.16: {mg_drawn} of {mg} main-loop blocks draw");
+    let (bt, bt_drawn) = drawn_blocks("bt.S.16");
+    assert!(bt_drawn > 0 && bt_drawn < bt, "bt.S.16: {bt_drawn} of {bt} main-loop blocks draw");
+}
