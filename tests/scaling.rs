@@ -9,6 +9,22 @@ use std::fmt::Write as _;
 
 use support::{mpiskel, root, scratch, shared};
 
+/// `mpiskel build` of the NPB fixture `name` with the default target, into `work`: its
+/// `skeleton.json`.
+fn build_npb(name: &str, work: &std::path::Path) -> serde_json::Value {
+    let dir = work.join(name);
+    let trace = shared().join("fixtures").join("npb").join(name).join("trace.txt");
+    let out = mpiskel()
+        .args(["build", "-q", "--force"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap()
+}
+
 #[test]
 fn scaling_decisions_of_every_npb_fixture() {
     let npb = shared().join("fixtures").join("npb");
@@ -24,18 +40,7 @@ fn scaling_decisions_of_every_npb_fixture() {
         String::from("trace | main loop run | target | estimate | compute cut | note\n");
     let work = scratch("scaling-npb");
     for name in &names {
-        let dir = work.join(name);
-        let out = mpiskel()
-            .args(["build", "-q", "--force"])
-            .arg(npb.join(name).join("trace.txt"))
-            .arg("-o")
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap())
-                .unwrap();
+        let doc = build_npb(name, &work);
         let s = &doc["scaling"];
         let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
         let app = f("app_time_s");
@@ -75,18 +80,7 @@ fn drawn_blocks(name: &str) -> (usize, usize) {
             }
         }
     }
-    let dir = scratch("scaling-short-blocks").join(name);
-    let trace = shared().join("fixtures").join("npb").join(name).join("trace.txt");
-    let out = mpiskel()
-        .args(["build", "-q", "--force"])
-        .arg(&trace)
-        .arg("-o")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
+    let doc = build_npb(name, &scratch("scaling-short-blocks"));
     let mut counts = (0, 0);
     for class in doc["program"]["classes"].as_array().unwrap() {
         for phase in class["phases"].as_array().unwrap() {
