@@ -145,6 +145,9 @@ void sk_report(const char *name, double factor, double recorded_app_s);
 /* A status array of at least n entries (MPI_STATUSES_IGNORE trips GCC's -Wstringop-overflow
  * with MPICH's headers). */
 MPI_Status *sk_statuses(int n);
+/* The wait of a call that had no request to complete in the application (MPI_Waitall over
+ * none): it costs nothing, where a progress poll would cost SimGrid's simulated probe time. */
+void sk_wait_none(void);
 
 /* Helpers that keep the generated code short. */
 void sk_waitall(MPI_Request *req, int n, const int *slots);

@@ -728,3 +728,26 @@ fn computation_that_hides_messages_is_not_cut_past_them_to_reach_the_target() {
     let unguarded = exposure(&deep);
     assert!(unguarded > 0.05, "{unguarded}");
 }
+
+/// A wait that had no request to complete (the multigrid fixture program's coarsest level,
+/// where no rank exchanges: `MPI_Waitall` over none) is the same empty wait in the skeleton,
+/// not a progress poll: SimGrid charges each `MPI_Iprobe` that finds nothing a simulated time
+/// that grows with every such probe, which the application never paid (a poll in its place ran
+/// this skeleton 74 % longer under SimGrid than simulated). Run under SimGrid, the skeleton
+/// takes what `simulate --as-run` says.
+#[test]
+fn a_wait_with_nothing_to_complete_stays_an_empty_wait() {
+    let dir = scratch("simulate-empty-wait");
+    let trace = dir.join("trace");
+    support::trace_program(support::Lib::OpenMpi, 16, "multigrid", &["40", "4096", "50"], &trace);
+    let _serial = serial();
+    let skel = dir.join("skel");
+    let out = mpiskel().arg("build").arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
+    assert!(source.contains("sk_wait_none();"), "no empty wait");
+    assert!(!source.contains("sk_poll("), "a wait over nothing became a poll");
+    let own = simulate_path(&skel, "ref.xml", 1, &["--as-run"])["predicted_s"].as_f64().unwrap();
+    let ran = run_under_smpi(&skel, "ref.xml")["skeleton_s"].as_f64().unwrap();
+    assert!((ran / own - 1.0).abs() < 0.05, "ran {ran} s under SimGrid, simulated {own} s");
+}

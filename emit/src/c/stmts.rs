@@ -141,6 +141,15 @@ impl Names<'_> {
                 let first = slots.first().copied().unwrap_or(0);
                 let n = slots.len();
                 match how {
+                    // A wait that completed nothing had no request to wait for: the same empty
+                    // wait, which costs nothing in any MPI (a progress poll in its place costs
+                    // SimGrid's simulated probe time, which grows with each probe that finds
+                    // nothing).
+                    Completion::Poll
+                        if matches!(traced, Op::Wait | Op::Waitall | Op::Waitany | Op::Waitsome) =>
+                    {
+                        format!("sk_wait_none(); /* MPI_{traced} had no request to complete in the trace */")
+                    }
                     Completion::Poll => {
                         format!("sk_poll(world); /* MPI_{traced} completed nothing in the trace */")
                     }
