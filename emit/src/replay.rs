@@ -282,12 +282,12 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
             // hold most of the loop's computation (see [`MIN_SHARE`]).
             let is_small =
                 |seconds: f64, per: u64| seconds * (per as f64) < MIN_SHARE * p.compute_s;
-            let small: f64 = found
+            let small_s: f64 = found
                 .iter()
                 .filter(|&&(_, seconds, per, _)| is_small(seconds, per))
                 .map(|&(_, seconds, per, _)| seconds * per as f64)
                 .sum();
-            let many_small = small > MOST_SMALL * p.compute_s;
+            let many_small = small_s > MOST_SMALL * p.compute_s;
             for (leaf, seconds, per_iteration, inner) in found {
                 let small = is_small(seconds, per_iteration);
                 if small && !many_small {
@@ -362,13 +362,14 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
             (name.as_str(), total.len() > 1 && total[0] > FIRST_APART * mean)
         })
         .collect();
-    let (mut cells, mut small_cells) = (0usize, 0usize);
+    // Cells used of each budget: [`MAX_CELLS`], and [`MAX_SMALL_CELLS`] for small blocks.
+    let mut cells = [0usize; 2];
+    let budget = [MAX_CELLS, MAX_SMALL_CELLS];
     let mut chosen: HashMap<(usize, usize, usize), usize> = HashMap::new();
     let mut names = Vec::new();
     for c in candidates {
-        let (used, budget) =
-            if c.small { (&mut small_cells, MAX_SMALL_CELLS) } else { (&mut cells, MAX_CELLS) };
-        if *used + c.cells > budget {
+        let b = usize::from(c.small);
+        if cells[b] + c.cells > budget[b] {
             continue;
         }
         let lm = maps.entry(c.class).or_insert_with(|| {
@@ -411,11 +412,7 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
         let Some(r) = table(lt, c.class, &skel.classes[c.class].ranks, positions, &sample) else {
             continue;
         };
-        if c.small {
-            small_cells += c.cells;
-        } else {
-            cells += c.cells;
-        }
+        cells[b] += c.cells;
         chosen.insert((c.class, c.phase, c.leaf), skel.replays.len());
         names.push(name);
         skel.replays.push(r);

@@ -20,9 +20,10 @@
 //!   `Bsend` become `MPI_Send`, `Irsend` becomes `MPI_Isend`. A test that completed nothing
 //!   becomes a progress poll (`MPI_Iprobe`); one that completed requests becomes the matching
 //!   wait. A wait that completed nothing had no request to wait for: the C back end makes the
-//!   same empty wait (`sk_wait_none`: `MPI_Waitall` over none), which costs nothing, where a poll would cost
-//!   SimGrid's simulated probe time; the Rust back end, which runs on real MPI only, polls. Non-blocking collectives run as their `MPI_I…` form with a request slot like any
-//!   non-blocking call (the check takes them as blocking where they start: stricter). Vector
+//!   same empty wait (`sk_wait_none`: `MPI_Waitall` over none), which costs nothing, where a
+//!   poll would cost SimGrid's simulated probe time; the Rust back end, which runs on real MPI
+//!   only, polls. Non-blocking collectives run as their `MPI_I…` form with a request slot like
+//!   any non-blocking call (the check takes them as blocking where they start: stricter). Vector
 //!   collectives run as their regular form with this rank's size per member.
 //!
 //! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
