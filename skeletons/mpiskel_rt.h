@@ -139,7 +139,9 @@ void sk_buffer_attach(long long bytes, long long messages, long main_run);
 void sk_buffer_detach(void);
 
 /* Gathers the times, prints the report on rank 0. factor: application time / skeleton time
- * expected on the recording machine (the single-ratio prediction). */
+ * expected on the recording machine (the single-ratio prediction). A rank that gets here first
+ * waits for the others asleep (MPI_Ibarrier, tested every 100 µs), as an application's rank
+ * waits in Open MPI's MPI_Finalize, not polling on a core the others need. */
 void sk_report(const char *name, double factor, double recorded_app_s);
 
 /* A status array of at least n entries (MPI_STATUSES_IGNORE trips GCC's -Wstringop-overflow

@@ -773,6 +773,7 @@ impl Runtime {
     /// skeleton time expected on the recording machine (the single-ratio prediction).
     pub fn report(&mut self, world: &impl Communicator, name: &str, factor: f64, recorded_app_s: f64) {
         let total = mpi::time() - self.t0;
+        wait_for_all(world);
         let mut latest = -1.0;
         world.all_reduce_into(&self.main_entry.unwrap_or(-1.0), &mut latest, SystemOperation::max());
         self.main_latest = latest;
@@ -1346,4 +1347,19 @@ pub fn cart_neighbour(cart: &CartesianCommunicator, offset: &[i32]) -> Option<Ra
         *c = x;
     }
     Some(cart.coordinates_to_rank(&coords))
+}
+
+/// Waits until every rank has finished its program, without taking the processor: a rank that
+/// finishes early would otherwise poll in the report's first reduction, and where ranks
+/// outnumber cores take the cores from the ranks still running; in the application it was in
+/// `MPI_Finalize`, where Open MPI waits by sleeping between polls.
+fn wait_for_all(world: &impl Communicator) {
+    let mut pending = world.immediate_barrier();
+    loop {
+        match pending.test() {
+            Ok(_) => return,
+            Err(p) => pending = p,
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
 }
