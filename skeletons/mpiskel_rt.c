@@ -818,11 +818,13 @@ static void sk_wait_for_all(void) {
     MPI_Request all;
     int done = 0;
     MPI_Ibarrier(MPI_COMM_WORLD, &all);
-    MPI_Test(&all, &done, MPI_STATUS_IGNORE);
-    while (!done) {
+    for (;;) {
+        MPI_Test(&all, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            break;
+        }
         struct timespec pause = {0, 100000}; /* 100 µs, as Open MPI's MPI_Finalize */
         nanosleep(&pause, NULL);
-        MPI_Test(&all, &done, MPI_STATUS_IGNORE);
     }
 #endif
 }

@@ -1458,8 +1458,9 @@ fn a_rank_that_finishes_first_waits_asleep() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let mut cmd = Command::new(lib.mpirun(2)[0].clone());
-        cmd.args(&lib.mpirun(2)[1..]).arg(&bin);
+        let launcher = lib.mpirun(2);
+        let mut cmd = Command::new(&launcher[0]);
+        cmd.args(&launcher[1..]).arg(&bin);
         let out = {
             let _lock = mpi_lock();
             run_with_timeout(cmd, 120)
