@@ -407,3 +407,23 @@ fn guarded_calls_are_made_in_rust_as_in_c() {
         16,
     );
 }
+
+/// A wait that had no request to complete (the multigrid fixture program's coarsest level,
+/// where no rank exchanges: `MPI_Waitall` over none) is the same empty wait in Rust as in C, not
+/// a probe: both skeletons make the same calls on all sixteen ranks, probes included.
+#[test]
+fn an_empty_wait_is_made_in_rust_as_in_c() {
+    let base = scratch("rust-skeleton-empty-wait");
+    let trace = base.join("trace");
+    support::trace_program(support::Lib::OpenMpi, 16, "multigrid", &["40", "4096", "50"], &trace);
+    let dir = base.join("skel-rs");
+    build("multigrid", &trace, "rust", &dir);
+    let main = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
+    assert!(main.contains("sk.wait_none();"), "no empty wait");
+    assert!(!main.contains("immediate_probe()"), "a wait over nothing became a probe");
+    cargo(&dir, "openmpi", &["clippy", "--release", "--quiet", "--", "-D", "warnings"]);
+    cargo(&dir, "openmpi", &["build", "--release", "--quiet"]);
+    let c_dir = base.join("skel-c");
+    build("multigrid", &trace, "c", &c_dir);
+    equivalent("multigrid", &c_dir, 16);
+}

@@ -338,6 +338,18 @@ impl Runtime {
         }
     }
 
+    /// A wait that had no request to complete in the application (`MPI_Waitall` over none, as
+    /// the C skeleton's `sk_wait_none`): it costs what the application's did, where a probe in
+    /// its place would be a poll the application never made.
+    pub fn wait_none(&self) {
+        // SAFETY: `MPI_REQUEST_NULL` is a constant of the MPI library; a count of zero reads no
+        // request; statuses are ignored.
+        unsafe {
+            let mut none = [mpi::ffi::RSMPI_REQUEST_NULL];
+            mpi::ffi::MPI_Waitall(0, none.as_mut_ptr(), mpi::ffi::RSMPI_STATUSES_IGNORE);
+        }
+    }
+
     /// Busy computation for `seconds` of the recording machine (times this rank's weight).
     pub fn compute(&mut self, seconds: f64) {
         self.run_for(seconds * self.weight * self.scale);

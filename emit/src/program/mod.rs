@@ -19,10 +19,9 @@
 //!   right after a probe of `MPI_ANY_SOURCE` receives from any source, as it did in effect. `Rsend`,
 //!   `Bsend` become `MPI_Send`, `Irsend` becomes `MPI_Isend`. A test that completed nothing
 //!   becomes a progress poll (`MPI_Iprobe`); one that completed requests becomes the matching
-//!   wait. A wait that completed nothing had no request to wait for: the C back end makes the
-//!   same empty wait (`sk_wait_none`: `MPI_Waitall` over none), which costs nothing, where a
-//!   poll would cost SimGrid's simulated probe time; the Rust back end, which runs on real MPI
-//!   only, polls. Non-blocking collectives run as their `MPI_I…` form with a request slot like
+//!   wait. A wait that completed nothing had no request to wait for: both back ends make the
+//!   same empty wait (`sk_wait_none`, `wait_none`: `MPI_Waitall` over none), which costs
+//!   nothing, where a poll would cost SimGrid's simulated probe time. Non-blocking collectives run as their `MPI_I…` form with a request slot like
 //!   any non-blocking call (the check takes them as blocking where they start: stricter). Vector
 //!   collectives run as their regular form with this rank's size per member.
 //!

@@ -235,6 +235,17 @@ impl Gen<'_> {
                 let ks = slots.iter().map(|s| Literal::u32_unsuffixed(*s));
                 let list = quote! { &[#(#ks),*] };
                 let mut out = match how {
+                    // As in the C back end: a wait that completed nothing had no request.
+                    Completion::Poll
+                        if matches!(
+                            traced,
+                            Op::Wait | Op::Waitall | Op::Waitany | Op::Waitsome
+                        ) =>
+                    {
+                        let n =
+                            note(&format!("MPI_{traced} had no request to complete in the trace"));
+                        quote! { #n sk.wait_none(); }
+                    }
                     Completion::Poll => {
                         let n = note(&format!("MPI_{traced} completed nothing in the trace"));
                         quote! { #n k.world.any_process().immediate_probe(); }
