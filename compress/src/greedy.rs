@@ -15,8 +15,9 @@
 //! the call beside it, not a loop (see [`LongerEdges`]).
 //!
 //! A final pass folds a first or last iteration that differs from the others only by a few
-//! extra elements (at most a quarter of the body) into its loop, as parts guarded to run in that
-//! iteration only ([`Node::Guard`]); the loop then has the iteration count the program ran.
+//! extra elements (at most a quarter of the body, counted in elements and in calls) into its
+//! loop, as parts guarded to run in that iteration only ([`Node::Guard`]); the loop then has
+//! the iteration count the program ran.
 //!
 //! What real traces do to it:
 //! - set-up and tear-down calls before and after the main loop stay as plain symbols beside it;
@@ -185,7 +186,7 @@ fn max_extra(len: usize) -> usize {
 
 /// Matches `body` as a subsequence of a prefix of the sequence `seg_at(0), seg_at(1), …` (of
 /// length `seg_len`) that starts with `body[0]`, with at most `max_extra(body.len())` elements
-/// in between. Returns the prefix length and, per element of the prefix, whether it is extra.
+/// in between, which make at most `max_extra` of the body's calls. Returns the prefix length and, per element of the prefix, whether it is extra.
 /// Looks at no more than `body.len() + max_extra` elements.
 fn match_with_extras<'a>(
     body: &[&'a Node],
@@ -196,6 +197,12 @@ fn match_with_extras<'a>(
         return None;
     }
     let limit = max_extra(body.len());
+    // The extras' calls are bounded alike: an extra element may be a loop of many calls (a
+    // time-step loop of 14,000 steps before a loop of 13-call steps), which is no extra part
+    // of one iteration.
+    let body_calls: u64 = body.iter().map(|n| n.expanded_len()).sum();
+    let call_limit = max_extra(usize::try_from(body_calls).unwrap_or(usize::MAX)) as u64;
+    let mut extra_calls = 0u64;
     let mut k = 0;
     let mut n_extra = 0;
     let mut extra = Vec::new();
@@ -209,7 +216,8 @@ fn match_with_extras<'a>(
         } else {
             extra.push(true);
             n_extra += 1;
-            if n_extra > limit {
+            extra_calls += seg_at(i).expanded_len();
+            if n_extra > limit || extra_calls > call_limit {
                 return None;
             }
         }

@@ -185,6 +185,29 @@ fn a_differing_last_iteration_joins_its_loop() {
     assert_eq!(nest.notation(), "(2 + [first: 1] + 3)^30");
 }
 
+/// A whole loop between two calls that open and close an iteration (a run of 14,000 time steps
+/// before a run of 13-call steps that rebuild; LAMMPS's `cmap` example) is no extra part of that
+/// iteration: one element, but many more calls than the iteration makes. It stays beside the
+/// loop instead of running, guarded, in its first iteration.
+#[test]
+fn a_whole_loop_before_a_loop_is_not_its_first_iterations_extra() {
+    let mut s = vec![1];
+    s.extend(std::iter::repeat_n(7, 50));
+    s.push(2);
+    for _ in 0..20 {
+        s.extend([1, 2]);
+    }
+    let nest = greedy(&s);
+    assert_eq!(nest.expand(), s);
+    assert_eq!(nest.notation(), "1 + (1)^50 + (2)^20 + 1");
+    // One extra call in that place is a first iteration's extra, as before.
+    let mut s = vec![1, 7, 2];
+    for _ in 0..20 {
+        s.extend([1, 2]);
+    }
+    assert_eq!(greedy(&s).notation(), "(1 + [first: 1] + 1)^21");
+}
+
 #[test]
 fn setup_and_teardown_stay_beside_the_main_loop() {
     let mut s = vec![100, 101, 102];

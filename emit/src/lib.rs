@@ -7,6 +7,7 @@
 //!   trace and the nests;
 //! - [`matching`]: global and local sends and receives (Xu & Subhlok 2008, Fig. 3), size balancing;
 //! - [`scale`]: main-loop cut for a target time, and the prediction factors;
+//! - [`cut_runs`]: the other loops' cuts checked in runs, as few deadlock checks as they allow;
 //! - [`compute_cut`]: compute blocks cut where cutting iterations is not enough;
 //! - [`removal`]: what every rank may skip of a compute block whose durations are drawn;
 //! - [`sampling`]: how many iterations of a loop of few iterations stand for all of them;
@@ -27,6 +28,7 @@ pub mod aligned;
 pub mod c;
 pub mod compute_cut;
 pub mod correspond;
+pub mod cut_runs;
 pub mod deadlock;
 pub mod document;
 pub mod instantiate;

@@ -521,7 +521,8 @@ fn make_with(
 /// where computation takes most of the time. Returns the checked program where a cut was kept.
 ///
 /// # Complexity
-/// One instantiation and check per loop tried: O(top-level loops × size of the program).
+/// One instantiation and check per run of cuts tried ([`crate::cut_runs::cut_in_runs`]):
+/// O((1 + cuts refused) × log(top-level loops) × size of the program).
 fn cut_for_traffic(
     skeleton: &mut Skeleton,
     scaling: &mut Scaling,
@@ -536,24 +537,18 @@ fn cut_for_traffic(
     // The estimate loses the share of the computation that runs which the cut iterations held
     // (what they send is not in it: the estimate counts computation only).
     let (cuts, total) = crate::scale::one_iteration_cuts(skeleton);
-    let mut left = total;
     let mut accepted = None;
     let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);
-    for (name, d, saved) in cuts {
-        let found = crate::scale::loop_cuts(skeleton, lead, &name, d).find_map(|trial| {
-            let (p, r) = instantiate(&trial);
-            check(&p).is_none().then_some((trial, p, r))
+    let (saved, _) =
+        crate::scale::cut_loops_in_runs(skeleton, lead, &cuts, &|s, _| over(s), &mut |t| {
+            let (p, r) = instantiate(t);
+            let ok = check(&p).is_none();
+            if ok {
+                accepted = Some((p, r));
+            }
+            ok
         });
-        let Some((trial, p, r)) = found else {
-            continue;
-        };
-        *skeleton = trial;
-        accepted = Some((p, r));
-        left -= saved;
-        if !over(skeleton) {
-            break;
-        }
-    }
+    let left = total - saved;
     if accepted.is_some() && total > 0.0 {
         scaling.skeleton_estimate_s *= (left / total).clamp(0.0, 1.0);
         if scaling.skeleton_estimate_s > 0.0 {

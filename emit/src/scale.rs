@@ -95,25 +95,32 @@ pub(crate) fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
     }
 }
 
-/// The ways to remove `d` iterations from the loop `name` of class `lead`, tried in order and
-/// made only when asked for: by its name in every class, then, where the classes name it
-/// differently, at its place in every class ([`crate::aligned`]).
-pub(crate) fn loop_cuts<'a>(
-    skel: &'a Skeleton,
+/// Makes the loop cuts `cuts` (loop name, iterations removed, seconds saved) in order while
+/// `over` says the skeleton, with the seconds saved so far, is still over its target, keeping
+/// those that `accept` (the deadlock check) accepts, checked in runs
+/// ([`crate::cut_runs::cut_in_runs`]): each loop cut by its name in every class, or where that
+/// is refused, at its place in every class where the classes name it differently
+/// ([`crate::aligned::cut_same_loop`]). Returns the seconds saved and the cuts kept.
+///
+/// # Complexity
+/// O((1 + cuts refused) × log(cuts)) checks, each O(size of the program).
+pub(crate) fn cut_loops_in_runs(
+    skel: &mut Skeleton,
     lead: usize,
-    name: &'a str,
-    d: u64,
-) -> impl Iterator<Item = Skeleton> + 'a {
-    let by_name = std::iter::once_with(move || {
-        let mut trial = skel.clone();
-        cut_loop(&mut trial, name, d);
-        trial
-    });
-    let at_place = std::iter::once_with(move || {
-        let mut trial = skel.clone();
-        crate::aligned::cut_same_loop(&mut trial, lead, name, d).then_some(trial)
-    });
-    by_name.chain(at_place.flatten())
+    cuts: &[(String, u64, f64)],
+    over: &dyn Fn(&Skeleton, f64) -> bool,
+    accept: &mut dyn FnMut(&Skeleton) -> bool,
+) -> (f64, usize) {
+    let saved: Vec<f64> = cuts.iter().map(|c| c.2).collect();
+    let cut = |trial: &mut Skeleton, i: usize, at_place: bool| {
+        let (name, d, _) = &cuts[i];
+        if at_place && crate::aligned::cut_same_loop(trial, lead, name, *d) {
+            return true;
+        }
+        cut_loop(trial, name, *d);
+        false
+    };
+    crate::cut_runs::cut_in_runs(skel, &saved, &cut, over, accept)
 }
 
 /// Cuts every top-level loop but the main one to two iterations, removing the same number of
@@ -135,7 +142,8 @@ fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) 
 /// were kept; updates `scaling`'s estimate and factor.
 ///
 /// # Complexity
-/// One `accept` per loop tried: O(top-level loops × size of the program).
+/// One `accept` per run of cuts tried ([`cut_loops_in_runs`]): O((1 + cuts refused) ×
+/// log(top-level loops)) checks, each O(size of the program).
 pub fn cut_verified(
     skel: &mut Skeleton,
     scaling: &mut Scaling,
@@ -148,19 +156,11 @@ pub fn cut_verified(
         return 0;
     }
     let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
-    let mut estimate = scaling.skeleton_estimate_s;
-    let mut kept = 0;
-    for (name, d, saved) in other_loop_cuts(skel, &seconds_of) {
-        if estimate <= target_s {
-            break;
-        }
-        let found = loop_cuts(skel, lead, &name, d).find(|t| accept(t));
-        if let Some(trial) = found {
-            *skel = trial;
-            estimate -= saved;
-            kept += 1;
-        }
-    }
+    let start = scaling.skeleton_estimate_s;
+    let cuts = other_loop_cuts(skel, &seconds_of);
+    let (saved, mut kept) =
+        cut_loops_in_runs(skel, lead, &cuts, &|_, s| start - s > target_s, accept);
+    let mut estimate = start - saved;
     if estimate > target_s && scaling.main_run == 1 {
         let mut trial = skel.clone();
         let cut = cut_inner(&mut trial, estimate, target_s, &seconds_of);

@@ -175,6 +175,9 @@ fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
 pub fn traffic(skel: &Skeleton) -> Traffic {
     let mut t = Traffic::default();
     let mut per_phase: Vec<(String, f64, f64)> = Vec::new();
+    // Where each phase name is in `per_phase`: a program of hundreds of set-up loops has
+    // thousands of phases, and this runs once per loop cut tried.
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for c in &skel.classes {
         let ranks = c.ranks.len() as f64;
         for p in &c.phases {
@@ -183,12 +186,15 @@ pub fn traffic(skel: &Skeleton) -> Traffic {
             t.calls_run += ranks * rc;
             t.bytes_app += ranks * ab;
             t.bytes_run += ranks * rb;
-            match per_phase.iter_mut().find(|(n, ..)| n == &p.name) {
-                Some(e) => {
-                    e.1 += ranks * rb;
-                    e.2 += ranks * rc;
+            match at.get(p.name.as_str()) {
+                Some(&i) => {
+                    per_phase[i].1 += ranks * rb;
+                    per_phase[i].2 += ranks * rc;
                 }
-                None => per_phase.push((p.name.clone(), ranks * rb, ranks * rc)),
+                None => {
+                    at.insert(&p.name, per_phase.len());
+                    per_phase.push((p.name.clone(), ranks * rb, ranks * rc));
+                }
             }
         }
     }
