@@ -104,7 +104,7 @@ pub(crate) fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
 ///
 /// # Complexity
 /// O((1 + cuts refused) × log(cuts)) checks, each O(size of the program).
-pub(crate) fn cut_loops_in_runs(
+pub fn cut_loops_in_runs(
     skel: &mut Skeleton,
     lead: usize,
     cuts: &[(String, u64, f64)],
