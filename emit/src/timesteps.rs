@@ -413,9 +413,10 @@ mod tests {
         let exact = exact_nest(&s, &[]);
         let found = candidates(&s, &exact);
         let notes: Vec<String> = found.iter().map(|c| c.nest.notation()).collect();
-        // The spans between rebuilds: one kind per number of plain steps.
+        // The spans between rebuilds: one kind per number of plain steps (a rebuild, then its
+        // plain steps; the rebuild's two calls more are not a few extras of a three-call step).
         assert!(
-            notes[0].contains("(2 + [first: (1)^2] + 1)^7 ×12 | (2 + [first: (1)^2] + 1)^10 ×2"),
+            notes[0].contains("{2 + (1)^2 + (3)^6 + 1 ×12 | 2 + (1)^2 + (3)^9 + 1 ×2 |"),
             "{notes:?}"
         );
         let nests = choose(vec![found]).swap_remove(0);
