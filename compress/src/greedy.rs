@@ -186,8 +186,9 @@ fn max_extra(len: usize) -> usize {
 
 /// Matches `body` as a subsequence of a prefix of the sequence `seg_at(0), seg_at(1), …` (of
 /// length `seg_len`) that starts with `body[0]`, with at most `max_extra(body.len())` elements
-/// in between, which make at most `max_extra` of the body's calls. Returns the prefix length and, per element of the prefix, whether it is extra.
-/// Looks at no more than `body.len() + max_extra` elements.
+/// in between, which make at most `max_extra` of the body's calls. Returns the prefix length
+/// and, per element of the prefix, whether it is extra. Looks at no more than
+/// `body.len() + max_extra` elements.
 fn match_with_extras<'a>(
     body: &[&'a Node],
     seg_len: usize,

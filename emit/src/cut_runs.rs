@@ -13,9 +13,9 @@
 //! makes it by default (a loop cut by its name in every class) and, where that is refused, in
 //! the caller's second way (at its place in every class, where the classes name it
 //! differently). Where every cut passes, that is one check; each cut refused costs O(log n)
-//! more. The cuts kept are those made one by one where each run the check accepts holds a
-//! program that its prefixes' checks would have accepted too, and every program kept passed the
-//! check, which is what makes it safe.
+//! more. Every program kept has passed the check, which is what makes it safe; and where the
+//! check passes every prefix of a run it passes, the cuts kept are those that checking them one
+//! by one keeps.
 //!
 //! # Complexity
 //! O((1 + cuts refused) × log(cuts)) checks, where one check per cut was made before.

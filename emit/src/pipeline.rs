@@ -511,9 +511,10 @@ fn make_with(
 /// (the main loop at one iteration, the other loops at two, the computation cut), the other
 /// top-level loops run one iteration each, heaviest first, each cut kept only if the deadlock
 /// check passes it (the cuts checked in runs, [`crate::cut_runs`]), until the skeleton's calls
-/// and bytes are within the target's share of the application's ([`crate::traffic`]). A skeleton sends every message at its recorded size, so
-/// a set-up loop of two that exchanges whole faces (NPB LU's right-hand side before and after
-/// its warm-up) holds more of a short run's bytes than the one main-loop iteration; its
+/// and bytes are within the target's share of the application's ([`crate::traffic`]). A
+/// skeleton sends every message at its recorded size, so a set-up loop of two that exchanges
+/// whole faces (NPB LU's right-hand side before and after its warm-up) holds more of a short
+/// run's bytes than the one main-loop iteration; its
 /// iterations are alike, and one of them priced as two predicts as both (LU S 16 under
 /// SimGrid at 5 MB/s: 0.4591 s with both, 0.4575 s with one, against 0.4426 s replayed; the
 /// skeleton 0.063 → 0.048 of the run). The computation cut is made first and stays as it was:

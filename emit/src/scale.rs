@@ -137,9 +137,9 @@ fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) 
 /// After [`scale`] within [`Reach::MainLoop`] (the cut by name of everything was refused):
 /// cuts the other top-level loops, most saved first, checked in runs ([`cut_loops_in_runs`]),
 /// then the main loop's heaviest inner loop, keeping each cut that `accept` (the deadlock
-/// check) accepts, until the estimate meets the target. A loop whose name stands for the same loop in every class is cut;
-/// one that names different loops in different classes is left whole. Returns how many cuts
-/// were kept; updates `scaling`'s estimate and factor.
+/// check) accepts, until the estimate meets the target. A loop whose name stands for the same
+/// loop in every class is cut; one that names different loops in different classes is left
+/// whole. Returns how many cuts were kept; updates `scaling`'s estimate and factor.
 ///
 /// # Complexity
 /// One `accept` per run of cuts tried ([`cut_loops_in_runs`]): O((1 + cuts refused) ×

@@ -191,6 +191,14 @@ ops! {
     CommFree = 85, "Comm_free", Comm;
 }
 
+impl Op {
+    /// A blocking completion (`MPI_Wait`, `Waitall`, `Waitany`, `Waitsome`): one that completed
+    /// nothing had no request to wait for.
+    pub fn is_wait(self) -> bool {
+        matches!(self, Op::Wait | Op::Waitall | Op::Waitany | Op::Waitsome)
+    }
+}
+
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

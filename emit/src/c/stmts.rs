@@ -145,9 +145,7 @@ impl Names<'_> {
                     // wait, which costs nothing in any MPI (a progress poll in its place costs
                     // SimGrid's simulated probe time, which grows with each probe that finds
                     // nothing).
-                    Completion::Poll
-                        if matches!(traced, Op::Wait | Op::Waitall | Op::Waitany | Op::Waitsome) =>
-                    {
+                    Completion::Poll if traced.is_wait() => {
                         format!("sk_wait_none(); /* MPI_{traced} had no request to complete in the trace */")
                     }
                     Completion::Poll => {

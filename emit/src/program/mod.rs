@@ -21,9 +21,10 @@
 //!   becomes a progress poll (`MPI_Iprobe`); one that completed requests becomes the matching
 //!   wait. A wait that completed nothing had no request to wait for: both back ends make the
 //!   same empty wait (`sk_wait_none`, `wait_none`: `MPI_Waitall` over none), which costs
-//!   nothing, where a poll would cost SimGrid's simulated probe time. Non-blocking collectives run as their `MPI_I…` form with a request slot like
-//!   any non-blocking call (the check takes them as blocking where they start: stricter). Vector
-//!   collectives run as their regular form with this rank's size per member.
+//!   nothing, where a poll would cost SimGrid's simulated probe time. Non-blocking collectives
+//!   run as their `MPI_I…` form with a request slot like any non-blocking call (the check takes
+//!   them as blocking where they start: stricter). Vector collectives run as their regular form
+//!   with this rank's size per member.
 //!
 //! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
 //! `calls.rs` (logical operations as calls), `lower.rs` (loop nests as phases), `regions.rs`

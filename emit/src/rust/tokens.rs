@@ -236,12 +236,7 @@ impl Gen<'_> {
                 let list = quote! { &[#(#ks),*] };
                 let mut out = match how {
                     // As in the C back end: a wait that completed nothing had no request.
-                    Completion::Poll
-                        if matches!(
-                            traced,
-                            Op::Wait | Op::Waitall | Op::Waitany | Op::Waitsome
-                        ) =>
-                    {
+                    Completion::Poll if traced.is_wait() => {
                         let n =
                             note(&format!("MPI_{traced} had no request to complete in the trace"));
                         quote! { #n sk.wait_none(); }
