@@ -320,7 +320,7 @@ impl LoopNest {
                 }
             }
         }
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(usize::try_from(seq_len(&self.items)).unwrap_or(0));
         ids(&self.items, &mut 0, &mut out, 0, 1);
         out
     }

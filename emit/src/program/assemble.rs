@@ -506,7 +506,7 @@ fn gaps_of(
             // The polls made before the call: the mean over every execution of the leaf.
             let (n, sum) = lm.positions[leaf].iter().fold((0u64, 0.0), |(n, s), &p| {
                 let g = &class.ops[p].gap;
-                (n + g.n, s + g.polls_mean * g.n as f64)
+                (n + u64::from(g.n), s + f64::from(g.polls_mean) * f64::from(g.n))
             });
             let polls = if n > 0 { sum / n as f64 } else { 0.0 };
             Gap { seconds: mean, dist, factors, polls }

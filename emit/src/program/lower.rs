@@ -80,7 +80,12 @@ pub(crate) struct LeafMap {
 
 pub(crate) fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
     let leaf_of = nest.leaf_of_position();
-    let mut positions = vec![Vec::new(); n_leaves];
+    // Sized exactly: a class's program can have millions of positions.
+    let mut count = vec![0usize; n_leaves];
+    for &l in &leaf_of {
+        count[l] += 1;
+    }
+    let mut positions: Vec<Vec<usize>> = count.into_iter().map(Vec::with_capacity).collect();
     for (p, &l) in leaf_of.iter().enumerate() {
         positions[l].push(p);
     }

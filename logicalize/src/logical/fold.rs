@@ -93,8 +93,6 @@ pub(super) fn align(
 pub(super) struct GapAcc {
     pub(super) n: u64,
     pub(super) sum: f64,
-    pub(super) min: f64,
-    pub(super) max: f64,
     pub(super) instructions: (u64, f64),
     pub(super) flops: (u64, f64),
     pub(super) samples: super::GapSamples,
@@ -104,8 +102,6 @@ pub(super) struct GapAcc {
 impl GapAcc {
     pub(super) fn add(&mut self, rank: u32, g: Gap) {
         self.samples.push((rank, g.s as f32));
-        self.min = if self.n == 0 { g.s } else { self.min.min(g.s) };
-        self.max = self.max.max(g.s);
         self.n += 1;
         self.sum += g.s;
         self.polls += u64::from(g.polls);
@@ -125,25 +121,22 @@ impl GapAcc {
     pub(super) fn stats(&self) -> GapStats {
         let mean = |(n, sum): (u64, f64)| (n > 0).then(|| sum / n as f64);
         GapStats {
-            n: self.n,
+            n: u32::try_from(self.n).unwrap_or(u32::MAX),
+            polls_mean: mean((self.n, self.polls as f64)).unwrap_or(0.0) as f32,
             mean_s: mean((self.n, self.sum)).unwrap_or(0.0),
-            min_s: self.min,
-            max_s: self.max,
-            instructions_mean: mean(self.instructions),
-            flops_mean: mean(self.flops),
-            polls_mean: mean((self.n, self.polls as f64)).unwrap_or(0.0),
+            instructions_mean: mean(self.instructions).into(),
+            flops_mean: mean(self.flops).into(),
         }
     }
 }
 
 /// A position of a class's program with what its ranks gave there: the call, the positions it
-/// completes, the gaps, the range of sizes, the tag class, the sizes of the ranks that differ
+/// completes, the gaps, the tag class, the sizes of the ranks that differ
 /// from the call's and the ranks that skip it.
 pub(super) fn gathered_op(
     key: Arc<OpKey>,
     completes: ThinVec<usize>,
     acc: GapAcc,
-    bytes_range: (u64, u64),
     (tag_class, traced_tag): (i32, i32),
     mut rank_bytes: Vec<(u32, u64)>,
     absent: Vec<u32>,
@@ -152,7 +145,6 @@ pub(super) fn gathered_op(
     LogicalOp {
         key,
         completes,
-        bytes_range,
         tag_class,
         traced_tag,
         gap: acc.stats(),

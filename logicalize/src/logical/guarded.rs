@@ -358,7 +358,6 @@ pub(super) fn build(
     let tags: Vec<(i32, i32)> =
         plan.prog.iter().map(|p| translated[p.src.0 as usize].tag_classes[p.src.1]).collect();
     let mut acc: Vec<GapAcc> = (0..n_ops).map(|_| GapAcc::default()).collect();
-    let mut sizes: Vec<(u64, u64)> = (0..n_ops).map(|i| (key_bytes(i), key_bytes(i))).collect();
     let mut rank_bytes: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n_ops];
     for (r, map) in &plan.maps {
         let t = std::mem::take(&mut translated[*r as usize]);
@@ -366,8 +365,6 @@ pub(super) fn build(
             let Some(j) = *j else { continue };
             let bytes = table[t.ids[j] as usize].bytes;
             acc[i].add(*r, t.gaps[j]);
-            sizes[i].0 = sizes[i].0.min(bytes);
-            sizes[i].1 = sizes[i].1.max(bytes);
             if bytes != key_bytes(i) {
                 rank_bytes[i].push((*r, bytes));
             }
@@ -377,13 +374,12 @@ pub(super) fn build(
         .prog
         .into_iter()
         .zip(acc)
-        .zip(sizes)
         .zip(tags)
         .zip(rank_bytes)
-        .map(|((((p, a), bytes_range), tags), rank_bytes)| {
+        .map(|(((p, a), tags), rank_bytes)| {
             let completes = p.links.iter().map(|&l| l as usize).collect();
             let key = Arc::clone(&shared[p.id as usize]);
-            gathered_op(key, completes, a, bytes_range, tags, rank_bytes, p.absent)
+            gathered_op(key, completes, a, tags, rank_bytes, p.absent)
         })
         .collect();
     let representative = plan.members[0];

@@ -45,6 +45,7 @@ use crate::matrix::CommMatrix;
 
 mod fold;
 mod guarded;
+mod record;
 mod translate;
 
 use fold::*;
@@ -141,31 +142,60 @@ pub enum LogicalComm {
     },
 }
 
-/// Statistics of the compute gaps folded into one position.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Statistics of the compute gaps folded into one position. Their range (smallest and largest
+/// gap) is [`LogicalOp::gap_range`], read from the samples: a logical program holds one of
+/// these per call, millions in a long run, so it keeps only what the skeleton needs (32 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct GapStats {
     /// Ranks × occurrences contributing.
-    pub n: u64,
-    /// Mean, seconds.
-    pub mean_s: f64,
-    /// Minimum, seconds.
-    pub min_s: f64,
-    /// Maximum, seconds.
-    pub max_s: f64,
-    /// Mean user-space instructions, where the trace counted them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instructions_mean: Option<f64>,
-    /// Mean floating-point operations, where the trace recorded them (SimGrid traces).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flops_mean: Option<f64>,
+    pub n: u32,
     /// Mean number of failed polls made at the end of the gap, before the call (folded by
     /// `mpiskel_trace::polls`).
-    #[serde(default, skip_serializing_if = "is_zero_f64")]
-    pub polls_mean: f64,
+    pub polls_mean: f32,
+    /// Mean, seconds.
+    pub mean_s: f64,
+    /// Mean user-space instructions, where the trace counted them.
+    pub instructions_mean: OptionalMean,
+    /// Mean floating-point operations, where the trace recorded them (SimGrid traces).
+    pub flops_mean: OptionalMean,
 }
 
-fn is_zero_f64(x: &f64) -> bool {
-    *x == 0.0
+/// An optional mean in eight bytes (an `Option<f64>` takes sixteen): NaN stands for none,
+/// which a mean of counts never is.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionalMean(f64);
+
+impl OptionalMean {
+    /// No mean: nothing was counted.
+    pub const NONE: OptionalMean = OptionalMean(f64::NAN);
+
+    /// The mean, if there is one.
+    pub fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
+
+    /// Whether there is no mean.
+    pub fn is_none(&self) -> bool {
+        self.0.is_nan()
+    }
+}
+
+impl Default for OptionalMean {
+    fn default() -> OptionalMean {
+        OptionalMean::NONE
+    }
+}
+
+impl PartialEq for OptionalMean {
+    fn eq(&self, other: &OptionalMean) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl From<Option<f64>> for OptionalMean {
+    fn from(x: Option<f64>) -> OptionalMean {
+        x.filter(|v| !v.is_nan()).map_or(OptionalMean::NONE, OptionalMean)
+    }
 }
 
 /// What identifies a logical call (everything but its timing).
@@ -202,39 +232,32 @@ pub struct OpKey {
 /// millions in a long run), on the heap beyond.
 pub type GapSamples = SmallVec<[(u32, f32); 2]>;
 
-/// One call of a class's logical program.
+/// One call of a class's logical program (written and read as a [`record::LogicalOpRecord`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "record::LogicalOpRecord", from = "record::LogicalOpRecord")]
 pub struct LogicalOp {
     /// What the call is: shared by every position of the class that makes the same call (a
     /// class's program has a few hundred distinct calls at millions of positions).
-    #[serde(flatten)]
     pub key: Arc<OpKey>,
     /// For completions: positions (in this sequence) of the calls whose requests it completes.
-    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
     pub completes: ThinVec<usize>,
     /// Compute gap before the call, over the class.
     pub gap: GapStats,
-    /// Smallest and largest size (bytes sent) at this position over the class.
-    pub bytes_range: (u64, u64),
     /// The representative's tag class (order of first use; −1 for any tag).
     pub tag_class: i32,
     /// The representative's tag as traced (−1 for any tag; 0 for calls without one).
-    #[serde(default)]
     pub traced_tag: i32,
-    /// The gap of every contributing rank at this position, (rank, seconds), not serialized: the
+    /// The gap of every contributing rank at this position, (rank, seconds): the
     /// distribution a skeleton draws its compute blocks from.
-    #[serde(skip)]
     pub gap_samples: GapSamples,
     /// The bytes sent at this position by each folded rank whose size differs from the
-    /// representative's (`key.bytes`), by rank, not serialized: an uneven decomposition's
+    /// representative's (`key.bytes`), by rank: an uneven decomposition's
     /// sizes per rank (NPB SP's multi-partition cells). Ranks not listed send `key.bytes`.
-    #[serde(skip)]
     pub rank_bytes: ThinVec<(u32, u64)>,
     /// Ranks of the class that do not make this point-to-point call (ascending): they make it
     /// toward `MPI_PROC_NULL`. Set where classes that differ by such calls were merged (a
     /// multigrid's coarse levels; see `guarded.rs`); a rank at a grid's edge that lacks a
     /// neighbour is not listed, its missing direction resolves to `MPI_PROC_NULL` by itself.
-    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
     pub absent: ThinVec<u32>,
 }
 
@@ -244,6 +267,20 @@ impl LogicalOp {
         self.rank_bytes
             .binary_search_by_key(&r, |&(x, _)| x)
             .map_or(self.key.bytes, |i| self.rank_bytes[i].1)
+    }
+
+    /// Smallest and largest size (bytes sent) at this position over the class.
+    pub fn bytes_range(&self) -> (u64, u64) {
+        let b = self.key.bytes;
+        self.rank_bytes.iter().fold((b, b), |(lo, hi), &(_, x)| (lo.min(x), hi.max(x)))
+    }
+
+    /// Smallest and largest gap, seconds, over the samples; (0, 0) without samples (a logical
+    /// program read back from JSON keeps none).
+    pub fn gap_range(&self) -> (f64, f64) {
+        let mut xs = self.gap_samples.iter().map(|&(_, x)| f64::from(x));
+        let Some(first) = xs.next() else { return (0.0, 0.0) };
+        xs.fold((first, first), |(lo, hi), x| (lo.min(x), hi.max(x)))
     }
 }
 
@@ -581,12 +618,6 @@ fn exact_classes(
         // One shared copy of each distinct call for the class's positions.
         let shared: Vec<Arc<OpKey>> = table.iter().cloned().map(Arc::new).collect();
         let mut acc: Vec<GapAcc> = (0..n_ops).map(|_| GapAcc::default()).collect();
-        let mut sizes: Vec<(u64, u64)> = (0..n_ops)
-            .map(|i| {
-                let b = key(&translated[rep], i).bytes;
-                (b, b)
-            })
-            .collect();
         let mut rank_bytes: Vec<Vec<(u32, u64)>> = vec![Vec::new(); n_ops];
         for &r in &ranks {
             let gaps = std::mem::take(&mut translated[r as usize].gaps);
@@ -600,8 +631,6 @@ fn exact_classes(
                 if let Some(j) = j {
                     let bytes = table[other.ids[*j] as usize].bytes;
                     acc[i].add(*r, other.gaps[*j]);
-                    sizes[i].0 = sizes[i].0.min(bytes);
-                    sizes[i].1 = sizes[i].1.max(bytes);
                     if bytes != key(&translated[rep], i).bytes {
                         rank_bytes[i].push((*r, bytes));
                     }
@@ -612,13 +641,12 @@ fn exact_classes(
         let ops = acc
             .into_iter()
             .enumerate()
-            .zip(sizes)
             .zip(&t.tag_classes)
             .zip(rank_bytes)
-            .map(|((((i, a), bytes_range), &tags), rank_bytes)| {
+            .map(|(((i, a), &tags), rank_bytes)| {
                 let completes = t.links.get(i).iter().map(|&p| p as usize).collect();
                 let key = Arc::clone(&shared[t.ids[i] as usize]);
-                gathered_op(key, completes, a, bytes_range, tags, rank_bytes, Vec::new())
+                gathered_op(key, completes, a, tags, rank_bytes, Vec::new())
             })
             .collect();
         for &r in &ranks {
