@@ -211,7 +211,7 @@ pub(crate) fn quantiles_of(mut v: Vec<f64>, mean: f64) -> Option<Dist> {
     }
     v.sort_unstable_by(f64::total_cmp);
     let last = v.len() - 1;
-    let q: Vec<f64> = QUANTILE_PROBABILITIES
+    let mut q: Vec<f64> = QUANTILE_PROBABILITIES
         .iter()
         .map(|&p| {
             let x = p * last as f64;
@@ -219,6 +219,7 @@ pub(crate) fn quantiles_of(mut v: Vec<f64>, mean: f64) -> Option<Dist> {
             v[lo] * (1.0 - f) + v[(lo + 1).min(last)] * f
         })
         .collect();
+    q[QUANTILES - 1] = top_end(&v, q[QUANTILES - 2]);
     if q[QUANTILES - 1] - q[0] < 0.02 * mean {
         return None;
     }
@@ -232,6 +233,28 @@ pub(crate) fn quantiles_of(mut v: Vec<f64>, mean: f64) -> Option<Dist> {
         return None;
     }
     Some(Dist { q: q.iter().map(|x| x * mean / qmean).collect() })
+}
+
+/// The end of the top segment of the drawn distribution of the sorted durations `v`, whose
+/// 99.9 % quantile is `from`: the draws above `from` (a thousandth of them) are uniform up to
+/// it, so it is set where their mean is that of the samples they stand for — the largest
+/// sample at most, `from` at least. Drawn up to the largest sample, a lone outlier (an
+/// interrupt, or a preemption a virtual machine counts as processor time) would take the
+/// weight of a thousandth of the draws: in 1.2 M gaps of 9.6 µs on 4 ranks over 2 cores, the
+/// samples above 61 µs averaged 89 µs and the largest was 7 ms, and the segment up to it held
+/// a third of the distribution's mean; scaled back to the recorded mean, every other draw came
+/// out a quarter short, and the rare long blocks made the partners wait: the skeleton ran 12–20
+/// % over the application, and within 2 % with its blocks at their mean. Fewer than two
+/// samples above `from` (under 2,000 in all) leave the largest as it is.
+fn top_end(v: &[f64], from: f64) -> f64 {
+    let last = v.len() - 1;
+    let first = (QUANTILE_PROBABILITIES[QUANTILES - 2] * last as f64).ceil() as usize;
+    let top = &v[first.min(last)..];
+    if top.len() < 2 {
+        return v[last];
+    }
+    let mean = top.iter().sum::<f64>() / top.len() as f64;
+    (2.0 * mean - from).min(v[last]).max(from)
 }
 
 #[cfg(test)]
