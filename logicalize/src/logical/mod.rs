@@ -227,6 +227,25 @@ pub struct OpKey {
     pub any_source: bool,
 }
 
+impl OpKey {
+    /// The call `op` with nothing else said yet: no peer, no bytes, on `MPI_COMM_WORLD`.
+    pub fn bare(op: Op) -> OpKey {
+        OpKey {
+            op,
+            peer: None,
+            source: None,
+            tag: 0,
+            bytes: 0,
+            recv_bytes: 0,
+            comm: LogicalComm::World,
+            root: None,
+            given: 0,
+            done: 0,
+            any_source: false,
+        }
+    }
+}
+
 /// The gaps of the ranks at one position, (rank, seconds): held in place for the one or two
 /// ranks most classes have (a logical program has one entry per call of its representative,
 /// millions in a long run), on the heap beyond.

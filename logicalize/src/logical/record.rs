@@ -110,23 +110,11 @@ impl From<LogicalOpRecord> for LogicalOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::logical::{LogicalComm, OptionalMean};
+    use crate::logical::OptionalMean;
     use mpiskel_trace::Op;
 
     fn op() -> LogicalOp {
-        let key = OpKey {
-            op: Op::Send,
-            peer: None,
-            source: None,
-            tag: 0,
-            bytes: 800,
-            recv_bytes: 0,
-            comm: LogicalComm::World,
-            root: None,
-            given: 0,
-            done: 0,
-            any_source: false,
-        };
+        let key = OpKey { bytes: 800, ..OpKey::bare(Op::Send) };
         LogicalOp {
             key: Arc::new(key),
             completes: ThinVec::new(),

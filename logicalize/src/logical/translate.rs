@@ -237,19 +237,7 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
     let mut comms: HashMap<CommId, LogicalComm> = HashMap::new();
     let mut comm_of = |c: CommId| comms.entry(c).or_insert_with(|| namer.comm(rt, c)).clone();
     for (i, e) in rt.events.iter().enumerate() {
-        let mut k = OpKey {
-            op: e.op,
-            peer: None,
-            source: None,
-            tag: 0,
-            bytes: 0,
-            recv_bytes: 0,
-            comm: LogicalComm::World,
-            root: None,
-            given: 0,
-            done: 0,
-            any_source: false,
-        };
+        let mut k = OpKey::bare(e.op);
         let mut completes: Vec<usize> = Vec::new();
         match &e.payload {
             Payload::None => {}
