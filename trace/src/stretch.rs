@@ -250,11 +250,11 @@ pub fn cut_all(ranks: &mut [RankTrace], cuts: &[(Stretch, f64)]) -> Vec<StretchC
     }
     // What goes with what: the two ends of each message, a request's start and completions.
     let mut partners: HashMap<(usize, usize), Vec<(usize, usize)>> = HashMap::new();
-    for ((sr, se, _), (rr, re, _)) in crate::local::pair_up(ranks).0 {
+    crate::local::pair_up(ranks, |(sr, se, _), (rr, re, _)| {
         let (s, r) = ((sr as usize, se as usize), (rr as usize, re as usize));
         partners.entry(s).or_default().push(r);
         partners.entry(r).or_default().push(s);
-    }
+    });
     let mut start_of: Vec<HashMap<RequestId, usize>> = Vec::with_capacity(ranks.len());
     let mut done_at: Vec<HashMap<RequestId, Vec<usize>>> = Vec::with_capacity(ranks.len());
     for r in ranks.iter() {
