@@ -251,7 +251,7 @@ impl OpKey {
 /// millions in a long run), on the heap beyond.
 pub type GapSamples = SmallVec<[(u32, f32); 2]>;
 
-/// One call of a class's logical program (written and read as a [`record::LogicalOpRecord`]).
+/// One call of a class's logical program (written to and read from JSON by `record.rs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "record::LogicalOpRecord", from = "record::LogicalOpRecord")]
 pub struct LogicalOp {
