@@ -16,11 +16,16 @@
 //!    loop's share of the computation, the compression ratio, the emitted lines and their
 //!    compile time, the build's peak memory, skeleton / application time, and the prediction's
 //!    error (medians) and spread (smallest and largest prediction against the median
-//!    application time).
+//!    application time). Each program is traced BENCH_TRACES times (default 3), each trace
+//!    followed by its share of the timed runs of the application and of that trace's skeleton,
+//!    interleaved, so that the machine's pace when a trace was made and when the runs compared
+//!    with it were is the same; the error is over all runs (medians), per trace, and as the
+//!    median of each prediction over the application's run just before it (paired runs, with
+//!    a 95 % bootstrap interval). Every run is kept in target/bench-apps/NAME/runs.json.
 //!
 //! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
 //! BENCH_ONLY=smpi|native|rust|apps to run one part; BENCH_CASES=collectives,ring to run some
-//! cases).
+//! cases; BENCH_TRACES for the real applications).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -370,9 +375,15 @@ fn apps(reps: usize) {
             .into_iter()
             .map(|c| c.0)
             .collect();
-    println!("## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({reps} runs each, medians)");
-    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | MPICH skeleton (s) | load beside the trace | traced runs (s) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let traces: usize =
+        std::env::var("BENCH_TRACES").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
+    let per_trace = reps.div_ceil(traces);
+    println!(
+        "## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({traces} traces, {} runs each, medians)",
+        traces * per_trace
+    );
+    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | by trace | paired runs (95 % interval) | MPICH skeleton (s) | load beside the traces | traced runs (s) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let bin = fixture_programs();
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
@@ -400,47 +411,26 @@ fn apps(reps: usize) {
                 .chain(args.iter().map(|a| a.to_string()))
                 .collect(),
         };
-        let t0 = work.join("run0.trace");
-        trace_native(&work, &t0, 4, &cmd, name);
-        // What else the node did while the trace was made: a trace is as typical as its run.
-        let meta = mpiskel_trace::RunMeta::read(&t0.join("meta.json")).ok();
-        let beside = meta
-            .as_ref()
-            .and_then(|m| m.node_load)
-            .map_or("–".to_owned(), |l| format!("{:.0} %", 100.0 * (l.others + l.steal)));
-        // The traced runs' times, the one kept (the median) in bold.
-        let traced = meta.as_ref().map_or("–".to_owned(), |m| {
-            let each = m.runs_app_s.iter().enumerate().map(|(k, t)| {
-                if Some(k) == m.kept_run {
-                    format!("**{t:.2}**")
-                } else {
-                    format!("{t:.2}")
-                }
-            });
-            each.collect::<Vec<_>>().join(", ")
-        });
-        // The build under /usr/bin/time for its peak memory.
-        let skel = work.join("run0.skel");
-        let mut c = Command::new("/usr/bin/time");
-        c.args([
-            "-f",
-            "MPISKEL_PEAK_KB %M",
-            env!("CARGO_BIN_EXE_mpiskel"),
-            "build",
-            "-q",
-            "--force",
-        ])
-        .arg(&t0)
-        .arg("-o")
-        .arg(&skel);
-        let out = c.output().expect("/usr/bin/time (Debian package time)");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let peak_mb = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find_map(|l| l.strip_prefix("MPISKEL_PEAK_KB "))
-            .and_then(|k| k.trim().parse::<f64>().ok())
-            .unwrap_or(f64::NAN)
-            / 1024.0;
+        // Traces interleaved with the timed runs: each trace's skeleton is timed beside runs of
+        // the application made just after it, so that a change of the machine's pace between a
+        // trace and the runs it is compared with is not taken for an error of the method.
+        let mut rounds: Vec<Round> = Vec::new();
+        for i in 0..traces {
+            let traced = trace_and_build(&work, i, &cmd, name);
+            let mut round =
+                Round { traced, app: Vec::new(), predicted: Vec::new(), skel: Vec::new() };
+            for k in 0..per_trace {
+                let t = work.join(format!("run{}.time", i * per_trace + k + 1));
+                round.app.push(time_native(&work, &t, 4, &cmd, name));
+                let r = run(&round.traced.skel, &["--mpi", "openmpi"]);
+                round.skel.push(r["skeleton_s"].as_f64().unwrap());
+                round.predicted.push(r["predicted_s"].as_f64().unwrap());
+            }
+            rounds.push(round);
+        }
+        // The figures of the program and its skeleton, from the first trace.
+        let first = &rounds[0].traced;
+        let skel = &first.skel;
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(skel.join("skeleton.json")).unwrap())
                 .unwrap();
@@ -459,38 +449,133 @@ fn apps(reps: usize) {
                 .map_or(0, |a| a.iter().map(|c| c["dropped"].as_u64().unwrap_or(0)).sum());
         let share = doc["scaling"]["main_share"].as_f64().unwrap_or(0.0);
         let mut c = mpiskel();
-        c.args(["compress", "--json", "--rank", "0"]).arg(&t0);
+        c.args(["compress", "--json", "--rank", "0"]).arg(&first.trace);
         let nest: serde_json::Value = serde_json::from_str(&ok(c, "compressing")).unwrap();
         let ratio = nest["report"]["ratio"].as_f64().unwrap_or(f64::NAN);
         let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
         let lines = source.lines().count();
         let mut mk = Command::new("make");
-        mk.arg("-s").arg("-B").arg("-C").arg(&skel);
+        mk.arg("-s").arg("-B").arg("-C").arg(skel);
         let t = std::time::Instant::now();
         ok(mk, "compiling the skeleton");
         let compile = t.elapsed().as_secs_f64();
-        let (mut app, mut sk, mut ph) = (Vec::new(), Vec::new(), Vec::new());
-        for k in 1..=reps {
-            app.push(time_native(&work, &work.join(format!("run{k}.time")), 4, &cmd, name));
-            let r = run(&skel, &["--mpi", "openmpi"]);
-            sk.push(r["skeleton_s"].as_f64().unwrap());
-            ph.push(r["predicted_s"].as_f64().unwrap());
-        }
         // The same skeleton under MPICH: it runs there too (its time, not compared: the
         // application ran under OpenMPI).
-        let mpich = run(&skel, &["--mpi", "mpich"])["skeleton_s"].as_f64().unwrap();
+        let mpich = run(skel, &["--mpi", "mpich"])["skeleton_s"].as_f64().unwrap();
+        let all = |f: fn(&Round) -> &Vec<f64>| -> Vec<f64> {
+            rounds.iter().flat_map(|r| f(r).iter().copied()).collect()
+        };
+        let (app, sk, ph) = (all(|r| &r.app), all(|r| &r.skel), all(|r| &r.predicted));
+        let app_all = app.clone();
         let (a, s, p) = (median(app), median(sk), median(ph.clone()));
         let lo = ph.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ph.iter().copied().fold(0.0, f64::max);
+        let peak_mb = rounds.iter().map(|r| r.traced.peak_mb).fold(0.0, f64::max);
+        // Each prediction against the application's run just before it: a slow drift of the
+        // machine's pace hits both runs of a pair alike. Their median, with a 95 % bootstrap
+        // interval (pairs resampled).
+        let pairs: Vec<f64> = ph.iter().zip(&app_all).map(|(p, a)| p / a).collect();
+        let of_pairs = |picks: &[usize]| median(picks.iter().map(|&i| pairs[i]).collect());
+        let paired = of_pairs(&(0..pairs.len()).collect::<Vec<_>>());
+        let (plo, phi) = bootstrap(pairs.len(), of_pairs);
+        // Every run, for a closer look (target/bench-apps/NAME/runs.json).
+        let runs = serde_json::json!(rounds
+            .iter()
+            .map(|r| serde_json::json!({
+                "trace": r.traced.trace.display().to_string(),
+                "traced_runs": r.traced.runs,
+                "app_s": r.app,
+                "skeleton_s": r.skel,
+                "predicted_s": r.predicted,
+            }))
+            .collect::<Vec<_>>());
+        std::fs::write(work.join("runs.json"), runs.to_string()).unwrap();
+        // Each trace's prediction against the application's runs beside its skeleton's.
+        let by_trace = rounds
+            .iter()
+            .map(|r| {
+                format!(
+                    "{:+.0}",
+                    (median(r.predicted.clone()) / median(r.app.clone()) - 1.0) * 100.0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" / ");
+        let beside = rounds.iter().map(|r| r.traced.beside.as_str()).collect::<Vec<_>>().join(", ");
+        let traced = rounds.iter().map(|r| r.traced.runs.as_str()).collect::<Vec<_>>().join("; ");
         println!(
-            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {mpich:.4} | {beside} | {traced} |",
+            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {by_trace} % | {:+.1} % ({:+.1} … {:+.1} %) | {mpich:.4} | {beside} | {traced} |",
             share * 100.0,
             s / a,
             (p / a - 1.0) * 100.0,
             (lo / a - 1.0) * 100.0,
-            (hi / a - 1.0) * 100.0
+            (hi / a - 1.0) * 100.0,
+            (paired - 1.0) * 100.0,
+            (plo - 1.0) * 100.0,
+            (phi - 1.0) * 100.0
         );
     }
+}
+
+/// One trace of a development-set program and the runs timed after it.
+struct Round {
+    traced: Traced,
+    /// The application's times (`--time-only`), each run just before one of the skeleton's.
+    app: Vec<f64>,
+    /// The skeleton's own times and its predictions of the application's, by phase.
+    skel: Vec<f64>,
+    predicted: Vec<f64>,
+}
+
+/// A trace (three runs, the median kept) and the skeleton built from it.
+struct Traced {
+    trace: PathBuf,
+    skel: PathBuf,
+    /// The build's peak memory (MB).
+    peak_mb: f64,
+    /// What else the node did while the trace was made.
+    beside: String,
+    /// The traced runs' times, the one kept in bold.
+    runs: String,
+}
+
+/// Traces `cmd` (the `i`-th trace of `name`: `run0.trace`, then `trace<i>.trace`) and builds its
+/// skeleton with the default target under `/usr/bin/time`, for the build's peak memory.
+fn trace_and_build(work: &Path, i: usize, cmd: &[String], name: &str) -> Traced {
+    let stem = if i == 0 { "run0".to_owned() } else { format!("trace{i}") };
+    let trace = work.join(format!("{stem}.trace"));
+    trace_native(work, &trace, 4, cmd, name);
+    // What else the node did while the trace was made: a trace is as typical as its run.
+    let meta = mpiskel_trace::RunMeta::read(&trace.join("meta.json")).ok();
+    let beside = meta
+        .as_ref()
+        .and_then(|m| m.node_load)
+        .map_or("–".to_owned(), |l| format!("{:.0} %", 100.0 * (l.others + l.steal)));
+    let runs = meta.as_ref().map_or("–".to_owned(), |m| {
+        let each = m.runs_app_s.iter().enumerate().map(|(k, t)| {
+            if Some(k) == m.kept_run {
+                format!("**{t:.2}**")
+            } else {
+                format!("{t:.2}")
+            }
+        });
+        each.collect::<Vec<_>>().join(", ")
+    });
+    let skel = work.join(format!("{stem}.skel"));
+    let mut c = Command::new("/usr/bin/time");
+    c.args(["-f", "MPISKEL_PEAK_KB %M", env!("CARGO_BIN_EXE_mpiskel"), "build", "-q", "--force"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&skel);
+    let out = c.output().expect("/usr/bin/time (Debian package time)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let peak_mb = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find_map(|l| l.strip_prefix("MPISKEL_PEAK_KB "))
+        .and_then(|k| k.trim().parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+        / 1024.0;
+    Traced { trace, skel, peak_mb, beside, runs }
 }
 
 fn main() {
