@@ -21,11 +21,12 @@
 //!    interleaved, so that the machine's pace when a trace was made and when the runs compared
 //!    with it were is the same; the error is over all runs (medians), per trace, and as the
 //!    median of each prediction over the application's run just before it (paired runs, with
-//!    a 95 % bootstrap interval). Every run is kept in target/bench-apps/NAME/runs.json.
+//!    a 95 % bootstrap interval). Every timed run starts after BENCH_PAUSE seconds idle
+//!    (default 3). Every run is kept in target/bench-apps/NAME/runs.json.
 //!
 //! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
 //! BENCH_ONLY=smpi|native|rust|apps to run one part; BENCH_CASES=collectives,ring to run some
-//! cases; BENCH_TRACES for the real applications).
+//! cases; BENCH_TRACES and BENCH_PAUSE for the real applications).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -378,6 +379,7 @@ fn apps(reps: usize) {
     let traces: usize =
         std::env::var("BENCH_TRACES").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
     let per_trace = reps.div_ceil(traces);
+    let pause: f64 = std::env::var("BENCH_PAUSE").ok().and_then(|v| v.parse().ok()).unwrap_or(3.0);
     println!(
         "## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({traces} traces, {} runs each, medians)",
         traces * per_trace
@@ -421,7 +423,9 @@ fn apps(reps: usize) {
                 Round { traced, app: Vec::new(), predicted: Vec::new(), skel: Vec::new() };
             for k in 0..per_trace {
                 let t = work.join(format!("run{}.time", i * per_trace + k + 1));
+                settle(pause);
                 round.app.push(time_native(&work, &t, 4, &cmd, name));
+                settle(pause);
                 let r = run(&round.traced.skel, &["--mpi", "openmpi"]);
                 round.skel.push(r["skeleton_s"].as_f64().unwrap());
                 round.predicted.push(r["predicted_s"].as_f64().unwrap());
@@ -514,6 +518,17 @@ fn apps(reps: usize) {
             (plo - 1.0) * 100.0,
             (phi - 1.0) * 100.0
         );
+    }
+}
+
+/// Waits `seconds` before a timed run, so that no run starts in the wake of the one before: on
+/// this machine (2 vCPUs under KVM), a skeleton of LAMMPS flow (20 ms, a call every 4 µs per
+/// rank on 4 ranks and 2 cores) predicted a median 10 % more right after a run of the
+/// application than after three seconds idle (six runs each; timestep's +4 %), while runs of
+/// the application followed the skeleton's short ones.
+fn settle(seconds: f64) {
+    if seconds > 0.0 {
+        std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
     }
 }
 
