@@ -21,12 +21,14 @@
 //!    interleaved, so that the machine's pace when a trace was made and when the runs compared
 //!    with it were is the same; the error is over all runs (medians), per trace, and as the
 //!    median of each prediction over the application's run just before it (paired runs, with
-//!    a 95 % bootstrap interval). Every timed run starts after BENCH_PAUSE seconds idle
+//!    a 95 % bootstrap interval). Each trace gets at least its share of BENCH_REPS pairs of
+//!    runs, and a short program as many as make BENCH_APP_SECONDS of its runs (default 8, at
+//!    most eight times the share). Every timed run starts after BENCH_PAUSE seconds idle
 //!    (default 3). Every run is kept in target/bench-apps/NAME/runs.json.
 //!
 //! Run: `cargo bench --bench skeleton` (MPISKEL_SHARED for the NPB folder; BENCH_REPS, default 5;
 //! BENCH_ONLY=smpi|native|rust|apps to run one part; BENCH_CASES=collectives,ring to run some
-//! cases; BENCH_TRACES and BENCH_PAUSE for the real applications).
+//! cases; BENCH_TRACES, BENCH_APP_SECONDS and BENCH_PAUSE for the real applications).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -380,12 +382,14 @@ fn apps(reps: usize) {
         std::env::var("BENCH_TRACES").ok().and_then(|v| v.parse().ok()).unwrap_or(3).max(1);
     let per_trace = reps.div_ceil(traces);
     let pause: f64 = std::env::var("BENCH_PAUSE").ok().and_then(|v| v.parse().ok()).unwrap_or(3.0);
+    let budget: f64 =
+        std::env::var("BENCH_APP_SECONDS").ok().and_then(|v| v.parse().ok()).unwrap_or(8.0);
     println!(
-        "## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({traces} traces, {} runs each, medians)",
+        "## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({traces} traces, at least {} runs each and {budget} s of the application per trace, medians)",
         traces * per_trace
     );
-    println!("| program | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | by trace | paired runs (95 % interval) | MPICH skeleton (s) | load beside the traces | traced runs (s) |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| program | runs | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | by trace | paired runs (95 % interval) | MPICH skeleton (s) | load beside the traces | traced runs (s) |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let bin = fixture_programs();
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
@@ -421,14 +425,27 @@ fn apps(reps: usize) {
             let traced = trace_and_build(&work, i, &cmd, name);
             let mut round =
                 Round { traced, app: Vec::new(), predicted: Vec::new(), skel: Vec::new() };
-            for k in 0..per_trace {
-                let t = work.join(format!("run{}.time", i * per_trace + k + 1));
+            // At least `per_trace` pairs, and for a short program as many as make `budget`
+            // seconds of its runs: the application's own runs spread by a quarter either way
+            // on this machine, and the median of a handful of them moves by several points.
+            let mut wanted = per_trace;
+            let mut k = 0;
+            while k < wanted {
+                let t = work.join(format!(
+                    "run{}.time",
+                    rounds.iter().map(|r| r.app.len()).sum::<usize>() + k + 1
+                ));
                 settle(pause);
-                round.app.push(time_native(&work, &t, 4, &cmd, name));
+                let app_s = time_native(&work, &t, 4, &cmd, name);
+                if k == 0 && app_s > 0.0 {
+                    wanted = per_trace.max((budget / app_s).ceil() as usize).min(8 * per_trace);
+                }
+                round.app.push(app_s);
                 settle(pause);
                 let r = run(&round.traced.skel, &["--mpi", "openmpi"]);
                 round.skel.push(r["skeleton_s"].as_f64().unwrap());
                 round.predicted.push(r["predicted_s"].as_f64().unwrap());
+                k += 1;
             }
             rounds.push(round);
         }
@@ -470,15 +487,15 @@ fn apps(reps: usize) {
             rounds.iter().flat_map(|r| f(r).iter().copied()).collect()
         };
         let (app, sk, ph) = (all(|r| &r.app), all(|r| &r.skel), all(|r| &r.predicted));
-        let app_all = app.clone();
-        let (a, s, p) = (median(app), median(sk), median(ph.clone()));
+        let n_runs = app.len();
+        let (a, s, p) = (median(app.clone()), median(sk), median(ph.clone()));
         let lo = ph.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ph.iter().copied().fold(0.0, f64::max);
         let peak_mb = rounds.iter().map(|r| r.traced.peak_mb).fold(0.0, f64::max);
         // Each prediction against the application's run just before it: a slow drift of the
         // machine's pace hits both runs of a pair alike. Their median, with a 95 % bootstrap
         // interval (pairs resampled).
-        let pairs: Vec<f64> = ph.iter().zip(&app_all).map(|(p, a)| p / a).collect();
+        let pairs: Vec<f64> = ph.iter().zip(&app).map(|(p, a)| p / a).collect();
         let of_pairs = |picks: &[usize]| median(picks.iter().map(|&i| pairs[i]).collect());
         let paired = of_pairs(&(0..pairs.len()).collect::<Vec<_>>());
         let (plo, phi) = bootstrap(pairs.len(), of_pairs);
@@ -508,7 +525,7 @@ fn apps(reps: usize) {
         let beside = rounds.iter().map(|r| r.traced.beside.as_str()).collect::<Vec<_>>().join(", ");
         let traced = rounds.iter().map(|r| r.traced.runs.as_str()).collect::<Vec<_>>().join("; ");
         println!(
-            "| {name} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {by_trace} % | {:+.1} % ({:+.1} … {:+.1} %) | {mpich:.4} | {beside} | {traced} |",
+            "| {name} | {n_runs} | {calls} | {:.1} % | {ratio:.1} | {lines} | {compile:.1} | {peak_mb:.0} | {:.3} | {a:.4} | {:+.1} % | {:+.0} / {:+.0} % | {by_trace} % | {:+.1} % ({:+.1} … {:+.1} %) | {mpich:.4} | {beside} | {traced} |",
             share * 100.0,
             s / a,
             (p / a - 1.0) * 100.0,
