@@ -145,6 +145,26 @@ long sk_main_run(long built_in, long full, long lead_full) {
     return run < 1 ? 1 : run;
 }
 
+long sk_steps_run(long built_in, long full) {
+    if (sk_iterations < 1) {
+        return built_in;
+    }
+    long run = sk_iterations < full ? sk_iterations : full;
+    return run < built_in ? built_in : run;
+}
+
+void sk_steps_count(int first, int n_kinds, const unsigned char *kinds, long rows, long run) {
+    if (!sk_phases || rows < 1 || run == rows) {
+        return;
+    }
+    for (int k = 0; k < n_kinds; k++) {
+        sk_phases[first + k].run = 0;
+    }
+    for (long it = 0; it < run; it++) {
+        sk_phases[first + kinds[it % rows]].run++;
+    }
+}
+
 void sk_rank_weight(const double *weights) {
     int rank;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

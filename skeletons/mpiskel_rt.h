@@ -47,6 +47,13 @@ void sk_init(int *argc, char ***argv);
 /* The main loop's iterations: the value built in, or as many fewer as --iterations asks of the
  * class with lead_full iterations. */
 long sk_main_run(long built_in, long full, long lead_full);
+/* A main loop of time steps: the `built_in` steps of its table, or the --iterations N asked (at
+ * most the application's `full`, at least the table's, so that every kind of step runs), the
+ * table read over again. */
+long sk_steps_run(long built_in, long full);
+/* Sets the iterations of the phases of the `n_kinds` kinds of step (`first` onwards) to the
+ * steps of each kind among the `run` that read the table `kinds` of `rows` steps over again. */
+void sk_steps_count(int first, int n_kinds, const unsigned char *kinds, long rows, long run);
 
 void sk_compute(double seconds);
 /* Scales every compute block of this rank by weights[rank]. */

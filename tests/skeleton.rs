@@ -437,7 +437,7 @@ fn an_irregular_time_step_loop_folds_into_steps_and_is_cut() {
     assert!(all.len() >= 3, "{} kinds", all.len());
     assert_eq!(ran, all, "every kind of step runs");
     let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
-    assert!(source.contains("switch (main_loop_kind[it])"));
+    assert!(source.contains(&format!("switch (main_loop_kind[it % {ran_steps}])")));
 
     compile_strict(&dir, "mpicc.openmpi", &[]);
     compile_strict(&dir, "mpicc.mpich", &[]);
@@ -454,6 +454,35 @@ fn an_irregular_time_step_loop_folds_into_steps_and_is_cut() {
             .collect();
         assert_eq!(kind_timers.len(), all.len());
         assert!(kind_timers.iter().all(|p| p["run"].as_u64() >= Some(1)));
+    }
+    // More steps than built in (`--iterations`): the table of kinds is read twice, and each
+    // kind's timer counts twice the steps of its kind; fewer than the table's run it whole,
+    // so that every kind runs.
+    let mut per_kind = std::collections::BTreeMap::new();
+    for i in phase["steps"]["run"].as_array().unwrap() {
+        *per_kind.entry(kinds[i.as_u64().unwrap() as usize].as_u64().unwrap()).or_insert(0) += 1;
+    }
+    for (asked, runs) in [(2 * ran_steps, 2), (ran_steps / 2, 1)] {
+        let out = mpiskel()
+            .args(["run", "--mpi", "openmpi", "--json", "--timeout", "300"])
+            .arg(&dir)
+            .args(["--", "--iterations", &asked.to_string()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        check_report(&r, "openmpi", ranks);
+        let timers = r["phases"].as_array().unwrap();
+        let main = timers.iter().find(|p| p["name"] == "main_loop").unwrap();
+        assert_eq!(main["run"].as_u64(), Some(runs * ran_steps), "--iterations {asked}: {main}");
+        for (kind, n) in &per_kind {
+            let t = timers.iter().find(|p| p["name"] == format!("main_loop.kind{kind}").as_str());
+            assert_eq!(
+                t.unwrap()["run"].as_u64(),
+                Some(runs * n),
+                "kind {kind}, --iterations {asked}"
+            );
+        }
     }
 }
 

@@ -250,6 +250,30 @@ impl Runtime {
         }
     }
 
+    /// A main loop of time steps: the `built_in` steps of its table, or the `--iterations` asked
+    /// (at most the application's `full`, at least the table's, so that every kind of step
+    /// runs), the table read over again.
+    pub fn steps_run(&self, built_in: i64, full: i64) -> i64 {
+        match self.iterations {
+            Some(n) if n >= 1 => n.min(full).max(built_in),
+            _ => built_in,
+        }
+    }
+
+    /// Sets the iterations of the phases of the `n_kinds` kinds of step (`first` onwards) to
+    /// the steps of each kind among the `run` that read the table `kinds` over again.
+    pub fn steps_count(&mut self, first: usize, n_kinds: usize, kinds: &[u8], run: i64) {
+        if kinds.is_empty() || run == kinds.len() as i64 || self.phases.len() < first + n_kinds {
+            return;
+        }
+        for p in &mut self.phases[first..first + n_kinds] {
+            p.run = 0;
+        }
+        for it in 0..run.max(0) as usize {
+            self.phases[first + usize::from(kinds[it % kinds.len()])].run += 1;
+        }
+    }
+
     /// Bytes of the buffer for the buffered sends (`buffered_send`): `bytes` in `messages`
     /// messages are what the skeleton sends buffered with `main_run` iterations of its main
     /// loop; more iterations (`--iterations`) need proportionally more. Each message takes

@@ -50,6 +50,11 @@ struct PhaseCtx {
     lines: Vec<String>,
     /// Lines before the phase's function (a time-step loop's table of kinds).
     pre_lines: Vec<String>,
+    /// Lines at the start of the phase's function, before its loop (a time-step loop counts
+    /// the steps of each kind it runs).
+    head_lines: Vec<String>,
+    /// A main loop of time steps, whose steps `--iterations` sets.
+    steps_run: bool,
     /// Index of its timer.
     timer: usize,
     /// Its [`Phase::scale`] as C, where it is not 1 (a part of a stretch cut short).
@@ -433,12 +438,12 @@ fn phase_ctx(
         inner_run: 0,
         first_apart: u8::from(crate::replay::replays_first(&p.body, &skel.replays)),
     });
-    let (lines, pre_lines) = match (&p.steps, p.body.as_slice()) {
+    let (lines, pre_lines, head_lines) = match (&p.steps, p.body.as_slice()) {
         (Some(steps), [Stmt::Steps { cases }]) => {
             time_steps(names, prefix, p, steps, cases, timer, timers)
         }
-        (Some(_), _) => (Vec::new(), Vec::new()),
-        (None, _) => (body_lines(names, p, timer, timers), Vec::new()),
+        (Some(_), _) => (Vec::new(), Vec::new(), Vec::new()),
+        (None, _) => (body_lines(names, p, timer, timers), Vec::new(), Vec::new()),
     };
     let comment = phase_comment(p);
     PhaseCtx {
@@ -448,7 +453,9 @@ fn phase_ctx(
         is_loop: p.is_loop,
         // A time-step loop runs the steps of its table.
         is_main: p.name == "main_loop" && p.steps.is_none(),
+        steps_run: p.name == "main_loop" && !head_lines.is_empty(),
         pre_lines,
+        head_lines,
         full: p.full,
         run: p.run,
         lines,
@@ -458,7 +465,8 @@ fn phase_ctx(
 }
 
 /// A time-step loop's body: a `switch` on the table of the kinds of step it runs (written
-/// before the function), each kind timed on its own.
+/// before the function), each kind timed on its own; and the line before its loop that counts
+/// the steps of each kind where `--iterations` reads the table over again.
 fn time_steps(
     names: &Names<'_>,
     prefix: &str,
@@ -467,7 +475,7 @@ fn time_steps(
     cases: &[crate::program::StepCase],
     timer: usize,
     timers: &mut Vec<TimerCtx>,
-) -> (Vec<String>, Vec<String>) {
+) -> (Vec<String>, Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
     let mut pre_lines = Vec::new();
     let table = format!("{prefix}{}_kind", p.name);
@@ -498,7 +506,8 @@ fn time_steps(
     lines.push(
         "double t_step = sk_part_begin(); /* each kind of step is timed on its own */".into(),
     );
-    lines.push(format!("switch ({table}[it]) {{"));
+    let rows = kinds.len();
+    lines.push(format!("switch ({table}[it % {rows}]) {{"));
     for (k, case) in cases.iter().enumerate() {
         lines.push(format!(
             "case {k}: /* {} of the application's steps are of this kind, {} run: {} */",
@@ -508,8 +517,12 @@ fn time_steps(
         lines.push("    break;".into());
     }
     lines.push("}".into());
-    lines.push(format!("sk_phase_add({first} + {table}[it], MPI_Wtime() - t_step);"));
-    (lines, pre_lines)
+    lines.push(format!("sk_phase_add({first} + {table}[it % {rows}], MPI_Wtime() - t_step);"));
+    let head = format!(
+        "sk_steps_count({first}, {}, {table}, {rows}, run); /* more steps than the table's read it over again */",
+        cases.len()
+    );
+    (lines, pre_lines, vec![head])
 }
 
 /// The body of a phase whose statements are not time steps: a cut inner loop, if any, timed

@@ -387,6 +387,15 @@ fn phase_calls(
             let ir = int(ic.run);
             runs.extend(quote! { phases[#s].run = phases[#t].run * #ir; });
         }
+        if p.name == "main_loop" && p.steps.is_some() {
+            let t = Literal::usize_unsuffixed(timer);
+            // The steps of a time-step main loop may be changed with --iterations.
+            runs = {
+                let mut r = quote! { phases[#t].run = sk.steps_run(#run, #full); };
+                r.extend(runs);
+                r
+            };
+        }
         if p.name == "main_loop" && p.steps.is_none() {
             let t = Literal::usize_unsuffixed(timer);
             // The main loop's iteration count may be changed with --iterations.

@@ -533,6 +533,8 @@ impl Gen<'_> {
         let comment = phase_comment(p);
         let d = doc(&comment);
         let mut body = TokenStream::new();
+        // Before the loop: a time-step loop's table, and its count of the steps of each kind.
+        let mut head = TokenStream::new();
         if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
             let kinds: Vec<Literal> =
                 steps.run_kinds().iter().map(|&k| Literal::u8_unsuffixed(k as u8)).collect();
@@ -553,15 +555,21 @@ impl Gen<'_> {
                 quote! { #k => { #n #b } }
             });
             let first = Literal::usize_unsuffixed(sub_timer);
-            body.extend(quote! {
+            let n_kinds = Literal::usize_unsuffixed(cases.len());
+            let again = note("more steps than the table's read it over again");
+            head.extend(quote! {
                 #table
                 const KIND: [u8; #n] = [#(#kinds),*];
+                #again
+                sk.steps_count(#first, #n_kinds, &KIND, run);
+            });
+            body.extend(quote! {
                 let t_step = sk.part_begin();
-                match KIND[it as usize] {
+                match KIND[it as usize % #n] {
                     #(#arms)*
                     _ => {}
                 }
-                sk.phase_add(#first + usize::from(KIND[it as usize]), mpi::time() - t_step);
+                sk.phase_add(#first + usize::from(KIND[it as usize % #n]), mpi::time() - t_step);
             });
         }
         for (i, st) in p.body.iter().enumerate().filter(|_| p.steps.is_none()) {
@@ -633,10 +641,13 @@ impl Gen<'_> {
             let looped = match level {
                 ScopeLevel::Iteration => {
                     let s = scoped(body);
-                    quote! { for it in 0..run { #s #end } }
+                    quote! { #head for it in 0..run { #s #end } }
                 }
-                ScopeLevel::Phase => scoped(quote! { for it in 0..run { #body #end } }),
-                ScopeLevel::None => quote! { for it in 0..run { #body #end } },
+                ScopeLevel::Phase => {
+                    let s = scoped(quote! { for it in 0..run { #body #end } });
+                    quote! { #head #s }
+                }
+                ScopeLevel::None => quote! { #head for it in 0..run { #body #end } },
             };
             (quote! { run: i64 }, looped)
         } else {
