@@ -421,6 +421,7 @@ fn apps(reps: usize) {
         // the application made just after it, so that a change of the machine's pace between a
         // trace and the runs it is compared with is not taken for an error of the method.
         let mut rounds: Vec<Round> = Vec::new();
+        let mut timed = 0;
         for i in 0..traces {
             let traced = trace_and_build(&work, i, &cmd, name);
             let mut round =
@@ -429,15 +430,12 @@ fn apps(reps: usize) {
             // seconds of its runs: the application's own runs spread by a quarter either way
             // on this machine, and the median of a handful of them moves by several points.
             let mut wanted = per_trace;
-            let mut k = 0;
-            while k < wanted {
-                let t = work.join(format!(
-                    "run{}.time",
-                    rounds.iter().map(|r| r.app.len()).sum::<usize>() + k + 1
-                ));
+            while round.app.len() < wanted {
+                timed += 1;
+                let t = work.join(format!("run{timed}.time"));
                 settle(pause);
                 let app_s = time_native(&work, &t, 4, &cmd, name);
-                if k == 0 && app_s > 0.0 {
+                if round.app.is_empty() && app_s > 0.0 {
                     wanted = per_trace.max((budget / app_s).ceil() as usize).min(8 * per_trace);
                 }
                 round.app.push(app_s);
@@ -445,7 +443,6 @@ fn apps(reps: usize) {
                 let r = run(&round.traced.skel, &["--mpi", "openmpi"]);
                 round.skel.push(r["skeleton_s"].as_f64().unwrap());
                 round.predicted.push(r["predicted_s"].as_f64().unwrap());
-                k += 1;
             }
             rounds.push(round);
         }

@@ -387,20 +387,17 @@ fn phase_calls(
             let ir = int(ic.run);
             runs.extend(quote! { phases[#s].run = phases[#t].run * #ir; });
         }
-        if p.name == "main_loop" && p.steps.is_some() {
+        if p.name == "main_loop" {
             let t = Literal::usize_unsuffixed(timer);
-            // The steps of a time-step main loop may be changed with --iterations.
-            runs = {
-                let mut r = quote! { phases[#t].run = sk.steps_run(#run, #full); };
-                r.extend(runs);
-                r
+            // The main loop's iterations (a time-step loop's steps) may be changed with
+            // --iterations.
+            let set = if p.steps.is_some() {
+                quote! { sk.steps_run(#run, #full) }
+            } else {
+                quote! { sk.main_run(#run, #full, MAIN_FULL) }
             };
-        }
-        if p.name == "main_loop" && p.steps.is_none() {
-            let t = Literal::usize_unsuffixed(timer);
-            // The main loop's iteration count may be changed with --iterations.
             runs = {
-                let mut r = quote! { phases[#t].run = sk.main_run(#run, #full, MAIN_FULL); };
+                let mut r = quote! { phases[#t].run = #set; };
                 r.extend(runs);
                 r
             };
