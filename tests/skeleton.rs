@@ -1311,6 +1311,13 @@ fn stretches_that_fold_into_no_loop_are_cut_short_and_scaled() {
     // Every rank keeps the same share of its own work, so the ranks, which run one program,
     // keep the same rounds and stay one class.
     assert_eq!(doc["program"]["classes"].as_array().map(Vec::len), Some(1));
+    // Held over its target by what the stretches keep, the build says so and why.
+    let note = doc["scaling"]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("the 2 stretches cut short keep")
+            && note.contains("at least 400 calls per rank"),
+        "{note}"
+    );
     let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
     assert!(code.contains("sk_phase_scale("), "the kept parts are scaled");
     // The program: its phases timed, the kept parts' halves scaled.

@@ -15,6 +15,7 @@ use crate::scale::{
     cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions, Scaling,
     MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
 };
+use mpiskel_trace::stretch::StretchCut;
 use mpiskel_trace::Op;
 
 /// What the deadlock check did.
@@ -280,8 +281,23 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
 /// it runs more of the application's calls or bytes than the target's share, it is over the
 /// target wherever communication takes most of the time, whatever its estimate (which counts
 /// computation only for a trace without call times).
-fn over_target(s: &Scaling, sampled: bool, steps: bool) -> String {
+///
+/// Stretches cut short (`stretches`) count at the part they keep, and where they hold the
+/// skeleton over its target, the note says why they keep that much: at least
+/// [`crate::stretches::MIN_KEPT_CALLS`] calls per rank each.
+fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]) -> String {
     let pct = |x: f64| 100.0 * x / s.app_time_s;
+    let kept_s: f64 = stretches.iter().map(|c| c.span_s - c.removed_s()).sum();
+    let removed_s: f64 = stretches.iter().map(StretchCut::removed_s).sum();
+    let why_kept = || {
+        format!(
+            "the {} stretches cut short keep {:.1} %, at least {} calls per rank each (a shorter \
+             sample sets their pace by chance)",
+            stretches.len(),
+            pct(kept_s),
+            crate::stretches::MIN_KEPT_CALLS
+        )
+    };
     let floor = s
         .traffic
         .as_ref()
@@ -289,23 +305,34 @@ fn over_target(s: &Scaling, sampled: bool, steps: bool) -> String {
         .map(|t| t.describe());
     if s.skeleton_estimate_s <= s.target_s * 1.1 {
         return floor.map_or_else(String::new, |f| {
+            let kept =
+                if stretches.is_empty() { String::new() } else { format!("; {}", why_kept()) };
             format!(
                 "over the target ({:.1} % of the application's time) if communication takes \
-                 most of it: {f}",
+                 most of it: {f}{kept}",
                 pct(s.target_s)
             )
         });
     }
-    let rest = (1.0 - s.main_share) * s.app_time_s - s.warmup_s;
+    let rest = (1.0 - s.main_share) * s.app_time_s - s.warmup_s - removed_s;
     let mut parts = Vec::new();
     if rest >= s.target_s {
         let warmup =
             if s.warmup_s > 0.0 { ", a warm-up iteration of the main loop left out" } else { "" };
-        parts.push(format!(
-            "the parts outside the main loop (set-up, finish{warmup}) take {:.1} % and run whole \
-             but for what their compute blocks could lose",
-            pct(rest)
-        ));
+        parts.push(if stretches.is_empty() {
+            format!(
+                "the parts outside the main loop (set-up, finish{warmup}) take {:.1} % and run \
+                 whole but for what their compute blocks could lose",
+                pct(rest)
+            )
+        } else {
+            format!(
+                "{}; the other parts outside the main loop (set-up, finish{warmup}) take {:.1} % \
+                 and run whole but for their loops' cuts and what their compute blocks could lose",
+                why_kept(),
+                pct((rest - kept_s).max(0.0))
+            )
+        });
     }
     if s.main_full > 1 && s.main_run == s.main_full && s.main_full <= MIN_INNER {
         parts.push(format!(
@@ -481,7 +508,7 @@ fn make_with(
     let steps = crate::scale::lead_class_index(&skeleton)
         .and_then(|ci| skeleton.classes[ci].main_loop())
         .is_some_and(|p| p.steps.is_some());
-    let over = over_target(&scaling, sampled_within.is_some(), steps);
+    let over = over_target(&scaling, sampled_within.is_some(), steps, &lt.stretches);
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
         (true, _) => over,
         (false, true) => scaling.note.clone(),
