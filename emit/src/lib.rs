@@ -44,6 +44,7 @@ pub mod scale;
 pub mod spread;
 pub mod stretches;
 pub mod symbols;
+pub mod tails;
 pub mod timesteps;
 pub mod traffic;
 pub mod warmup;

@@ -493,6 +493,7 @@ fn make_with(
         (programs, reused) = (p, r);
     }
     let replayed_blocks = crate::replay::attach(&mut skeleton, lt, &nests);
+    crate::tails::pin_undersampled(&mut skeleton);
     scaling.traffic = Some(crate::traffic::traffic(&skeleton));
     // A target made shorter only drove the cuts: what the skeleton is said to be over, and
     // aimed at, is the one given.
