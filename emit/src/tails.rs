@@ -4,15 +4,14 @@
 //! distribution, and over many executions the draws hold the block's mean. Over a few they hold
 //! it only where the mean is spread over the distribution. Where half of the mean lies in a
 //! tail that the skeleton's draws of the block (its executions on every rank of its class)
-//! reach less than once on average, the draws
-//! run a small part of the block's computation in most runs and many times it in the others,
-//! and the prediction, which scales the kept iterations to the application's, follows them:
-//! LAMMPS `melt` on one rank computes 88–119 ms before one `MPI_Allreduce` in twelve (a thermo
-//! output's stretch of time steps) and microseconds before the others, a kind of step that
-//! runs 4 of its 84 steps, and its skeleton predicted 0.011 s for a 0.54–0.66 s run (−98 %).
-//! Such a block runs its mean in every execution: the waiting its rare long draws cause on
-//! other ranks is lost, where the draws would have shown it a few times too often or not at
-//! all.
+//! reach less than once on average, the draws run a small part of the block's computation in
+//! most runs and many times it in the others, and the prediction, which scales the kept
+//! iterations to the application's, follows them: LAMMPS `melt` on one rank computes 88–119 ms
+//! before one `MPI_Allreduce` in twelve (a thermo output's stretch of time steps) and
+//! microseconds before the others, a kind of step that runs 4 of its 84 steps, and its skeleton
+//! predicted 0.011 s for a 0.54–0.66 s run (−98 %). Such a block runs its mean in every
+//! execution: the waiting its rare long draws cause on other ranks is lost, where the draws
+//! would have shown it a few times too often or not at all.
 //!
 //! Blocks that replay their recorded durations ([`crate::replay`]) keep them, and blocks under
 //! [`crate::replay::MIN_SHARE`] of their phase's computation per iteration keep their draws:
