@@ -72,6 +72,7 @@ pub fn pin_undersampled(skel: &mut Skeleton) -> usize {
             let inner = phase.inner.as_ref().map(|c| (c.index, c.run));
             let run = phase.run as f64 * ranks;
             let least = crate::replay::MIN_SHARE * phase.compute_s;
+            let walk = Walk { kinds: kinds.as_deref(), least, dists: &dists };
             for (i, stmt) in phase.body.iter_mut().enumerate() {
                 let times = match (&*stmt, inner) {
                     (Stmt::Loop { .. }, Some((at, inner_run))) if at == i => {
@@ -79,7 +80,6 @@ pub fn pin_undersampled(skel: &mut Skeleton) -> usize {
                     }
                     _ => None,
                 };
-                let walk = Walk { kinds: kinds.as_deref(), least, dists: &dists };
                 pin(stmt, run, times, &walk, &mut pinned);
             }
         }
@@ -98,6 +98,8 @@ struct Walk<'a> {
 /// Walks `stmt`, run `times` times on the ranks of its class in all (`loop_times`: those of a
 /// loop cut inside its phase).
 fn pin(stmt: &mut Stmt, times: f64, loop_times: Option<f64>, walk: &Walk<'_>, pinned: &mut usize) {
+    // Below this statement, steps are no longer the phase's.
+    let inside = Walk { kinds: None, ..*walk };
     match stmt {
         Stmt::Compute { seconds, dist, replay: None, .. } => {
             if let Some(d) = dist.and_then(|d| walk.dists.get(d)) {
@@ -110,19 +112,16 @@ fn pin(stmt: &mut Stmt, times: f64, loop_times: Option<f64>, walk: &Walk<'_>, pi
         Stmt::Compute { .. } | Stmt::Call { .. } => {}
         Stmt::Loop { count, body, .. } => {
             let n = loop_times.unwrap_or(times * *count as f64);
-            let inside = Walk { kinds: None, ..*walk };
             for s in body {
                 pin(s, n, None, &inside, pinned);
             }
         }
         Stmt::Guard { body, .. } => {
-            let inside = Walk { kinds: None, ..*walk };
             for s in body {
                 pin(s, times, None, &inside, pinned);
             }
         }
         Stmt::Steps { cases } => {
-            let inside = Walk { kinds: None, ..*walk };
             for (k, case) in cases.iter_mut().enumerate() {
                 let n = walk.kinds.map_or(times, |ks| {
                     // `times` is the steps run on every rank: this kind's share of them.
