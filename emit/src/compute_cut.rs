@@ -11,7 +11,7 @@
 //! O(size of the program), and the Monte Carlo of [`crate::removal`] for drawn blocks.
 
 use crate::program::{Skeleton, Stmt};
-use crate::scale::{lead_compute, twelfth, Scaling};
+use crate::scale::{lead_recorded, twelfth, Scaling};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
 /// enough to time, on the machine the skeleton runs on, how fast it computes.
@@ -94,8 +94,8 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
 /// O(size of the program) and the alignment of [`crate::correspond`].
 fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
     use crate::correspond::{at, at_mut, Path};
-    let lead_compute = lead_compute(skel);
-    if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
+    let lead_recorded = lead_recorded(skel);
+    if scaling.skeleton_estimate_s <= scaling.target_s || lead_recorded <= 0.0 {
         return;
     }
     let Some(first) = skel.classes.first() else { return };
@@ -178,7 +178,7 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
         }
     }
     let total: f64 = blocks.iter().map(|b| b.can * b.runs).sum();
-    let seconds_of = |compute: f64| compute / lead_compute * scaling.app_time_s;
+    let seconds_of = |compute: f64| compute / lead_recorded * scaling.app_time_s;
     if total <= 0.0 || seconds_of(total) < 0.01 * scaling.target_s {
         return;
     }
@@ -220,8 +220,8 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
 /// the part a cut block keeps (it then runs whole); only while the skeleton is over its
 /// target. Updates the estimate and factor.
 fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
-    let lead_compute = lead_compute(skel);
-    if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
+    let lead_recorded = lead_recorded(skel);
+    if scaling.skeleton_estimate_s <= scaling.target_s || lead_recorded <= 0.0 {
         return;
     }
     let Some(first) = skel.classes.first() else { return };
@@ -366,7 +366,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             }
         }
     }
-    account(scaling, lead_compute, counted, saved);
+    account(scaling, lead_recorded, counted, saved);
 }
 
 /// The second step of [`cut_compute`]: a class's last compute block, after its last call, runs
@@ -378,8 +378,8 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
 /// last reduction (rank 0: 0.24 ms of a 1.8 ms skeleton on 16 ranks). Only while the skeleton
 /// is over its target. Updates the estimate and factor.
 fn cut_tail(skel: &mut Skeleton, scaling: &mut Scaling) {
-    let lead_compute = lead_compute(skel);
-    if scaling.skeleton_estimate_s <= scaling.target_s || lead_compute <= 0.0 {
+    let lead_recorded = lead_recorded(skel);
+    if scaling.skeleton_estimate_s <= scaling.target_s || lead_recorded <= 0.0 {
         return;
     }
     let lead = crate::scale::lead_class_index(skel);
@@ -419,16 +419,16 @@ fn cut_tail(skel: &mut Skeleton, scaling: &mut Scaling) {
             counted = lose;
         }
     }
-    account(scaling, lead_compute, counted, saved);
+    account(scaling, lead_recorded, counted, saved);
 }
 
 /// Records a cut in `scaling`: `saved` recorded seconds per rank not run, of which `counted`
-/// were in the estimate (recorded computation of the lead class, `lead_compute` in all).
-fn account(scaling: &mut Scaling, lead_compute: f64, counted: f64, saved: f64) {
+/// were in the estimate (recorded computation of the lead class, `lead_recorded` in all).
+fn account(scaling: &mut Scaling, lead_recorded: f64, counted: f64, saved: f64) {
     if saved <= 0.0 {
         return;
     }
-    let seconds_of = |compute: f64| compute / lead_compute * scaling.app_time_s;
+    let seconds_of = |compute: f64| compute / lead_recorded * scaling.app_time_s;
     scaling.skeleton_estimate_s = (scaling.skeleton_estimate_s - seconds_of(counted)).max(0.0);
     scaling.compute_removed_s += saved;
     if scaling.skeleton_estimate_s > 0.0 {
@@ -438,13 +438,13 @@ fn account(scaling: &mut Scaling, lead_compute: f64, counted: f64, saved: f64) {
 
 /// [`cut_compute`], with the main loop's blocks (`main`) or without.
 fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
-    let lead_compute = lead_compute(skel);
+    let lead_recorded = lead_recorded(skel);
     let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
-    if scaling.skeleton_estimate_s <= target_s || lead_compute <= 0.0 {
+    if scaling.skeleton_estimate_s <= target_s || lead_recorded <= 0.0 {
         return;
     }
     // Application seconds that a share of the recorded computation stands for.
-    let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
+    let seconds_of = |compute: f64| compute / lead_recorded * app_time_s;
     let weight_min = |c: &crate::program::ClassProgram, factors: Option<usize>| -> f64 {
         let w = skel.block_weights(c, factors).into_iter().fold(f64::INFINITY, f64::min);
         if w.is_finite() {

@@ -283,6 +283,7 @@ mod tests {
                 slot: None,
             },
             polls: 0,
+            span_s: 0.0,
         }
     }
 
@@ -299,6 +300,7 @@ mod tests {
             body,
             origin: String::new(),
             compute_s: 0.0,
+            span_s: 0.0,
             calls: 0,
             inner: None,
             steps: None,
@@ -362,6 +364,7 @@ mod tests {
                 sizes: None,
             },
             polls: 0,
+            span_s: 0.0,
         }
     }
 
@@ -377,6 +380,7 @@ mod tests {
                 slot: None,
             },
             polls: 0,
+            span_s: 0.0,
         }
     }
 

@@ -546,7 +546,7 @@ fn make_with(
 /// iterations are alike, and one of them priced as two predicts as both (LU S 16 under
 /// SimGrid at 5 MB/s: 0.4591 s with both, 0.4575 s with one, against 0.4426 s replayed; the
 /// skeleton 0.063 → 0.048 of the run). The computation cut is made first and stays as it was:
-/// decided on the estimate, which counts computation only, it is what keeps the skeleton short
+/// decided on the estimate, which counts no message, it is what keeps the skeleton short
 /// where computation takes most of the time. Returns the checked program where a cut was kept.
 ///
 /// # Complexity
@@ -563,8 +563,8 @@ fn cut_for_traffic(
     if scaling.note == MAIN_LOOP_WHOLE || !main_at_one || !over(skeleton) {
         return None;
     }
-    // The estimate loses the share of the computation that runs which the cut iterations held
-    // (what they send is not in it: the estimate counts computation only).
+    // The estimate loses the share of the recorded time that runs which the cut iterations held
+    // (their computation, and the wall time of their calls where the trace recorded it).
     let (cuts, total) = crate::scale::one_iteration_cuts(skeleton);
     let mut accepted = None;
     let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);

@@ -1,9 +1,14 @@
 //! Scaling (Xu & Subhlok 2008, §4–5.1): cut the main loop so the skeleton runs about a target time, and
 //! record the factors that turn skeleton time back into application time.
 //!
-//! The recorded application time T is split by the recorded computation: the main loop's share
-//! f of the computation of the largest class stands for f·T (when nothing was computed, its share
-//! of the calls does). With N iterations of the main loop, one costs t = f·T/N and the rest of
+//! The recorded application time T is split by the recorded time of the largest class: where the
+//! trace recorded how long calls took, the main loop's share f of that class's wall time
+//! (computation and calls, waiting included) stands for f·T; where it did not (SimGrid's
+//! time-independent traces), its share of the computation does, as in Xu & Subhlok 2008, §4
+//! (and when nothing was computed, its share of the calls). A loop that mostly waits holds a
+//! small share of the computation and a large one of the time: split by computation, LAMMPS's
+//! Couette flow (a call every 3 µs per rank) priced its main loop at a third of its time and ran
+//! 465 of its 40,971 iterations, a 14 ms sample. With N iterations of the main loop, one costs t = f·T/N and the rest of
 //! the program r = (1−f)·T, so `k = ⌊(target − r) / t⌋`, clamped to 1..=N, iterations run. Every
 //! class removes the same N−k iterations from its main loop, so classes whose nests peeled an
 //! iteration differently still meet each other's messages; the whole program is then checked.
@@ -32,7 +37,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{compute_of, is_zero, kept_compute_of, InnerCut, Skeleton, Stmt};
+use crate::program::{
+    compute_of, is_zero, kept_compute_of, span_of, ClassProgram, InnerCut, Phase, Skeleton, Stmt,
+};
 
 /// Iterations of a cut loop that always run: a steady state to time, and enough draws of each
 /// compute block to average. A main loop of at most this many iterations (a few long ones, as
@@ -62,7 +69,10 @@ fn other_loop_cuts(skel: &Skeleton, seconds_of: &dyn Fn(f64) -> f64) -> Vec<(Str
         .phases
         .iter()
         .filter(|p| p.is_loop && p.name != "main_loop" && p.full > 2)
-        .map(|p| (p.name.clone(), p.full - 2, seconds_of(p.compute_s) * (p.full - 2) as f64))
+        .map(|p| {
+            let recorded = recorded_phase(p, by_span(skel));
+            (p.name.clone(), p.full - 2, seconds_of(recorded) * (p.full - 2) as f64)
+        })
         .collect();
     cuts.sort_by(|a, b| b.2.total_cmp(&a.2));
     cuts
@@ -75,12 +85,13 @@ fn other_loop_cuts(skel: &Skeleton, seconds_of: &dyn Fn(f64) -> f64) -> Vec<(Str
 /// `pipeline::cut_for_traffic`). With them, the lead class's compute that runs in all.
 pub(crate) fn one_iteration_cuts(skel: &Skeleton) -> (Vec<(String, u64, f64)>, f64) {
     let Some(lead) = lead_class(skel) else { return (Vec::new(), 0.0) };
-    let total: f64 = lead.phases.iter().map(|p| kept_compute_of(&p.body) * p.run as f64).sum();
+    let kept = |body: &[Stmt]| kept_recorded(body, by_span(skel));
+    let total: f64 = lead.phases.iter().map(|p| kept(&p.body) * p.run as f64).sum();
     let mut cuts: Vec<(String, u64, f64)> = lead
         .phases
         .iter()
         .filter(|p| p.is_loop && p.name != "main_loop" && p.run > 1)
-        .map(|p| (p.name.clone(), p.full - 1, kept_compute_of(&p.body) * (p.run - 1) as f64))
+        .map(|p| (p.name.clone(), p.full - 1, kept(&p.body) * (p.run - 1) as f64))
         .collect();
     cuts.sort_by(|a, b| b.2.total_cmp(&a.2));
     (cuts, total)
@@ -149,13 +160,13 @@ pub fn cut_verified(
     scaling: &mut Scaling,
     accept: &mut dyn FnMut(&Skeleton) -> bool,
 ) -> usize {
-    let lead_compute = lead_compute(skel);
+    let lead_recorded = lead_recorded(skel);
     let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
     let Some(lead) = lead_class_index(skel) else { return 0 };
-    if lead_compute <= 0.0 {
+    if lead_recorded <= 0.0 {
         return 0;
     }
-    let seconds_of = |compute: f64| compute / lead_compute * app_time_s;
+    let seconds_of = |recorded: f64| recorded / lead_recorded * app_time_s;
     let start = scaling.skeleton_estimate_s;
     let cuts = other_loop_cuts(skel, &seconds_of);
     let (saved, mut kept) =
@@ -186,7 +197,8 @@ fn cut_inner(
     target_s: f64,
     seconds_of: &dyn Fn(f64) -> f64,
 ) -> f64 {
-    let main_of = crate::program::ClassProgram::main_loop_index;
+    let main_of = ClassProgram::main_loop_index;
+    let split = by_span(skel);
     let Some(lead) = lead_class(skel) else { return estimate };
     let Some(mi) = main_of(lead) else { return estimate };
     let body = &lead.phases[mi].body;
@@ -194,7 +206,7 @@ fn cut_inner(
         .iter()
         .enumerate()
         .filter_map(|(i, s)| match s {
-            Stmt::Loop { count, body, .. } => Some((i, *count, compute_of(body))),
+            Stmt::Loop { count, body, .. } => Some((i, *count, recorded_of(body, split))),
             _ => None,
         })
         .max_by(|a, b| (a.1 as f64 * a.2).total_cmp(&(b.1 as f64 * b.2)))
@@ -271,7 +283,8 @@ fn sample_steps(
         if st.kinds.len() != n {
             return None;
         }
-        cost_of_kind.push(cases.iter().map(|c| seconds_of(compute_of(&c.body))).collect());
+        let split = by_span(skel);
+        cost_of_kind.push(cases.iter().map(|c| seconds_of(recorded_of(&c.body, split))).collect());
     }
     // Groups: the kinds a step has in every class.
     let mut groups: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
@@ -348,9 +361,50 @@ fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
     st.run = sample;
 }
 
-/// The recorded computation of the class that computes most, seconds: what the application's
-/// time is split by.
-pub(crate) fn lead_compute(skel: &Skeleton) -> f64 {
+/// Whether the recorded time is split by wall time: the trace recorded how long calls took, so
+/// that phases have a [`Phase::span_s`].
+pub(crate) fn by_span(skel: &Skeleton) -> bool {
+    skel.classes.iter().any(|c| c.phases.iter().any(|p| p.span_s > 0.0))
+}
+
+/// The recorded seconds of one pass over `body` that the split counts: its wall time where
+/// `by_span` ([`by_span`]), its computation otherwise.
+pub(crate) fn recorded_of(body: &[Stmt], by_span: bool) -> f64 {
+    if by_span {
+        span_of(body)
+    } else {
+        compute_of(body)
+    }
+}
+
+/// [`recorded_of`] one iteration of a phase.
+fn recorded_phase(p: &Phase, by_span: bool) -> f64 {
+    if by_span {
+        p.span_s
+    } else {
+        p.compute_s
+    }
+}
+
+/// [`recorded_of`] less the computation the computation cut takes out of `body`
+/// ([`kept_compute_of`]).
+fn kept_recorded(body: &[Stmt], by_span: bool) -> f64 {
+    let kept = kept_compute_of(body);
+    if by_span {
+        (span_of(body) - (compute_of(body) - kept)).max(0.0)
+    } else {
+        kept
+    }
+}
+
+/// The recorded time the application's time stands for, seconds: the wall time of the class
+/// that decides the split ([`lead_class`]) where the trace recorded call times ([`by_span`]),
+/// otherwise the computation of the class that computes most. A second of recorded computation
+/// stands for `app_time_s / lead_recorded` seconds of the application.
+pub(crate) fn lead_recorded(skel: &Skeleton) -> f64 {
+    if by_span(skel) {
+        return lead_class(skel).map_or(0.0, |c| split_weight(c, true).1);
+    }
     skel.classes
         .iter()
         .map(|c| c.phases.iter().map(|p| p.compute_s * p.priced() as f64).sum::<f64>())
@@ -521,11 +575,27 @@ pub fn twelfth(app_time_s: f64) -> f64 {
 /// loop's iteration count if it has one.
 fn lead(skel: &Skeleton) -> Option<((f64, f64), Option<u64>)> {
     let c = lead_class(skel)?;
-    Some((weight(c), c.main_loop().map(|p| p.full)))
+    Some((split_weight(c, by_span(skel)), c.main_loop().map(|p| p.full)))
+}
+
+/// A class's (main loop, total) recorded time that the split counts: its wall time where
+/// `by_span`, otherwise [`weight`].
+fn split_weight(c: &ClassProgram, by_span: bool) -> (f64, f64) {
+    if !by_span {
+        return weight(c);
+    }
+    let of = |main: bool| -> f64 {
+        c.phases
+            .iter()
+            .filter(|p| !main || p.name == "main_loop")
+            .map(|p| p.span_s * p.priced() as f64)
+            .sum()
+    };
+    (of(true), of(false))
 }
 
 /// A class's (main loop, total) weight: its computation, or its calls where it computed nothing.
-fn weight(c: &crate::program::ClassProgram) -> (f64, f64) {
+fn weight(c: &ClassProgram) -> (f64, f64) {
     let total: f64 = c.phases.iter().map(|p| p.compute_s * p.priced() as f64).sum();
     let main: f64 = c
         .phases
@@ -548,7 +618,7 @@ fn weight(c: &crate::program::ClassProgram) -> (f64, f64) {
 
 /// The class whose loops decide every cut: the largest by computation (by calls where nothing
 /// was computed); the last of equals.
-fn lead_class(skel: &Skeleton) -> Option<&crate::program::ClassProgram> {
+fn lead_class(skel: &Skeleton) -> Option<&ClassProgram> {
     skel.classes.iter().max_by(|a, b| weight(a).1.total_cmp(&weight(b).1))
 }
 
@@ -606,10 +676,10 @@ pub fn scale(
     let few = n <= MIN_INNER && !has_long_inner(skel);
     let needed = match lead_class(skel) {
         Some(c) if few && per_iter > 0.0 => {
-            let lead_compute = lead_compute(skel);
+            let lead_recorded = lead_recorded(skel);
             let spread = crate::sampling::iteration_spread(skel, c).max(recorded_spread);
             let spread_s =
-                if lead_compute > 0.0 { spread / lead_compute * app_time_s } else { 0.0 };
+                if lead_recorded > 0.0 { spread / lead_recorded * app_time_s } else { 0.0 };
             crate::sampling::iterations_needed(n, spread_s, app_time_s)
         }
         _ => 0,
@@ -632,11 +702,11 @@ pub fn scale(
     }
     let mut estimate = rest + k as f64 * per_iter;
     let mut sampled_extra_s = 0.0;
-    let lead_compute = lead_compute(skel);
+    let lead_recorded = lead_recorded(skel);
     let steps_within = sampled_within.map(|t| t - sample_rest);
-    if let Some(main) = sample_steps(skel, target_s - rest, steps_within, &|compute: f64| {
-        if lead_compute > 0.0 {
-            compute / lead_compute * app_time_s
+    if let Some(main) = sample_steps(skel, target_s - rest, steps_within, &|recorded: f64| {
+        if lead_recorded > 0.0 {
+            recorded / lead_recorded * app_time_s
         } else {
             per_iter
         }
@@ -648,12 +718,17 @@ pub fn scale(
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
     // Application seconds that a share of the recorded computation stands for.
-    let seconds_of =
-        |compute: f64| if lead_compute > 0.0 { compute / lead_compute * app_time_s } else { 0.0 };
-    if reach == Reach::Everything && estimate > target_s && lead_compute > 0.0 {
+    let seconds_of = |recorded: f64| {
+        if lead_recorded > 0.0 {
+            recorded / lead_recorded * app_time_s
+        } else {
+            0.0
+        }
+    };
+    if reach == Reach::Everything && estimate > target_s && lead_recorded > 0.0 {
         estimate = cut_other_loops(skel, estimate, &seconds_of);
     }
-    if reach == Reach::Everything && estimate > target_s && k == 1 && lead_compute > 0.0 {
+    if reach == Reach::Everything && estimate > target_s && k == 1 && lead_recorded > 0.0 {
         estimate = cut_inner(skel, estimate, target_s, &seconds_of);
     }
     Scaling {

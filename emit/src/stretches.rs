@@ -103,8 +103,8 @@ pub fn choose_keeping(
         .collect();
     candidates.sort_by(|a, b| b.span_s.total_cmp(&a.span_s));
     // What the rest of the application takes in the skeleton: its recorded time (the estimate
-    // of the skeleton made of the whole trace counts computation only, and a stretch is mostly
-    // messages).
+    // of the skeleton made of the whole trace splits the time by computation where the trace
+    // has no call times, and a stretch is mostly messages).
     let (mut taken, mut span, mut share) = (0usize, 0.0f64, 1.0f64);
     for st in &candidates {
         taken += 1;

@@ -520,3 +520,60 @@ fn each_kind_of_time_step_runs_several_steps_as_far_as_a_twelfth_allows() {
     assert_eq!(kinds.len(), per_kind.len(), "{:?}", b.scaling);
     assert!(b.scaling.skeleton_estimate_s <= b.scaling.target_s * (1.0 + 1e-9), "{:?}", b.scaling);
 }
+
+/// The trace at `path` as if each of its `MPI_Waitall`s had waited `wait_ns` (every later call
+/// of the rank that much later): a trace with call times, as a native one.
+fn waiting(path: &Path, wait_ns: u64) -> TraceSet {
+    let mut set = TraceSet::open(path, &ReadOptions::default()).unwrap();
+    for rt in &mut set.ranks {
+        let mut shift = 0;
+        for e in &mut rt.events {
+            e.enter_ns += shift;
+            e.exit_ns += shift;
+            if e.op == mpiskel_trace::Op::Waitall {
+                e.exit_ns += wait_ns;
+                shift += wait_ns;
+            }
+        }
+    }
+    set
+}
+
+/// Where the trace recorded how long calls took, the recorded time is split by wall time: a
+/// main loop that mostly waits stands for most of the run, and runs as many iterations as the
+/// target holds (split by computation, the set-up's 10 ms of computation against the loop's
+/// 50 ms priced the rest of the program at a sixth of the run, over the target, and the loop ran
+/// the fewest iterations it could). A trace without call times is split by computation, as
+/// Xu & Subhlok (2008, §4) do.
+#[test]
+fn the_recorded_time_is_split_by_wall_time_where_the_trace_has_call_times() {
+    let dir = tempfile::tempdir().unwrap();
+    // A 10 ms set-up, then 1,000 iterations of 50 µs of computation and 500 µs of waiting.
+    let path = ti_trace(dir.path(), 4, |r| {
+        let mut v = ring(4, 1000, 1, 50_000)(r);
+        v[0] = "compute 10000000".into();
+        v.insert(1, "bcast 64".into());
+        v.retain(|a| a != "compute 100000");
+        v
+    });
+    let app_s = 0.56;
+    let by_compute = {
+        let lt = mpiskel_logicalize::logicalize(
+            &TraceSet::open(&path, &ReadOptions::default()).unwrap(),
+        );
+        assert!(!lt.call_times);
+        make(&lt, app_s, "given", None, true).unwrap().scaling
+    };
+    let by_time = {
+        let lt = mpiskel_logicalize::logicalize(&waiting(&path, 500_000));
+        assert!(lt.call_times);
+        make(&lt, app_s, "given", None, true).unwrap().scaling
+    };
+    assert_eq!((by_compute.main_full, by_time.main_full), (1000, 1000));
+    assert!((by_compute.main_share - 50.0 / 60.0).abs() < 0.01, "{by_compute:?}");
+    assert!((by_time.main_share - 550.0 / 560.0).abs() < 0.01, "{by_time:?}");
+    // (23.3 ms − 10 ms) / 0.55 ms: 24 iterations.
+    assert!((20..=26).contains(&by_time.main_run), "{by_time:?}");
+    assert!(by_compute.main_run <= 4, "{by_compute:?}");
+    assert!(by_time.skeleton_estimate_s <= by_time.target_s * 1.1, "{by_time:?}");
+}

@@ -335,7 +335,7 @@ impl Names<'_> {
                         seconds(*x)
                     ))
                 }
-                Stmt::Call { call, polls } => {
+                Stmt::Call { call, polls, .. } => {
                     if *polls > 0 {
                         out.push(format!(
                             "{pad}sk_polls({polls}, world); /* failed polls of the application \

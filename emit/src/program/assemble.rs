@@ -509,7 +509,13 @@ fn gaps_of(
                 (n + u64::from(g.n), s + f64::from(g.polls_mean) * f64::from(g.n))
             });
             let polls = if n > 0 { sum / n as f64 } else { 0.0 };
-            Gap { seconds: mean, dist, factors, polls }
+            // Its wall time, where the trace holds call times, the same way.
+            let span_sum = lm.positions[leaf].iter().fold(0.0, |s, &p| {
+                let g = &class.ops[p].gap;
+                s + f64::from(g.span_mean_s) * f64::from(g.n)
+            });
+            let span = if lt.call_times && n > 0 { span_sum / n as f64 } else { 0.0 };
+            Gap { seconds: mean, dist, factors, polls, span }
         })
         .collect()
 }

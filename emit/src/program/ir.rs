@@ -284,6 +284,13 @@ pub enum Stmt {
         /// spends its time on.
         #[serde(default, skip_serializing_if = "is_zero_u64")]
         polls: u64,
+        /// Recorded wall seconds from the previous call's return to this call's (the
+        /// computation before it and the call's own time, waiting included; the mean over the
+        /// leaf's executions), with those of calls dropped just before it; 0 where the trace
+        /// holds no call times. What [`crate::scale`] splits the recorded time by (not
+        /// serialized: the phases' [`Phase::span_s`] sum it).
+        #[serde(skip)]
+        span_s: f64,
     },
     /// A loop.
     Loop {
@@ -382,6 +389,10 @@ pub struct Phase {
     pub origin: String,
     /// Recorded computation per iteration, seconds.
     pub compute_s: f64,
+    /// Recorded wall time per iteration, seconds ([`span_of`] its body), where the trace
+    /// recorded call times; 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub span_s: f64,
     /// Calls per iteration.
     pub calls: u64,
     /// An inner loop of the body cut as well (when one iteration of the phase is already more
@@ -480,6 +491,7 @@ impl Phase {
             run: full,
             is_loop,
             compute_s: compute_of(&body),
+            span_s: span_of(&body),
             calls: calls_in(&body),
             inner: None,
             steps: None,
@@ -664,6 +676,20 @@ pub fn compute_of(body: &[Stmt]) -> f64 {
             Stmt::Loop { count, body, .. } => *count as f64 * compute_of(body),
             Stmt::Guard { body, .. } => compute_of(body),
             Stmt::Steps { cases } => per_step(cases, compute_of),
+        })
+        .sum()
+}
+
+/// Recorded wall seconds of one pass over `body`: the spans of its calls (see [`Stmt::Call`]);
+/// 0 where the trace holds no call times.
+pub fn span_of(body: &[Stmt]) -> f64 {
+    body.iter()
+        .map(|s| match s {
+            Stmt::Compute { .. } => 0.0,
+            Stmt::Call { span_s, .. } => *span_s,
+            Stmt::Loop { count, body, .. } => *count as f64 * span_of(body),
+            Stmt::Guard { body, .. } => span_of(body),
+            Stmt::Steps { cases } => per_step(cases, span_of),
         })
         .sum()
 }

@@ -477,7 +477,7 @@ impl Gen<'_> {
                         None => quote! { #n sk.compute_drawn(#d); },
                     }
                 }
-                Stmt::Call { call, polls } => {
+                Stmt::Call { call, polls, .. } => {
                     let c = self.call(call);
                     if *polls > 0 {
                         let n =

@@ -97,6 +97,7 @@ pub(super) struct GapAcc {
     pub(super) flops: (u64, f64),
     pub(super) samples: super::GapSamples,
     pub(super) polls: u64,
+    pub(super) span: f64,
 }
 
 impl GapAcc {
@@ -105,6 +106,7 @@ impl GapAcc {
         self.n += 1;
         self.sum += g.s;
         self.polls += u64::from(g.polls);
+        self.span += f64::from(g.span);
         match g.work {
             Some(Work::Instructions(i)) => {
                 self.instructions.0 += 1;
@@ -124,6 +126,7 @@ impl GapAcc {
             n: u32::try_from(self.n).unwrap_or(u32::MAX),
             polls_mean: mean((self.n, self.polls as f64)).unwrap_or(0.0) as f32,
             mean_s: mean((self.n, self.sum)).unwrap_or(0.0),
+            span_mean_s: mean((self.n, self.span)).unwrap_or(0.0) as f32,
             instructions_mean: mean(self.instructions).into(),
             flops_mean: mean(self.flops).into(),
         }

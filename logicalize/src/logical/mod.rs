@@ -144,7 +144,7 @@ pub enum LogicalComm {
 
 /// Statistics of the compute gaps folded into one position. Their range (smallest and largest
 /// gap) is [`LogicalOp::gap_range`], read from the samples: a logical program holds one of
-/// these per call, millions in a long run, so it keeps only what the skeleton needs (32 bytes).
+/// these per call, millions in a long run, so it keeps only what the skeleton needs (40 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct GapStats {
     /// Ranks × occurrences contributing.
@@ -154,6 +154,9 @@ pub struct GapStats {
     pub polls_mean: f32,
     /// Mean, seconds.
     pub mean_s: f64,
+    /// Mean wall seconds from the previous call's return to this call's (the gap and the
+    /// call's own time, waiting included); 0 where the trace holds no call times.
+    pub span_mean_s: f32,
     /// Mean user-space instructions, where the trace counted them.
     pub instructions_mean: OptionalMean,
     /// Mean floating-point operations, where the trace recorded them (SimGrid traces).
@@ -350,6 +353,11 @@ pub struct LogicalTrace {
     /// trace --cpu-time`); otherwise they are wall time.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub processor_time: bool,
+    /// Whether the trace recorded how long calls took (native, OTF2 and DUMPI traces; SimGrid's
+    /// time-independent traces do not): each position's [`GapStats::span_mean_s`] then holds
+    /// its wall time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub call_times: bool,
     /// Stretches between collectives of all ranks that were cut short before the trace was
     /// made logical (`mpiskel_trace::stretch`): the skeleton scales the part of each it runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -450,6 +458,7 @@ struct Found {
     ident: Identification,
     shared_variation: Option<f64>,
     processor_time: bool,
+    call_times: bool,
 }
 
 impl Found {
@@ -487,6 +496,7 @@ fn find_topology(set: &TraceSet) -> Found {
         ident,
         shared_variation: crate::common::shared_variation(set),
         processor_time: !set.ranks.is_empty() && set.ranks.iter().all(|r| r.info.has_cpu_time),
+        call_times: set.ranks.iter().any(|r| r.events.iter().any(|e| e.exit_ns > e.enter_ns)),
     }
 }
 
@@ -612,6 +622,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         exceptions,
         shared_variation: found.shared_variation,
         processor_time: found.processor_time,
+        call_times: found.call_times,
         matrix: found.matrix,
         dropped_pairs: found.dropped_pairs,
         identification: found.ident,

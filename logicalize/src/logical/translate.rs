@@ -159,6 +159,9 @@ pub(super) struct Gap {
     pub(super) work: Option<Work>,
     /// Failed polls folded into the call after the gap.
     pub(super) polls: u32,
+    /// Wall seconds from the previous call's return to this call's: the gap and the call's
+    /// own time, waiting included (0 where the trace holds no call times).
+    pub(super) span: f32,
 }
 
 /// For each call of a rank, the positions of the calls whose requests it completes: one flat
@@ -295,6 +298,7 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
             s: e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9,
             work: e.gap_work,
             polls: e.gap_polls,
+            span: (e.gap_ns + e.exit_ns.saturating_sub(e.enter_ns)) as f32 * 1e-9,
         });
         links.push(completes);
     }
