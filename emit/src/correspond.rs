@@ -283,7 +283,7 @@ mod tests {
                 slot: None,
             },
             polls: 0,
-            span_s: 0.0,
+            wait_s: 0.0,
         }
     }
 
@@ -364,7 +364,7 @@ mod tests {
                 sizes: None,
             },
             polls: 0,
-            span_s: 0.0,
+            wait_s: 0.0,
         }
     }
 
@@ -380,7 +380,7 @@ mod tests {
                 slot: None,
             },
             polls: 0,
-            span_s: 0.0,
+            wait_s: 0.0,
         }
     }
 

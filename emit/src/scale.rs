@@ -361,10 +361,10 @@ fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
     st.run = sample;
 }
 
-/// Whether the recorded time is split by wall time: the trace recorded how long calls took, so
-/// that phases have a [`Phase::span_s`].
+/// Whether the recorded time is split by wall time ([`Phase::span_s`]): the trace recorded how
+/// long calls took ([`Skeleton::call_times`]).
 pub(crate) fn by_span(skel: &Skeleton) -> bool {
-    skel.classes.iter().any(|c| c.phases.iter().any(|p| p.span_s > 0.0))
+    skel.call_times
 }
 
 /// The recorded seconds of one pass over `body` that the split counts: its wall time where

@@ -11,7 +11,9 @@
 //! microseconds before the others, a kind of step that runs 4 of its 84 steps, and its skeleton
 //! predicted 0.011 s for a 0.54–0.66 s run (−98 %). Such a block runs its mean in every
 //! execution: the waiting its rare long draws cause on other ranks is lost, where the draws
-//! would have shown it a few times too often or not at all.
+//! would have shown it a few times too often or not at all. The emitted code says so at the block
+//! ([`crate::program::Pinned::note`]: the share of the durations that holds half the mean, and
+//! how often one run reaches it).
 //!
 //! Blocks that replay their recorded durations ([`crate::replay`]) keep them, and blocks under
 //! [`crate::replay::MIN_SHARE`] of their phase's computation per iteration keep their draws:
@@ -22,7 +24,7 @@
 //! # Complexity
 //! O(size of the program + distributions × [`crate::spread::QUANTILES`]).
 
-use crate::program::{Skeleton, Stmt};
+use crate::program::{Pinned, Skeleton, Stmt};
 use crate::spread::{Dist, QUANTILE_PROBABILITIES};
 
 /// The probability of a draw from `dist` landing in the top of the distribution that holds
@@ -101,10 +103,11 @@ fn pin(stmt: &mut Stmt, times: f64, loop_times: Option<f64>, walk: &Walk<'_>, pi
     // Below this statement, steps are no longer the phase's.
     let inside = Walk { kinds: None, ..*walk };
     match stmt {
-        Stmt::Compute { seconds, dist, replay: None, .. } => {
+        Stmt::Compute { seconds, dist, replay: None, pinned: why, .. } => {
             if let Some(d) = dist.and_then(|d| walk.dists.get(d)) {
                 if *seconds >= walk.least && undersampled(d, times) {
                     *dist = None;
+                    *why = Some(Pinned { tail: half_mass_tail(d), executions: times });
                     *pinned += 1;
                 }
             }

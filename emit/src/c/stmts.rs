@@ -286,17 +286,25 @@ impl Names<'_> {
                         ),
                     });
                 }
-                Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
+                Stmt::Compute { seconds: x, dist: None, removed, factors, pinned, .. }
                     if *removed > 0.0 =>
                 {
                     let f =
                         if factors.is_some() { "sk_compute_less_whole" } else { "sk_compute_less" };
+                    let why = pinned.map(|p| format!("{}; ", p.note())).unwrap_or_default();
                     out.push(format!(
-                        "{pad}{f}({}, {}); /* {} s of it are not run but added to the \
+                        "{pad}{f}({}, {}); /* {why}{} s of it are not run but added to the \
                          prediction */",
                         Self::times(&seconds(*x), *factors),
                         seconds(*removed),
                         seconds(*removed)
+                    ));
+                }
+                Stmt::Compute { seconds: x, dist: None, factors, pinned: Some(p), .. } => {
+                    out.push(format!(
+                        "{pad}sk_compute({}); /* {} */",
+                        Self::times(&seconds(*x), *factors),
+                        p.note()
                     ));
                 }
                 Stmt::Compute { seconds: x, dist: None, factors, .. } => {

@@ -275,6 +275,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         send_buffer: None,
         replays: Vec::new(),
         processor_time: lt.processor_time,
+        call_times: lt.call_times,
     })
 }
 
@@ -509,13 +510,14 @@ fn gaps_of(
                 (n + u64::from(g.n), s + f64::from(g.polls_mean) * f64::from(g.n))
             });
             let polls = if n > 0 { sum / n as f64 } else { 0.0 };
-            // Its wall time, where the trace holds call times, the same way.
-            let span_sum = lm.positions[leaf].iter().fold(0.0, |s, &p| {
+            // The wall time beyond the gap until the call returns, where the trace holds call
+            // times, the same way.
+            let wait_sum = lm.positions[leaf].iter().fold(0.0, |s, &p| {
                 let g = &class.ops[p].gap;
-                s + f64::from(g.span_mean_s) * f64::from(g.n)
+                s + (f64::from(g.span_mean_s) - g.mean_s).max(0.0) * f64::from(g.n)
             });
-            let span = if lt.call_times && n > 0 { span_sum / n as f64 } else { 0.0 };
-            Gap { seconds: mean, dist, factors, polls, span }
+            let wait = if lt.call_times && n > 0 { wait_sum / n as f64 } else { 0.0 };
+            Gap { seconds: mean, dist, factors, polls, wait }
         })
         .collect()
 }

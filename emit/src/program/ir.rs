@@ -234,6 +234,30 @@ pub enum Call {
     },
 }
 
+/// Why a drawn block runs its mean ([`crate::tails`]): half of its mean lies in the top `tail`
+/// of its recorded durations, and one run of the skeleton executes it `executions` times on the
+/// ranks of its class, too few to reach that top once on average.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pinned {
+    /// The share of the recorded durations, the longest, that holds half of the mean.
+    pub tail: f64,
+    /// Executions in one run of the skeleton, on every rank of the class.
+    pub executions: f64,
+}
+
+impl Pinned {
+    /// The emitted code's comment on the block.
+    pub fn note(&self) -> String {
+        format!(
+            "its mean: half of it lies in the longest {:.1} % of the recorded durations, which \
+             its {:.0} executions per run would reach {:.2} times on average",
+            100.0 * self.tail,
+            self.executions,
+            self.tail * self.executions
+        )
+    }
+}
+
 /// A statement of a class program.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "stmt")]
@@ -272,6 +296,9 @@ pub enum Stmt {
         /// blocks merged from several leaves).
         #[serde(skip)]
         leaf: Option<usize>,
+        /// Where the block runs its mean instead of drawing ([`crate::tails`]): why.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pinned: Option<Pinned>,
     },
     /// An MPI call.
     Call {
@@ -284,13 +311,14 @@ pub enum Stmt {
         /// spends its time on.
         #[serde(default, skip_serializing_if = "is_zero_u64")]
         polls: u64,
-        /// Recorded wall seconds from the previous call's return to this call's (the
-        /// computation before it and the call's own time, waiting included; the mean over the
-        /// leaf's executions), with those of calls dropped just before it; 0 where the trace
-        /// holds no call times. What [`crate::scale`] splits the recorded time by (not
-        /// serialized: the phases' [`Phase::span_s`] sum it).
+        /// Recorded wall seconds from the previous call's return to this call's beyond the
+        /// computation before it: the call's own time, waiting included (and the time the rank
+        /// was descheduled in the gap, where the gap is processor time); the mean over the
+        /// leaf's executions, with those of calls dropped just before it; 0 where the trace
+        /// holds no call times ([`Skeleton::call_times`]). Not serialized: the phases'
+        /// [`Phase::span_s`] sum it.
         #[serde(skip)]
-        span_s: f64,
+        wait_s: f64,
     },
     /// A loop.
     Loop {
@@ -389,9 +417,10 @@ pub struct Phase {
     pub origin: String,
     /// Recorded computation per iteration, seconds.
     pub compute_s: f64,
-    /// Recorded wall time per iteration, seconds ([`span_of`] its body), where the trace
-    /// recorded call times; 0 otherwise.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// Recorded wall time per iteration, seconds ([`span_of`] its body): its computation and
+    /// its calls' waiting where the trace recorded call times ([`Skeleton::call_times`]), its
+    /// computation otherwise (not serialized).
+    #[serde(skip)]
     pub span_s: f64,
     /// Calls per iteration.
     pub calls: u64,
@@ -469,6 +498,7 @@ impl Stmt {
             replay: None,
             keep_only: false,
             leaf: None,
+            pinned: None,
         }
     }
 }
@@ -610,6 +640,11 @@ pub struct Skeleton {
     /// cores hold the waiting for a core already.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub processor_time: bool,
+    /// Whether the trace recorded how long calls took (`LogicalTrace::call_times`): the calls'
+    /// [`Stmt::Call`] `wait_s` then hold it, and [`crate::scale`] splits the recorded time by
+    /// the phases' wall time ([`Phase::span_s`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub call_times: bool,
 }
 
 /// What the buffered sends of a skeleton need: the most any rank sends buffered in one run of
@@ -680,13 +715,14 @@ pub fn compute_of(body: &[Stmt]) -> f64 {
         .sum()
 }
 
-/// Recorded wall seconds of one pass over `body`: the spans of its calls (see [`Stmt::Call`]);
-/// 0 where the trace holds no call times.
+/// Recorded wall seconds of one pass over `body`: its computation ([`compute_of`]) and the
+/// time its calls took, waiting included (`wait_s`, see [`Stmt::Call`]; 0 where the trace
+/// holds no call times).
 pub fn span_of(body: &[Stmt]) -> f64 {
     body.iter()
         .map(|s| match s {
-            Stmt::Compute { .. } => 0.0,
-            Stmt::Call { span_s, .. } => *span_s,
+            Stmt::Compute { seconds, .. } => *seconds,
+            Stmt::Call { wait_s, .. } => *wait_s,
             Stmt::Loop { count, body, .. } => *count as f64 * span_of(body),
             Stmt::Guard { body, .. } => span_of(body),
             Stmt::Steps { cases } => per_step(cases, span_of),

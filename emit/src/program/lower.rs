@@ -7,16 +7,16 @@ use mpiskel_logicalize::ProcessClass;
 use super::*;
 
 /// One compute block of a class program as recorded: its mean, the distribution its durations
-/// are drawn from, its per-rank factors, the failed polls made after it, and the wall time from
-/// the previous call's return to the return of the call after it (the means over the ranks and
-/// executions of the leaf; 0 where the trace holds no call times).
+/// are drawn from, its per-rank factors, the failed polls made after it, and the wall time
+/// beyond it until the call after it returns (the means over the ranks and executions of the
+/// leaf; 0 where the trace holds no call times).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Gap {
     pub(super) seconds: f64,
     pub(super) dist: Option<usize>,
     pub(super) factors: Option<usize>,
     pub(super) polls: f64,
-    pub(super) span: f64,
+    pub(super) wait: f64,
 }
 
 /// Numbers every `Sym` node of a nest in pre-order (the numbering
@@ -253,12 +253,12 @@ pub(super) fn lower(
     leaf: &mut usize,
     out: &mut Vec<Stmt>,
 ) {
-    // The wall time of calls dropped since the last call kept, carried to the next one.
-    let mut dropped_span = 0.0;
+    // The waiting of calls dropped since the last call kept, carried to the next one.
+    let mut dropped_wait = 0.0;
     for n in nodes {
         match n {
             Node::Sym { .. } => {
-                let Gap { seconds: g, dist, factors, polls, span } = gaps[*leaf];
+                let Gap { seconds: g, dist, factors, polls, wait } = gaps[*leaf];
                 if g > 0.0 {
                     // Merge with a preceding plain compute block (dropped calls leave two in a
                     // row).
@@ -281,14 +281,15 @@ pub(super) fn lower(
                             replay: None,
                             keep_only: false,
                             leaf: Some(*leaf),
+                            pinned: None,
                         }),
                     }
                 }
                 if let Some(c) = &calls[*leaf] {
-                    let span_s = span + std::mem::take(&mut dropped_span);
-                    out.push(Stmt::Call { call: c.clone(), polls: polls.round() as u64, span_s });
+                    let wait_s = wait + std::mem::take(&mut dropped_wait);
+                    out.push(Stmt::Call { call: c.clone(), polls: polls.round() as u64, wait_s });
                 } else {
-                    dropped_span += span;
+                    dropped_wait += wait;
                 }
                 *leaf += 1;
             }

@@ -428,11 +428,12 @@ impl Gen<'_> {
                         }
                     }
                 }
-                Stmt::Compute { seconds: x, dist: None, removed, factors, .. }
+                Stmt::Compute { seconds: x, dist: None, removed, factors, pinned, .. }
                     if *removed > 0.0 =>
                 {
+                    let why = pinned.map(|p| format!("{}; ", p.note())).unwrap_or_default();
                     let n = note(&format!(
-                        "{} s of it are not run but added to the prediction",
+                        "{why}{} s of it are not run but added to the prediction",
                         seconds(*removed)
                     ));
                     let (x, r) = (Self::times(*x, *factors), float(*removed));
@@ -441,6 +442,11 @@ impl Gen<'_> {
                     } else {
                         quote! { #n sk.compute_less(#x, #r); }
                     }
+                }
+                Stmt::Compute { seconds: x, dist: None, factors, pinned: Some(p), .. } => {
+                    let n = note(&p.note());
+                    let x = Self::times(*x, *factors);
+                    quote! { #n sk.compute(#x); }
                 }
                 Stmt::Compute { seconds: x, dist: None, factors, .. } => {
                     let x = Self::times(*x, *factors);
