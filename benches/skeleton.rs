@@ -388,7 +388,7 @@ fn apps(reps: usize) {
         "## Real applications and irregular programs, OpenMPI on this machine, 4 ranks ({traces} traces, at least {} runs each and {budget} s of the application per trace, medians)",
         traces * per_trace
     );
-    println!("| program | runs | calls | main loop (share of computation) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | by trace | paired runs (95 % interval) | MPICH skeleton (s) | load beside the traces | traced runs (s) |");
+    println!("| program | runs | calls | main loop (share of the recorded time) | compression | lines | compile (s) | build peak (MB) | skeleton / app | app (s) | by phase | spread | by trace | paired runs (95 % interval) | MPICH skeleton (s) | load beside the traces | traced runs (s) |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let bin = fixture_programs();
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {

@@ -352,7 +352,7 @@ impl Page {
             (
                 "main loop".into(),
                 format!(
-                    "runs {} of {} iterations; {:.1} % of the computation",
+                    "runs {} of {} iterations; {:.1} % of the recorded time",
                     s.main_run,
                     s.main_full,
                     100.0 * s.main_share
