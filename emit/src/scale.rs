@@ -8,8 +8,9 @@
 //! (and when nothing was computed, its share of the calls). A loop that mostly waits holds a
 //! small share of the computation and a large one of the time: split by computation, LAMMPS's
 //! Couette flow (a call every 3 µs per rank) priced its main loop at a third of its time and ran
-//! 465 of its 40,971 iterations, a 14 ms sample. With N iterations of the main loop, one costs t = f·T/N and the rest of
-//! the program r = (1−f)·T, so `k = ⌊(target − r) / t⌋`, clamped to 1..=N, iterations run. Every
+//! 465 of its 40,971 iterations, a 14 ms sample. With N iterations of the main loop, one costs
+//! t = f·T/N and the rest of the program r = (1−f)·T, so `k = ⌊(target − r) / t⌋`, clamped to
+//! 1..=N, iterations run. Every
 //! class removes the same N−k iterations from its main loop, so classes whose nests peeled an
 //! iteration differently still meet each other's messages; the whole program is then checked.
 //!
@@ -275,6 +276,7 @@ fn sample_steps(
         p.steps.as_ref()?.kinds.len()
     };
     let mut cost_of_kind: Vec<Vec<f64>> = Vec::new();
+    let split = by_span(skel);
     for &(ci, pi) in &mains {
         let p = &skel.classes[ci].phases[pi];
         let (Some(st), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) else {
@@ -283,7 +285,6 @@ fn sample_steps(
         if st.kinds.len() != n {
             return None;
         }
-        let split = by_span(skel);
         cost_of_kind.push(cases.iter().map(|c| seconds_of(recorded_of(&c.body, split))).collect());
     }
     // Groups: the kinds a step has in every class.
@@ -717,7 +718,7 @@ pub fn scale(
     let k = lead_class(skel).and_then(|c| c.main_loop()).map_or(k, |p| p.run);
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
-    // Application seconds that a share of the recorded computation stands for.
+    // Application seconds that recorded seconds of the lead class stand for.
     let seconds_of = |recorded: f64| {
         if lead_recorded > 0.0 {
             recorded / lead_recorded * app_time_s
