@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use mpiskel_emit::{check, CheckOp};
+use mpiskel_emit::{check, stuck_sends, CheckOp};
 use mpiskel_trace::{OpClass, Payload, Peer, Rank, RankTrace, ReadOptions, TraceSet};
 use support::root;
 
@@ -101,8 +101,9 @@ fn programs(set: &TraceSet) -> Vec<Vec<CheckOp>> {
 
 /// Every fixture trace replays without deadlock under rendezvous semantics, but `eager`
 /// (`fixtures/programs/eager.c`), which sends to its neighbour before it receives and so
-/// finishes only where the MPI library buffers its sends, as the traced run did: the check
-/// finds every rank in `MPI_Send`.
+/// finishes only where the MPI library buffers its sends, as the traced run did, and `tagged`
+/// (`fixtures/programs/tagged.c`), whose partners tell each other their sizes head to head:
+/// the check finds every rank in `MPI_Send`.
 #[test]
 fn every_fixture_trace_replays_without_deadlock() {
     let dir = root().join("fixtures/traces");
@@ -113,8 +114,8 @@ fn every_fixture_trace_replays_without_deadlock() {
         let progs = programs(&set);
         assert!(progs.iter().any(|p| !p.is_empty()), "{}", p.display());
         let verdict = check(&progs);
-        if p.ends_with("eager") {
-            let d = verdict.expect("eager relies on buffered sends");
+        if p.ends_with("eager") || p.ends_with("tagged") {
+            let d = verdict.expect("eager and tagged rely on buffered sends");
             assert_eq!(d.blocked.len(), 4, "{d}");
             assert!(d.blocked.iter().all(|b| matches!(b.op, CheckOp::Send { .. })), "{d}");
         } else if let Some(d) = verdict {
@@ -122,7 +123,7 @@ fn every_fixture_trace_replays_without_deadlock() {
         }
         n += 1;
     }
-    assert!(n >= 14, "{n} traces replayed");
+    assert!(n >= 15, "{n} traces replayed");
 }
 
 /// `anysource` and `irregular` receive with MPI_ANY_SOURCE; the trace also records the sources
@@ -285,4 +286,30 @@ fn a_rooted_collective_whose_classes_name_different_roots_is_refused() {
     let (mixed, _) = mpiskel_emit::instantiate::instantiate(&skeleton([0, 1]));
     let d = check(&mixed).expect("two roots never complete");
     assert!(d.to_string().contains("(root "), "{d}");
+}
+
+/// One execution finds every blocking send a program relies on the library buffering: the
+/// fixture `tagged`'s partners send each other their sizes, then an empty "ready" message, head
+/// to head every step, so the execution stops twice a step until those sends are taken as
+/// buffered, and then finishes. A deadlock no buffering mends (a receive whose send never comes)
+/// is still reported.
+#[test]
+fn one_execution_finds_every_send_the_program_relies_on_buffering() {
+    let set =
+        TraceSet::open(&root().join("fixtures/traces/tagged"), &ReadOptions::default()).unwrap();
+    let progs = programs(&set);
+    assert!(check(&progs).is_some(), "tagged relies on buffered sends");
+    let (stuck, left) = stuck_sends(&progs);
+    assert!(left.is_none(), "{}", left.unwrap());
+    // Each rank's two head-to-head sends of each of the 60 steps (the size, then the empty
+    // "ready" message).
+    for r in 0..4u32 {
+        let n = stuck.iter().filter(|s| s.0 == r).count();
+        assert_eq!(n, 120, "rank {r}: {n} sends taken as buffered");
+    }
+    // A receive nobody sends to stays a deadlock.
+    let hang = vec![vec![CheckOp::Recv { from: Some(1), tag: 0 }], vec![]];
+    let (stuck, left) = stuck_sends(&hang);
+    assert!(stuck.is_empty());
+    assert_eq!(left.expect("a deadlock").blocked.len(), 1);
 }

@@ -1514,3 +1514,41 @@ fn a_rank_that_finishes_first_waits_asleep() {
         assert!(used(1) < 0.5, "{}: rank 1 polled while it waited: {text}", lib.name());
     }
 }
+
+/// Messages of two tags between the same ranks, received in another order than they were sent
+/// (`fixtures/programs/tagged.c`, LAMMPS's tiled communication: a receive for the data posted
+/// before the partner's empty "ready" message, tag 0, arrives; partners that change every ten
+/// steps; sizes sent head to head). With one tag per direction the receive for the data would
+/// take the ready message and the program could block, and so could its sizes without
+/// buffering: the build keeps the traced tags apart and buffers those sends, says both, and
+/// the skeleton runs under both MPI libraries. `--strict` refuses it (it relies on buffering).
+#[test]
+fn messages_received_out_of_order_keep_their_tags() {
+    let trace = root().join("fixtures/traces/tagged");
+    let base = scratch("tagged");
+    let strict = base.join("strict");
+    let out =
+        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
+    let out = out.unwrap();
+    assert!(!out.status.success());
+    assert!(!strict.exists());
+
+    let dir = base.join("skel");
+    let out = mpiskel().args(["build"]).arg(&trace).arg("-o").arg(&dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("messages keep the 2 tags the application gave them"), "{err}");
+    assert!(err.contains("blocking sends are buffered (MPI_Bsend"), "{err}");
+    let doc = document(&dir);
+    assert_eq!(doc["traced_tags"].as_u64(), Some(2), "{}", doc["traced_tags"]);
+    assert_eq!(doc["program"]["all_tags"].as_bool(), Some(true));
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(source.contains("TAG_MSG0") && source.contains("TAG_MSG1"), "{source}");
+    assert!(!source.contains("TAG_LEFT") && !source.contains("TAG_RIGHT"));
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 300), mpi, 4);
+    }
+}

@@ -216,6 +216,19 @@ impl Matcher {
         self.matched.get(&(rank, slot)).copied().unwrap_or(false)
     }
 
+    /// Completes the blocking send of `rank` to `to` with `tag`, queued unmatched, as buffered:
+    /// its message stays queued for its receive under [`BUFFERED_SEND`]. False if it is not
+    /// queued.
+    fn buffer(&mut self, rank: u32, to: u32, tag: i32) -> bool {
+        let queued = self.sends.get_mut(&to).and_then(|by| by.get_mut(&(rank, tag)));
+        let Some(p) = queued.and_then(|q| q.iter_mut().find(|p| p.slot.is_none())) else {
+            return false;
+        };
+        p.slot = Some(BUFFERED_SEND);
+        self.done(Posted { rank, slot: None });
+        true
+    }
+
     /// The first queued send of `source` to `to` with `tag`, taken off its queue.
     fn pop(&mut self, to: u32, key: (u32, i32)) -> Option<Posted> {
         let by = self.sends.get_mut(&to)?;
@@ -384,8 +397,8 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
         matches!(op, CheckOp::Recv { from, tag } | CheckOp::Irecv { from, tag, .. }
             if wild(*from, *tag))
     });
-    let eager = Order { reverse: false, delay: false };
-    let (found, _) = check_in(programs, eager, &[]);
+    let eager = Order { reverse: false, delay: false, buffer_stuck: false };
+    let (found, _) = check_in(programs, eager, &[], &mut Vec::new());
     if found.is_some() || !wildcards {
         return found;
     }
@@ -394,7 +407,8 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
     let runs = (WILDCARD_OPS / ops.max(1)).clamp(1, WILDCARD_RUNS);
     let mut forced: Vec<usize> = Vec::new();
     for _ in 0..runs {
-        let (found, choices) = check_in(programs, Order { reverse: false, delay: true }, &forced);
+        let order = Order { reverse: false, delay: true, buffer_stuck: false };
+        let (found, choices) = check_in(programs, order, &forced, &mut Vec::new());
         if found.is_some() {
             return found;
         }
@@ -403,7 +417,25 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
         forced = choices[..i].iter().map(|c| c.0).collect();
         forced.push(choices[i].0 + 1);
     }
-    check_in(programs, Order { reverse: true, delay: false }, &[]).0
+    let opposite = Order { reverse: true, delay: false, buffer_stuck: false };
+    check_in(programs, opposite, &[], &mut Vec::new()).0
+}
+
+/// The blocking standard-mode sends (`MPI_Send`) that `programs`, executed once in the first
+/// order of [`check`], are stuck in where nothing else can move: each is taken as buffered
+/// there (complete, its message queued for its receive) and the execution goes on, so that
+/// one execution finds all the sends a program relies on the library buffering, where a check
+/// after each would take one execution per deadlock (LAMMPS's tiled communication exchanges
+/// counts head to head before every rebalancing: 3,216 sends). Returns them as (rank,
+/// position), in the order found, and what still blocks at the end.
+///
+/// # Complexity
+/// One execution, as [`check`] without wildcards, plus O(ranks) per stop.
+pub fn stuck_sends(programs: &[Vec<CheckOp>]) -> (Vec<(u32, usize)>, Option<Deadlock>) {
+    let mut stuck = Vec::new();
+    let order = Order { reverse: false, delay: false, buffer_stuck: true };
+    let (found, _) = check_in(programs, order, &[], &mut stuck);
+    (stuck, found)
 }
 
 /// Executions of a program with wildcard receives, each with other sends taken, that
@@ -430,15 +462,21 @@ struct Order {
     /// Wildcard receives matched where nothing else can move ([`Matcher::choose`]), and
     /// standard-mode sends buffered.
     delay: bool,
+    /// Where nothing can move, the blocking standard-mode sends waiting for their receives
+    /// complete as buffered ([`stuck_sends`]).
+    buffer_stuck: bool,
 }
 
 /// [`check`] in one order; with `delay`, the i-th wildcard choice takes the `forced[i]`-th
 /// send it could (the first past the list). Returns the deadlock found, and each wildcard
 /// choice made with how many sends it could take.
+/// With `order.buffer_stuck`, the sends it took as buffered are pushed on `buffered` as (rank,
+/// position).
 fn check_in(
     programs: &[Vec<CheckOp>],
     order: Order,
     forced: &[usize],
+    buffered: &mut Vec<(u32, usize)>,
 ) -> (Option<Deadlock>, Vec<(usize, usize)>) {
     let reverse = order.reverse;
     let mut choices = Vec::new();
@@ -529,7 +567,20 @@ fn check_in(
         // Where nothing moves, the wildcard executions choose what waiting wildcards take.
         let chose = !progress && order.delay && m.choose(forced, &mut choices);
         if !progress && !chose {
-            break;
+            let before = buffered.len();
+            if order.buffer_stuck {
+                for r in 0..n {
+                    if let Some(CheckOp::Send { to, tag, .. }) = programs[r].get(pc[r]) {
+                        let rank = r as u32;
+                        if posted[r] && !m.is_matched(rank, BLOCKING) && m.buffer(rank, *to, *tag) {
+                            buffered.push((rank, pc[r]));
+                        }
+                    }
+                }
+            }
+            if buffered.len() == before {
+                break;
+            }
         }
     }
     let blocked = (0..n)

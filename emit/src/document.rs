@@ -133,6 +133,11 @@ pub struct SkeletonDocument {
     /// the MPI library buffering them as the traced run did (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub buffered_sends: usize,
+    /// Tags the application gave its messages that the skeleton keeps apart, because with one
+    /// tag per channel a receive would take a message meant for another and the program could
+    /// block (0: one tag per channel).
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub traced_tags: usize,
     /// Compute blocks of the loops that replay the durations the ranks recorded in the
     /// iterations the skeleton runs, the same iterations on every rank (`mpiskel_emit::replay`;
     /// 0: every block draws its durations).
@@ -202,6 +207,16 @@ pub fn describe_buffered(n: usize) -> String {
         "{n} blocking sends are buffered (MPI_Bsend, with a buffer the skeleton attaches): the \
          traced run completed them before their receives were posted (the MPI library buffered \
          them), and without that the program could block; --strict refuses such a trace"
+    )
+}
+
+/// The note on messages told apart by their traced tags.
+pub fn describe_traced_tags(n: usize) -> String {
+    format!(
+        "messages keep the {n} tags the application gave them: with one tag per direction, a \
+         receive posted early for one kind of message would take another sent before it (the \
+         application received them in another order than they were sent) and the program could \
+         block"
     )
 }
 
@@ -324,6 +339,7 @@ impl SkeletonDocument {
             stretches: lt.stretches.clone(),
             pinned_any_source: built.pinned_any_source,
             buffered_sends: built.buffered_sends,
+            traced_tags: built.traced_tags,
             replayed_blocks: built.replayed_blocks,
             classes: built
                 .skeleton
@@ -417,6 +433,9 @@ pub fn render(doc: &SkeletonDocument) -> String {
     }
     if doc.pinned_any_source > 0 {
         let _ = writeln!(s, "sources:   {}", describe_pinned(doc.pinned_any_source));
+    }
+    if doc.traced_tags > 0 {
+        let _ = writeln!(s, "tags:      {}", describe_traced_tags(doc.traced_tags));
     }
     if doc.replayed_blocks > 0 {
         let _ = writeln!(

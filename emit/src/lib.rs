@@ -49,7 +49,7 @@ pub mod timesteps;
 pub mod traffic;
 pub mod warmup;
 
-pub use deadlock::{check, Blocked, CheckOp, Deadlock};
+pub use deadlock::{check, stuck_sends, Blocked, CheckOp, Deadlock};
 pub use matching::{calls_of_class, match_calls, Call, Mark, Matching, P2pCall};
 pub use program::{build, Skeleton};
 pub use scale::{scale, Scaling};

@@ -8,9 +8,9 @@ use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
 use crate::compute_cut::cut_compute;
-use crate::deadlock::{check, CheckOp, Deadlock};
+use crate::deadlock::{check, stuck_sends, CheckOp, Deadlock};
 use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
-use crate::program::{build, BuildError, Call, SendBuffer, Skeleton, Stmt};
+use crate::program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
 use crate::scale::{
     cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions, Scaling,
     MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
@@ -45,6 +45,10 @@ pub struct Built {
     /// Receives and probes posted with `MPI_ANY_SOURCE` that take, in the skeleton, the source
     /// the traced run gave them (0 where the wildcards could stay: see [`make`]).
     pub pinned_any_source: usize,
+    /// Tags the application gave its messages that the skeleton keeps apart, each with a tag
+    /// of its own, because with one tag per channel a receive would take a message meant for a
+    /// later one and the program could block (0: one tag per channel; see [`make`]).
+    pub traced_tags: usize,
     /// Blocking sends of the program made buffered (`MPI_Bsend`) because without the buffering
     /// the traced run had, the program could block (0: none; see [`make`]).
     pub buffered_sends: usize,
@@ -141,59 +145,80 @@ fn make_sends(
     buffer: bool,
     shorter_by: f64,
 ) -> Result<Built, PipelineError> {
-    let once = |lt: &LogicalTrace, buffer: bool| {
-        let goal = Goal { app_time_s, app_time_source, target_s, shorter_by, compute_cut, buffer };
+    let once = |lt: &LogicalTrace, buffer: bool, tags: Tags| {
+        let goal =
+            Goal { app_time_s, app_time_source, target_s, shorter_by, compute_cut, buffer, tags };
         make_once(lt, &goal)
     };
-    let d = match once(lt, false) {
+    let d = match once(lt, false, Tags::Channels) {
         Err(PipelineError::Deadlock(d)) => d,
         other => return other,
     };
     let (pinned, n) = pin_any_sources(lt);
+    let lt = if n > 0 { &pinned } else { lt };
+    // The remedies in order: sources pinned; messages told apart by their traced tags; sends
+    // buffered; both. The first program that passes the check is kept.
+    let mut tries = vec![(false, Tags::Traced)];
     if n > 0 {
-        if let Ok(mut built) = once(&pinned, false) {
-            built.pinned_any_source = n;
-            return Ok(built);
+        tries.insert(0, (false, Tags::Channels));
+    }
+    if buffer {
+        tries.extend([(true, Tags::Channels), (true, Tags::Traced)]);
+    }
+    for (buffer, tags) in tries {
+        match once(lt, buffer, tags) {
+            Ok(mut built) => {
+                built.pinned_any_source = n;
+                return Ok(built);
+            }
+            Err(PipelineError::Deadlock(_)) => {}
+            Err(e) => return Err(e),
         }
     }
-    if !buffer {
-        return Err(PipelineError::Deadlock(d));
-    }
-    match once(if n > 0 { &pinned } else { lt }, true) {
-        Ok(mut built) => {
-            built.pinned_any_source = n;
-            Ok(built)
-        }
-        Err(PipelineError::Deadlock(_)) => Err(PipelineError::Deadlock(d)),
-        Err(e) => Err(e),
-    }
+    Err(PipelineError::Deadlock(d))
 }
 
-/// Makes the blocking sends that a deadlock of `skel` is stuck in buffered (`MPI_Bsend`),
-/// round after round, until the program passes the check or a deadlock holds no blocking send
+/// Makes the blocking sends that a deadlock of `skel` is stuck in buffered (`MPI_Bsend`): those
+/// one execution finds stuck ([`stuck_sends`]), then, round after round, those a deadlock the
+/// check still finds is stuck in, until the program passes or a deadlock holds no blocking send
 /// (see [`make`]). Returns the calls made buffered, the program as checked last, and its
 /// verdict.
 ///
 /// # Complexity
-/// One instantiation and check per round; at most one round per send of the program.
+/// One instantiation and execution, then one instantiation and check per round; at most one
+/// round per send of the program.
 fn buffer_blocked_sends(skel: &mut Skeleton) -> (usize, Instantiated, Option<Deadlock>) {
-    let mut n = 0;
+    // First the sends one execution finds stuck, all at once ([`stuck_sends`]).
+    let inst = instantiate_traced(skel);
+    let (stuck, _) = stuck_sends(&inst.programs);
+    let at = addresses(&inst, stuck.into_iter());
+    let mut n = make_buffered(skel, &at);
     loop {
         let inst = instantiate_traced(skel);
         let Some(d) = check(&inst.programs) else { return (n, inst, None) };
-        let stuck: std::collections::HashSet<usize> = d
+        let sends = d
             .blocked
             .iter()
             .filter(|b| matches!(b.op, CheckOp::Send { .. } | CheckOp::Ssend { .. }))
-            .filter_map(|b| inst.origins.get(b.rank as usize)?.get(b.position).copied())
-            .filter(|&at| at != 0)
-            .collect();
-        let made = make_buffered(skel, &stuck);
+            .map(|b| (b.rank, b.position));
+        let at = addresses(&inst, sends);
+        let made = make_buffered(skel, &at);
         if made == 0 {
             return (n, inst, Some(d));
         }
         n += made;
     }
+}
+
+/// The addresses in the skeleton ([`Instantiated::origins`]) of the operations at (rank,
+/// position) of `inst`'s programs.
+fn addresses(
+    inst: &Instantiated,
+    at: impl Iterator<Item = (u32, usize)>,
+) -> std::collections::HashSet<usize> {
+    at.filter_map(|(rank, position)| inst.origins.get(rank as usize)?.get(position).copied())
+        .filter(|&at| at != 0)
+        .collect()
 }
 
 /// Turns the blocking sends at the addresses `at` (see [`Instantiated::origins`]) into
@@ -446,6 +471,8 @@ struct Goal<'a> {
     shorter_by: f64,
     compute_cut: bool,
     buffer: bool,
+    /// How messages are tagged (see [`make`]).
+    tags: Tags,
 }
 
 fn make_with(
@@ -456,7 +483,7 @@ fn make_with(
 ) -> Result<Built, PipelineError> {
     let &Goal { app_time_s, target_s, compute_cut, .. } = goal;
     let t = Instant::now();
-    let whole = build(lt, &nests)?;
+    let whole = build_tagged(lt, &nests, goal.tags)?;
     stage_seconds.push(("program".to_owned(), t.elapsed().as_secs_f64()));
     let n_main = main_iterations(&whole);
     // The shorter default target keeps enough iterations to sample, within the longer one.
@@ -523,6 +550,7 @@ fn make_with(
     let operations = programs.iter().map(Vec::len).sum();
     let seconds = t.elapsed().as_secs_f64();
     stage_seconds.push(("deadlock check".to_owned(), seconds));
+    let traced_tags = if skeleton.all_tags { skeleton.message_tags.len() } else { 0 };
     Ok(Built {
         check: CheckSummary { ranks: programs.len(), operations, seconds },
         skeleton,
@@ -530,6 +558,7 @@ fn make_with(
         nests,
         stage_seconds,
         pinned_any_source: 0,
+        traced_tags,
         buffered_sends,
         replayed_blocks,
     })

@@ -316,6 +316,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     if built.buffered_sends > 0 {
         notes.push(document::describe_buffered(built.buffered_sends));
     }
+    if built.traced_tags > 0 {
+        notes.push(document::describe_traced_tags(built.traced_tags));
+    }
     if !s.note.is_empty() {
         notes.push(s.note.clone());
     }

@@ -123,6 +123,7 @@ pub(super) fn program(skel: &Skeleton) -> Value {
         directions => directions,
         tags => tags,
         message_tags => !skel.message_tags.is_empty(),
+        all_tags => skel.all_tags,
         n_slots => skel.n_slots,
         world_comment => world_comment,
         comms => comms,
@@ -223,7 +224,8 @@ fn directions_and_tags(skel: &Skeleton) -> (Vec<DirCtx>, Vec<TagCtx>) {
         })
         .collect();
     let mut tags: BTreeMap<i32, String> = BTreeMap::new();
-    for d in &skel.directions {
+    // (Where every message carries its traced tag's, the directions' are not used.)
+    for d in skel.directions.iter().filter(|_| !skel.all_tags) {
         tags.entry(d.tag).or_insert_with(|| format!("TAG_{}", tag_stem(&d.ident)));
     }
     for (traced, t) in &skel.message_tags {

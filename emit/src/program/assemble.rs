@@ -96,15 +96,40 @@ fn stretch_positions(
 }
 
 /// Builds the skeleton program from a logical trace and one loop nest per class (compressed
-/// from [`crate::symbols::symbolize_class`], with its gap weights attached).
+/// from [`crate::symbols::symbolize_class`], with its gap weights attached), one tag per
+/// channel ([`Tags::Channels`]).
 pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildError> {
+    build_tagged(lt, nests, Tags::Channels)
+}
+
+/// How the skeleton tags its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tags {
+    /// One tag per channel (direction), whatever tag the application gave the message: the
+    /// ranks of a class may tag theirs differently (by their own rank, by step), and the
+    /// skeleton's ranks run one program. Messages that receives from any source take keep a
+    /// tag of their own per traced tag (the representative's).
+    Channels,
+    /// Every traced tag (the representative's) a tag of its own, on every channel: where a
+    /// channel carries messages of several tags and the application received them in another
+    /// order than they were sent (a receive for a later message posted first, LAMMPS's tiled
+    /// communication), one tag per channel makes a receive take the wrong message.
+    Traced,
+}
+
+/// [`build`] with the messages tagged as `tags` says.
+pub fn build_tagged(
+    lt: &LogicalTrace,
+    nests: &[LoopNest],
+    tags: Tags,
+) -> Result<Skeleton, BuildError> {
     if nests.len() != lt.classes.len() {
         return Err(BuildError::NestCount { nests: nests.len(), classes: lt.classes.len() });
     }
     let n = lt.n_ranks as u32;
     let topo = lt.topology();
     let layout = layout_of(lt);
-    let (directions, any_tags) = directions_and_tags(lt);
+    let (directions, any_tags) = directions_and_tags(lt, tags);
     let dir_index: HashMap<&str, usize> =
         lt.directions.iter().enumerate().map(|(i, d)| (&*d.name, i)).collect();
     let peer = |p: &Option<LogicalPeer>| match p {
@@ -253,6 +278,7 @@ pub fn build(lt: &LogicalTrace, nests: &[LoopNest]) -> Result<Skeleton, BuildErr
         layout,
         directions,
         message_tags: any_tags.iter().map(|(&t, &v)| (t, v)).collect(),
+        all_tags: tags == Tags::Traced,
         comms,
         classes,
         class_of_rank,
@@ -298,9 +324,10 @@ fn layout_of(lt: &LogicalTrace) -> Layout {
     }
 }
 
-/// The directions with their tags (one per channel, in order of direction), and the tags of
-/// messages that receives from any source take.
-fn directions_and_tags(lt: &LogicalTrace) -> (Vec<Dir>, BTreeMap<i32, i32>) {
+/// The directions with their tags (one per channel, in order of direction), and the traced tags
+/// that get a tag of their own: those of messages that receives from any source take, or with
+/// [`Tags::Traced`] every one.
+fn directions_and_tags(lt: &LogicalTrace, mode: Tags) -> (Vec<Dir>, BTreeMap<i32, i32>) {
     let topo = lt.topology();
     // Tags: one per channel, in order of direction.
     let mut channels: BTreeMap<String, i32> = BTreeMap::new();
@@ -316,11 +343,18 @@ fn directions_and_tags(lt: &LogicalTrace) -> (Vec<Dir>, BTreeMap<i32, i32>) {
         let mut tags = BTreeSet::new();
         for class in &lt.classes {
             for (i, op) in class.ops.iter().enumerate() {
+                let p2p = matches!(
+                    op.key.op.class(),
+                    OpClass::Send | OpClass::Recv | OpClass::Probe | OpClass::SendRecv
+                );
                 let receives = matches!(op.key.op.class(), OpClass::Recv | OpClass::Probe);
-                if receives
-                    && crate::symbols::takes_from_any_source(&class.ops, i)
-                    && op.traced_tag >= 0
-                {
+                let own = match mode {
+                    Tags::Traced => p2p,
+                    Tags::Channels => {
+                        receives && crate::symbols::takes_from_any_source(&class.ops, i)
+                    }
+                };
+                if own && op.traced_tag >= 0 {
                     tags.insert(op.traced_tag);
                 }
             }

@@ -583,9 +583,14 @@ pub struct Skeleton {
     pub layout: Layout,
     /// Directions used.
     pub directions: Vec<Dir>,
-    /// Tags of the messages that receives from any source take: (tag as traced, tag run).
+    /// Traced tags whose messages run with a tag of their own, (tag as traced, tag run): those
+    /// of the messages that receives from any source take, or with `all_tags` every one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub message_tags: Vec<(i32, i32)>,
+    /// Whether every message runs with the tag of its traced tag (`message_tags`) rather than
+    /// its channel's ([`crate::program::Tags::Traced`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_tags: bool,
     /// Communicators used (index 0 is `MPI_COMM_WORLD`).
     pub comms: Vec<Comm>,
     /// Class programs.

@@ -37,7 +37,7 @@ mod layout;
 mod lower;
 mod regions;
 
-pub use assemble::{build, stretch_parts, stretch_range, BuildError};
+pub use assemble::{build, build_tagged, stretch_parts, stretch_range, BuildError, Tags};
 pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonblocking_collective};
 pub use ir::*;
 pub use layout::{ident_of, neighbour};

@@ -101,7 +101,8 @@ pub(super) fn directions(skel: &Skeleton, kit: &mut KitParts) -> Consts {
         dir_consts
             .push((format_ident!("N_DIRECTIONS"), quote! { const N_DIRECTIONS: usize = #ndl; }));
         let mut seen = BTreeSet::new();
-        for d in &skel.directions {
+        // (Where every message carries its traced tag's, the directions' are not used.)
+        for d in skel.directions.iter().filter(|_| !skel.all_tags) {
             if seen.insert(d.tag) {
                 let id = format_ident!("TAG_{}", tag_stem(&d.ident));
                 let v = Literal::i32_unsuffixed(d.tag);
@@ -111,9 +112,11 @@ pub(super) fn directions(skel: &Skeleton, kit: &mut KitParts) -> Consts {
         for (traced, t) in &skel.message_tags {
             let id = format_ident!("TAG_MSG{}", *traced as u32);
             let v = Literal::i32_unsuffixed(*t);
-            let d = doc(&format!(
-                "Messages that receives from any source take, traced with tag {traced}."
-            ));
+            let d = doc(&if skel.all_tags {
+                format!("Messages traced with tag {traced}.")
+            } else {
+                format!("Messages that receives from any source take, traced with tag {traced}.")
+            });
             dir_consts.push((id.clone(), quote! { #d const #id: Tag = #v; }));
         }
         kit_fields.push(quote! {
