@@ -219,8 +219,9 @@ fn folds_from(
 /// A class's folds into steps, the caller picks one that every class shares. Anchors come from
 /// the exact main loop, and — where the shapes (calls without their sizes) repeat in a longer
 /// loop than the calls themselves, as when every step's sizes differ (the panels of an LU
-/// factorization shrink every step) — from the main loop over the shapes.
-fn candidates(s: &Symbolized, exact: &LoopNest) -> Vec<Candidate> {
+/// factorization shrink every step) — from the main loop over the shapes; with `world`, also
+/// the fold anchored on the collectives over every rank ([`world_fold`]).
+fn candidates(s: &Symbolized, exact: &LoopNest, world: bool) -> Vec<Candidate> {
     let exact_span = main_span(exact);
     let by_shape = main_span(&greedy(&s.shapes))
         .filter(|&(a, b, _)| exact_span.is_none_or(|(c, d, _)| b - a > d - c));
@@ -234,6 +235,9 @@ fn candidates(s: &Symbolized, exact: &LoopNest) -> Vec<Candidate> {
     let main_count = exact_span.map_or(0, |(_, _, count)| count);
     let pair = main_count == 2 && irregular_body(exact);
     let total = weight(s, 0..s.symbols.len());
+    if world {
+        folds.extend(world_fold(s).filter(|f| !folds.iter().any(|g| g.steps() == f.steps())));
+    }
     folds
         .into_iter()
         .map(|fold| {
@@ -254,6 +258,41 @@ fn candidates(s: &Symbolized, exact: &LoopNest) -> Vec<Candidate> {
             Candidate { steps: fold.steps(), kinds: fold.kinds.len(), better, nest }
         })
         .collect()
+}
+
+/// Kinds of steps a fold anchored on a collective over every rank may have at most (the
+/// kind table is a byte per step).
+pub const MAX_WORLD_KINDS: usize = 256;
+
+/// Collectives over every rank that a fold is anchored on ([`world_fold`]) are made at least
+/// this many times.
+const MIN_WORLD_STEPS: usize = 8;
+
+/// The fold anchored on the collective over every rank that the class makes most often, of
+/// those (made at least [`MIN_WORLD_STEPS`] times) that cut the program into at most
+/// [`MAX_WORLD_KINDS`] kinds of steps: the finest steps are the time steps, where a rarer
+/// collective (one made at set-up and at each output) makes a step of the whole run. For a code
+/// whose steps differ in their partners as well as their sizes, the classes' loops give anchors
+/// that fold each class into its own number of steps: no loop of whole steps repeats (LAMMPS
+/// with `fix balance … rcb` and tiled communication, where the cuts between the ranks' boxes
+/// move with the atoms: exact main loops of five to seven iterations of a sliver, folds into
+/// 514 to 5,832 steps). Every class makes the collectives over every rank at the same steps.
+fn world_fold(s: &Symbolized) -> Option<mpiskel_compress::StepFold> {
+    let mut made: HashMap<Sym, (usize, usize)> = HashMap::new();
+    for (i, &sh) in s.shapes.iter().enumerate() {
+        if s.shape_is_world_collective[sh as usize] {
+            made.entry(sh).or_insert((0, i)).0 += 1;
+        }
+    }
+    let mut anchors: Vec<(std::cmp::Reverse<usize>, usize, Sym)> = made
+        .into_iter()
+        .filter(|(_, (n, _))| *n >= MIN_WORLD_STEPS)
+        .map(|(sh, (n, first))| (std::cmp::Reverse(n), first, sh))
+        .collect();
+    anchors.sort_unstable();
+    anchors
+        .into_iter()
+        .find_map(|(_, _, a)| find_steps(&s.shapes, &s.shapes, &[a], MAX_WORLD_KINDS))
 }
 
 /// Whether the main loop's body is no loop itself: its largest inner loop holds less than half
@@ -292,12 +331,20 @@ pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
         let main = main_span(e).map_or(0.0, |(a, b, _)| weight(s, a..b));
         1.5 * main < weight(s, 0..s.symbols.len())
     });
-    let per_class: Vec<Vec<Candidate>> =
-        symbolized.iter().zip(&exact).map(|(s, e)| candidates(s, e)).collect();
-    let folds: Vec<Vec<LoopNest>> = choose(per_class)
-        .into_iter()
-        .filter(|nests| nests.iter().zip(&bounds).all(|(n, b)| respects(n, b)))
-        .collect();
+    let folds_of = |world: bool| -> Vec<Vec<LoopNest>> {
+        let per_class: Vec<Vec<Candidate>> =
+            symbolized.iter().zip(&exact).map(|(s, e)| candidates(s, e, world)).collect();
+        choose(per_class)
+            .into_iter()
+            .filter(|nests| nests.iter().zip(&bounds).all(|(n, b)| respects(n, b)))
+            .collect()
+    };
+    // Where the classes share no fold of the anchors their loops give, the collectives over
+    // every rank, which every class makes at the same steps, anchor one.
+    let mut folds = folds_of(false);
+    if folds.is_empty() {
+        folds = folds_of(true);
+    }
     if loose {
         folds.into_iter().chain([exact]).collect()
     } else {
@@ -371,7 +418,7 @@ mod tests {
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s, &[]);
         assert!(!exact.notation().starts_with('{'), "{}", exact.notation());
-        let c = candidates(&s, &exact).into_iter().next().expect("steps");
+        let c = candidates(&s, &exact, false).into_iter().next().expect("steps");
         assert!(c.better);
         // Every step, the last (a rebuild) too: the steps begin at the first call of a step.
         assert_eq!(c.steps, 40);
@@ -387,7 +434,7 @@ mod tests {
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s, &[]);
         assert_eq!(exact.notation(), "1 + (3)^30 + 1");
-        assert!(!candidates(&s, &exact).iter().any(|c| c.better));
+        assert!(!candidates(&s, &exact, false).iter().any(|c| c.better));
     }
 
     #[test]
@@ -411,7 +458,7 @@ mod tests {
         sizes.push(0);
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s, &[]);
-        let found = candidates(&s, &exact);
+        let found = candidates(&s, &exact, false);
         let notes: Vec<String> = found.iter().map(|c| c.nest.notation()).collect();
         // The spans between rebuilds: one kind per number of plain steps (a rebuild, then its
         // plain steps; the rebuild's two calls more are not a few extras of a three-call step).
@@ -446,7 +493,7 @@ mod tests {
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s, &[]);
         assert!(main_span(&exact).is_none(), "{}", exact.notation());
-        let found = candidates(&s, &exact);
+        let found = candidates(&s, &exact, false);
         let c = found.iter().find(|c| c.better).expect("a fold by shapes");
         assert_eq!(c.kinds, 1, "{}", c.nest.notation());
         // Every panel is in a step: the loop found over the shapes begins part-way into an
@@ -478,8 +525,46 @@ mod tests {
         let s = symbolized(&shapes, &sizes, 1e-3);
         let exact = exact_nest(&s, &[]);
         assert_eq!(main_span(&exact).map(|m| m.2), Some(2), "{}", exact.notation());
-        let found = candidates(&s, &exact);
+        let found = candidates(&s, &exact, false);
         assert!(found.iter().any(|c| c.better && c.steps > 20), "{}", exact.notation());
         assert!(!choose(vec![found]).is_empty());
+    }
+
+    #[test]
+    fn the_most_frequent_collective_over_every_rank_anchors_steps_that_differ_in_partners() {
+        // Time steps that each begin with a collective over every rank (shape 1), then exchange
+        // with up to seven partners that change as the work moves (shapes 10 to 13, drawn), 60
+        // steps; a collective over every rank at set-up and at each of three outputs
+        // (shape 2) makes a step of the whole run.
+        let (mut shapes, mut sizes) = (vec![2, 9], vec![0, 0]);
+        let mut x = 12345u64;
+        for i in 0..60u32 {
+            shapes.push(1);
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            for p in 0..(x >> 61) as u32 {
+                shapes.extend([10 + ((x >> (20 + 2 * p)) % 4) as Sym, 20]);
+            }
+            if i % 20 == 19 {
+                shapes.push(2);
+            }
+        }
+        sizes.resize(shapes.len(), 0);
+        let mut s = symbolized(&shapes, &sizes, 1e-4);
+        s.shape_is_world_collective[1] = true;
+        s.shape_is_world_collective[2] = true;
+        let fold = world_fold(&s).expect("steps");
+        assert_eq!(fold.anchor, 1);
+        assert_eq!(fold.steps(), 60);
+        // No anchor that no loop gives: without it, no fold of the class's anchors has the 60
+        // steps; with it, one does, and it holds the time.
+        let exact = exact_nest(&s, &[]);
+        assert!(!candidates(&s, &exact, false).iter().any(|c| c.steps == 60));
+        let with = candidates(&s, &exact, true);
+        assert!(with.iter().any(|c| c.steps == 60 && c.better), "{}", exact.notation());
+        // Fewer than the least number of steps: no anchor.
+        let few: Vec<Sym> = [1, 10, 1, 11, 1, 10].to_vec();
+        let mut s = symbolized(&few, &[0; 6], 1e-4);
+        s.shape_is_world_collective[1] = true;
+        assert!(world_fold(&s).is_none());
     }
 }
