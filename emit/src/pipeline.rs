@@ -99,6 +99,13 @@ const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would 
 /// buffered by definition, with a buffer the skeleton attaches: the sends a deadlock is stuck
 /// in, one round after another, until the program passes or a deadlock holds no blocking send.
 /// [`Built::buffered_sends`] says how many; [`make_strict`] refuses instead.
+///
+/// The skeleton tags a message by the direction it travels in. Where a rank received messages
+/// of several tags from one neighbour in another order than they were sent (a receive for the
+/// data posted before the partner's "ready" message arrives), a receive would take the wrong
+/// message and the program could block: before buffering, and again with it, the program is
+/// built with every traced tag a tag of its own ([`Tags::Traced`]), and
+/// [`Built::traced_tags`] says how many.
 pub fn make(
     lt: &LogicalTrace,
     app_time_s: f64,
