@@ -165,10 +165,11 @@ fn make_sends(
     let lt = if n > 0 { &pinned } else { lt };
     // The remedies in order: sources pinned; messages told apart by their traced tags; sends
     // buffered; both. The first program that passes the check is kept.
-    let mut tries = vec![(false, Tags::Traced)];
+    let mut tries = Vec::new();
     if n > 0 {
-        tries.insert(0, (false, Tags::Channels));
+        tries.push((false, Tags::Channels));
     }
+    tries.push((false, Tags::Traced));
     if buffer {
         tries.extend([(true, Tags::Channels), (true, Tags::Traced)]);
     }
