@@ -944,6 +944,11 @@ impl Buffers {
     pub fn reals(&mut self) -> &mut [f64] {
         &mut self.data
     }
+
+    /// The buffer's four-byte words.
+    pub fn words(&mut self) -> &mut [u32] {
+        bytemuck::cast_slice_mut(&mut self.data)
+    }
 }
 
 /// Where non-blocking calls get their receive buffers. Each request slot has a buffer of its
@@ -1059,6 +1064,8 @@ pub enum Pending<'p, 's> {
     Bytes(Request<'p, [u8], &'s LocalScope<'p>>),
     /// On doubles (reductions).
     Reals(Request<'p, [f64], &'s LocalScope<'p>>),
+    /// On four-byte words (reductions).
+    Words(Request<'p, [u32], &'s LocalScope<'p>>),
     /// A barrier.
     Barrier(Request<'static, (), StaticScope>),
 }
@@ -1075,6 +1082,12 @@ impl<'p, 's> From<Request<'p, [f64], &'s LocalScope<'p>>> for Pending<'p, 's> {
     }
 }
 
+impl<'p, 's> From<Request<'p, [u32], &'s LocalScope<'p>>> for Pending<'p, 's> {
+    fn from(r: Request<'p, [u32], &'s LocalScope<'p>>) -> Self {
+        Pending::Words(r)
+    }
+}
+
 impl From<Request<'static, ()>> for Pending<'_, '_> {
     fn from(r: Request<'static, ()>) -> Self {
         Pending::Barrier(r)
@@ -1087,6 +1100,7 @@ impl Pending<'_, '_> {
         match self {
             Pending::Bytes(r) => r.test().map(drop).map_err(Pending::Bytes),
             Pending::Reals(r) => r.test().map(drop).map_err(Pending::Reals),
+            Pending::Words(r) => r.test().map(drop).map_err(Pending::Words),
             Pending::Barrier(r) => r.test().map(drop).map_err(Pending::Barrier),
         }
     }
@@ -1095,6 +1109,7 @@ impl Pending<'_, '_> {
         match self {
             Pending::Bytes(r) => r.wait_without_status(),
             Pending::Reals(r) => r.wait_without_status(),
+            Pending::Words(r) => r.wait_without_status(),
             Pending::Barrier(r) => r.wait_without_status(),
         }
     }
@@ -1107,6 +1122,7 @@ impl Pending<'_, '_> {
         match self {
             Pending::Bytes(r) => r.into_raw().0,
             Pending::Reals(r) => r.into_raw().0,
+            Pending::Words(r) => r.into_raw().0,
             Pending::Barrier(r) => r.into_raw().0,
         }
     }
@@ -1161,6 +1177,11 @@ impl<'p, 's> Requests<'p, 's> {
 
     /// A fresh receive buffer of `n` doubles.
     pub fn reals(&self, n: usize) -> &'p mut [f64] {
+        self.fresh(n)
+    }
+
+    /// A fresh receive buffer of `n` four-byte words.
+    pub fn words(&self, n: usize) -> &'p mut [u32] {
         self.fresh(n)
     }
 

@@ -6,7 +6,7 @@ use mpiskel_compress::When;
 use mpiskel_trace::Op;
 
 use super::{seconds, tag_stem};
-use crate::program::{Call, Completion, Peer, Skeleton, SlotRef, Stmt};
+use crate::program::{Call, Completion, Element, Peer, Skeleton, SlotRef, Stmt};
 
 pub(super) struct Names<'a> {
     pub(super) skel: &'a Skeleton,
@@ -190,8 +190,8 @@ impl Names<'_> {
                     String::new()
                 };
                 let root = root.unwrap_or(0);
-                let (count, ty) =
-                    if bytes % 8 == 0 { (bytes / 8, "MPI_DOUBLE") } else { (*bytes, "MPI_UNSIGNED_CHAR") };
+                let (element, count) = Element::of(*bytes);
+                let ty = element.mpi_name();
                 let s = match op {
                     Op::Barrier => format!("MPI_Barrier({cm});"),
                     Op::Bcast => format!("MPI_Bcast(rbuf, {bytes}, MPI_BYTE, {root}, {cm});"),

@@ -117,6 +117,45 @@ pub struct SlotRef {
     pub depth: usize,
 }
 
+/// The elements a reduction runs on. The trace gives a reduction's size in bytes only, while
+/// MPI libraries choose a reduction's algorithm by its element count (Open MPI's tuned
+/// collectives compare the count with the communicator's size): seven bytes summed as
+/// `MPI_UNSIGNED_CHAR` take the path of a seven-element vector, twice as slow on four ranks
+/// as the one `MPI_DOUBLE` an application reduces. So a size is run in the widest elements
+/// that divide it: eight-byte doubles, four-byte unsigned words (which wrap, rather than
+/// overflow, when summed), or bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Element {
+    /// `MPI_DOUBLE`.
+    Double,
+    /// `MPI_UNSIGNED`.
+    Word,
+    /// `MPI_UNSIGNED_CHAR`.
+    Byte,
+}
+
+impl Element {
+    /// The element type and count a reduction of `bytes` bytes runs with.
+    pub fn of(bytes: u64) -> (Element, u64) {
+        if bytes % 8 == 0 {
+            (Element::Double, bytes / 8)
+        } else if bytes % 4 == 0 {
+            (Element::Word, bytes / 4)
+        } else {
+            (Element::Byte, bytes)
+        }
+    }
+
+    /// The MPI datatype's name in C.
+    pub fn mpi_name(self) -> &'static str {
+        match self {
+            Element::Double => "MPI_DOUBLE",
+            Element::Word => "MPI_UNSIGNED",
+            Element::Byte => "MPI_UNSIGNED_CHAR",
+        }
+    }
+}
+
 /// How a completion call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -533,8 +533,12 @@ fn kit_items(
     } else {
         quote! {}
     };
-    let (uses_sbuf, uses_sreal) = (in_functions.contains("sbuf"), in_functions.contains("sreal"));
-    let send_const = if uses_sbuf || uses_sreal {
+    let (uses_sbuf, uses_sreal, uses_sword) = (
+        in_functions.contains("sbuf"),
+        in_functions.contains("sreal"),
+        in_functions.contains("sword"),
+    );
+    let send_const = if uses_sbuf || uses_sreal || uses_sword {
         quote! {
             #[doc = " Bytes of the send buffer."]
             const SEND_BYTES: usize = #sb;
@@ -543,7 +547,7 @@ fn kit_items(
         quote! {}
     };
     // One send buffer of doubles, seen as bytes too (as the C skeleton's one `sbuf` serves both).
-    let (send_field, send_init) = if uses_sbuf || uses_sreal {
+    let (send_field, send_init) = if uses_sbuf || uses_sreal || uses_sword {
         (
             quote! { #[doc = " Sent from (doubles; `sbuf()` gives its bytes)."] send: Vec<f64>, },
             quote! { send: vec![1.0; SEND_BYTES.div_ceil(8)], },
@@ -565,6 +569,14 @@ fn kit_items(
             #[doc = " The send buffer's doubles."]
             fn sreal(&self) -> &[f64] {
                 &self.send
+            }
+        });
+    }
+    if uses_sword {
+        kit_methods.extend(quote! {
+            #[doc = " The send buffer's four-byte words."]
+            fn sword(&self) -> &[u32] {
+                bytemuck::cast_slice(&self.send)
             }
         });
     }

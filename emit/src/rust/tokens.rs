@@ -9,7 +9,7 @@ use quote::{format_ident, quote};
 use super::comments::{idents_of, note};
 use super::scope::{scope_level, uses_var, ScopeLevel};
 use crate::c::{phase_comment, seconds, tag_stem};
-use crate::program::{Call, Completion, Peer, Phase, Skeleton, SlotRef, Stmt};
+use crate::program::{Call, Completion, Element, Peer, Phase, Skeleton, SlotRef, Stmt};
 
 pub(super) fn float(x: f64) -> Literal {
     seconds(x).parse().unwrap_or_else(|_| Literal::f64_unsuffixed(x))
@@ -276,16 +276,15 @@ impl Gen<'_> {
         let cm = &self.comms[comm];
         let root = Literal::u32_unsuffixed(root.unwrap_or(0));
         let n = int(bytes);
-        let (reals, r) = if bytes % 8 == 0 {
-            let r = int(bytes / 8);
-            (true, quote! { #r })
-        } else {
-            (false, quote! { #n })
-        };
-        let (sb, rb, fresh) = if reals {
-            (quote! { k.sreal() }, quote! { b.reals() }, quote! { req.reals(#r) })
-        } else {
-            (quote! { k.sbuf() }, quote! { b.recv() }, quote! { req.bytes(#r) })
+        // Reductions run on the widest elements that divide the size (see `Element`).
+        let (element, count) = Element::of(bytes);
+        let r = int(count);
+        let (sb, rb, fresh) = match element {
+            Element::Double => {
+                (quote! { k.sreal() }, quote! { b.reals() }, quote! { req.reals(#r) })
+            }
+            Element::Word => (quote! { k.sword() }, quote! { b.words() }, quote! { req.words(#r) }),
+            Element::Byte => (quote! { k.sbuf() }, quote! { b.recv() }, quote! { req.bytes(#r) }),
         };
         let sum = quote! { SystemOperation::sum() };
         let blocking = match op {
