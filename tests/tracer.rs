@@ -747,6 +747,37 @@ fn cpu_time_stays_within_the_gaps_and_the_tracers_own_time_is_left_out() {
     }
 }
 
+/// The tracer hides, at every call, the least of its own time that falls between two calls (one
+/// clock read and a call, measured at `MPI_Init`). That must never take away time the program
+/// spent: `callrate` spins 40 µs of wall time (reading `MPI_Wtime`) after each `MPI_Waitall`, and
+/// every gap that ends the spin is recorded as at least 40 µs (less 0.1 µs of the clocks' jitter).
+#[test]
+fn the_tracers_hidden_floor_never_takes_the_programs_time() {
+    let spin_ns = 40_000u64;
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let dir = scratch(&format!("floor-{}", lib.name()));
+        support::trace_program_with(lib, 2, "callrate", &["300", "8", "0", "40"], &dir, &[]);
+        let set = open(&dir);
+        for rt in &set.ranks {
+            let mut after_spin = 0;
+            for w in rt.events.windows(2) {
+                if w[0].op == Op::Waitall {
+                    after_spin += 1;
+                    assert!(
+                        w[1].gap_ns + 100 >= spin_ns,
+                        "{}: rank {}: a {spin_ns} ns spin before MPI_{} recorded as {} ns",
+                        lib.name(),
+                        rt.rank,
+                        w[1].op,
+                        w[1].gap_ns
+                    );
+                }
+            }
+            assert_eq!(after_spin, 300, "{}: rank {}", lib.name(), rt.rank);
+        }
+    }
+}
+
 /// With `--cpu-time`, a compute block after a polling loop records the processor time it took.
 /// The polling program (4 ranks on this machine's 2 cores) computes `WORK × (1 + (rank +
 /// iteration) mod 3) / 2` thousand operations before the first send of each iteration, then polls
