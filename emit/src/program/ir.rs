@@ -118,12 +118,11 @@ pub struct SlotRef {
 }
 
 /// The elements a reduction runs on. The trace gives a reduction's size in bytes only, while
-/// MPI libraries choose a reduction's algorithm by its element count (Open MPI's tuned
-/// collectives compare the count with the communicator's size): seven bytes summed as
-/// `MPI_UNSIGNED_CHAR` take the path of a seven-element vector, twice as slow on four ranks
-/// as the one `MPI_DOUBLE` an application reduces. So a size is run in the widest elements
-/// that divide it: eight-byte doubles, four-byte unsigned words (which wrap, rather than
-/// overflow, when summed), or bytes.
+/// MPI libraries choose a reduction's algorithm by its elements as well as its bytes: with Open
+/// MPI on four ranks, 4, 7 or 8 bytes summed as `MPI_UNSIGNED_CHAR` took about twice as long
+/// as one to six `MPI_UNSIGNED` or `MPI_DOUBLE`, the types an application reduces. So a size
+/// is run in the widest elements that divide it: eight-byte doubles, four-byte unsigned words
+/// (which wrap, rather than overflow, when summed), or bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Element {
     /// `MPI_DOUBLE`.
