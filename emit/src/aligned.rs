@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use crate::program::{per_step, ClassProgram, Phase, Skeleton, Stmt};
+use crate::program::{per_step, ClassProgram, Phase, PhaseIndex, Skeleton, Stmt};
 
 /// The region (blocking collectives of `MPI_COMM_WORLD` made before it), iterations, such
 /// collectives per iteration, and order among the loops of that region alike in both: a loop's
@@ -103,13 +103,16 @@ pub fn same_loop(
 }
 
 /// Removes `d` iterations from the loop at the place of `class`'s phase named `name` in every
-/// class ([`same_loop`]); whether there was such a loop everywhere.
-pub fn cut_same_loop(skel: &mut Skeleton, class: usize, name: &str, d: u64) -> bool {
-    let Some(phase) =
-        skel.classes.get(class).and_then(|c| c.phases.iter().position(|p| p.name == name))
-    else {
-        return false;
-    };
+/// class ([`same_loop`]; `index`: the skeleton's phases, [`PhaseIndex`]); whether there was
+/// such a loop everywhere.
+pub fn cut_same_loop(
+    skel: &mut Skeleton,
+    index: &PhaseIndex,
+    class: usize,
+    name: &str,
+    d: u64,
+) -> bool {
+    let Some(phase) = index.get(class, name) else { return false };
     let Some(group) = same_loop(&skel.classes, class, phase) else { return false };
     for (ci, pi) in group {
         let p: &mut Phase = &mut skel.classes[ci].phases[pi];
@@ -142,6 +145,24 @@ mod tests {
 
     fn work(name: &str, full: u64) -> Phase {
         phase(name, full, vec![Stmt::block(1e-3), call(mpiskel_trace::Op::Bcast, 1)])
+    }
+
+    #[test]
+    fn the_phase_index_finds_each_name_where_a_scan_of_the_class_does() {
+        let classes = vec![
+            class(vec![work("loop_1", 16), barrier(), work("loop_2", 200), barrier()]),
+            class(vec![barrier(), work("loop_2", 50)]),
+        ];
+        let index = PhaseIndex::new(&classes);
+        for (ci, c) in classes.iter().enumerate() {
+            for name in ["loop_1", "loop_2", "step", "main_loop"] {
+                let scan: Vec<usize> =
+                    (0..c.phases.len()).filter(|&i| c.phases[i].name == name).collect();
+                assert_eq!(index.all(ci, name), scan.as_slice(), "class {ci}, {name}");
+                assert_eq!(index.get(ci, name), scan.first().copied(), "class {ci}, {name}");
+            }
+        }
+        assert_eq!(index.all(2, "loop_1"), &[] as &[usize]);
     }
 
     #[test]

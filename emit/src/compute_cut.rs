@@ -10,7 +10,7 @@
 //! # Complexity
 //! O(size of the program), and the Monte Carlo of [`crate::removal`] for drawn blocks.
 
-use crate::program::{Skeleton, Stmt};
+use crate::program::{PhaseIndex, Skeleton, Stmt};
 use crate::scale::{lead_recorded, twelfth, Scaling};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
@@ -111,14 +111,17 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
         /// Executions run, times the share of a loss that is saved.
         runs: f64,
     }
+    let index = PhaseIndex::new(&skel.classes);
     let mut blocks: Vec<Small> = Vec::new();
     for p in &first.phases {
         if p.steps.is_some() || p.skipped.is_some() || p.inner.is_some() {
             continue;
         }
-        let Some(others) = skel.classes[1..]
-            .iter()
-            .map(|c| c.phases.iter().find(|q| q.name == p.name && q.full == p.full))
+        let Some(others) = (1..skel.classes.len())
+            .map(|ci| {
+                let q = &skel.classes[ci].phases[index.get(ci, &p.name)?];
+                (q.full == p.full).then_some(q)
+            })
             .collect::<Option<Vec<_>>>()
         else {
             continue;
@@ -184,8 +187,8 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
     }
     let share = ((scaling.skeleton_estimate_s - scaling.target_s) / seconds_of(total)).min(1.0);
     for b in &blocks {
-        for (c, paths) in skel.classes.iter_mut().zip(&b.paths) {
-            let Some(p) = c.phases.iter_mut().find(|p| p.name == b.phase) else { continue };
+        for (ci, (c, paths)) in skel.classes.iter_mut().zip(&b.paths).enumerate() {
+            let Some(p) = index.get(ci, &b.phase).map(|i| &mut c.phases[i]) else { continue };
             for path in paths {
                 if let Some(Stmt::Compute { removed, .. }) = at_mut(&mut p.body, path) {
                     *removed = b.before + share * b.can;
@@ -296,13 +299,13 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         }
     };
     // The phase of each class with a name (the report gathers the phases by name).
-    let phase_of =
-        |c: &crate::program::ClassProgram, name: &str| c.phases.iter().position(|p| p.name == name);
+    let index = PhaseIndex::new(&skel.classes);
     let keep = |d: f64| (KEEP_SHARE * d).max(KEEP_MIN).min(d);
     let (mut saved, mut counted) = (0.0, 0.0);
     let mut chosen = Vec::new();
     for p in &first.phases {
-        let at_of: Vec<Option<usize>> = skel.classes.iter().map(|c| phase_of(c, &p.name)).collect();
+        let at_of: Vec<Option<usize>> =
+            (0..skel.classes.len()).map(|ci| index.get(ci, &p.name)).collect();
         for at in 0..p.body.len() {
             let all = skel.classes.iter().zip(&at_of).all(|(c, pi)| {
                 pi.is_some_and(|pi| c.phases[pi].full == p.full && eligible(&c.phases[pi], at))
@@ -356,8 +359,8 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         }
     }
     for (name, at) in chosen {
-        for c in &mut skel.classes {
-            let Some(pi) = c.phases.iter().position(|p| p.name == name) else { continue };
+        for (ci, c) in skel.classes.iter_mut().enumerate() {
+            let Some(pi) = index.get(ci, &name) else { continue };
             // A drawn block stands beside one in a loop only because it is too short to cut: it
             // runs whole.
             let is_loop = c.phases[pi].is_loop;
@@ -456,8 +459,10 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     // What a block can lose in one class, less what runs: its shortest duration on any of its
     // ranks, or for a drawn block what every rank may skip (see [`crate::removal`]).
     let drawn = crate::removal::drawn_removals(skel);
-    let can_of = |c: &crate::program::ClassProgram, phase: &str, at: usize| -> Option<f64> {
-        let p = c.phases.iter().find(|p| p.name == phase)?;
+    let index = PhaseIndex::new(&skel.classes);
+    let can_of = |ci: usize, phase: &str, at: usize| -> Option<f64> {
+        let c = &skel.classes[ci];
+        let p = &c.phases[index.get(ci, phase)?];
         let Some(Stmt::Compute { seconds, dist, factors, keep_only: false, removed, .. }) =
             p.body.get(at)
         else {
@@ -468,7 +473,7 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
             return None;
         }
         let least = match dist {
-            Some(_) => *drawn.get(&(phase.to_string(), at))?,
+            Some(_) => *drawn.get(phase)?.get(&at)?,
             None => *seconds * weight_min(c, *factors),
         };
         Some((least - (KEEP_SHARE * least).max(KEEP_MIN)).max(0.0))
@@ -480,10 +485,8 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     for p in first.phases.iter().filter(|p| main || p.name != "main_loop") {
         let runs = p.run as f64;
         for at in 0..p.body.len() {
-            let can = skel
-                .classes
-                .iter()
-                .map(|c| can_of(c, &p.name, at))
+            let can = (0..skel.classes.len())
+                .map(|ci| can_of(ci, &p.name, at))
                 .try_fold(f64::INFINITY, |m, x| x.map(|x| m.min(x)));
             // Blocks too short to matter, or to time the part that runs, stay as recorded.
             if let Some(can) =
@@ -505,11 +508,12 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
         let per_class: Vec<Vec<(usize, usize, f64, f64)>> = skel
             .classes
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(ci, c)| {
                 let mut blocks = Vec::new();
                 for (pi, p) in c.phases.iter().enumerate() {
                     for at in 0..p.body.len() {
-                        if let Some(can) = can_of(c, &p.name, at).filter(|&x| x >= MIN_REMOVED) {
+                        if let Some(can) = can_of(ci, &p.name, at).filter(|&x| x >= MIN_REMOVED) {
                             blocks.push((pi, at, can, p.run as f64));
                         }
                     }
@@ -529,18 +533,18 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
         let weights: Vec<Vec<f64>> = skel
             .classes
             .iter()
-            .map(|c| {
-                let factors =
-                    c.phases.iter().find(|p| &p.name == name).and_then(|p| match p.body.get(*at) {
-                        Some(Stmt::Compute { factors, .. }) => *factors,
-                        _ => None,
-                    });
+            .enumerate()
+            .map(|(ci, c)| {
+                let factors = index.get(ci, name).and_then(|i| match c.phases[i].body.get(*at) {
+                    Some(Stmt::Compute { factors, .. }) => *factors,
+                    _ => None,
+                });
                 skel.block_weights(c, factors)
             })
             .collect();
-        for (c, ws) in skel.classes.iter_mut().zip(&weights) {
+        for (ci, (c, ws)) in skel.classes.iter_mut().zip(&weights).enumerate() {
             let w = ws.iter().copied().fold(1.0f64, f64::max);
-            let Some(p) = c.phases.iter_mut().find(|p| &p.name == name) else { continue };
+            let Some(p) = index.get(ci, name).map(|i| &mut c.phases[i]) else { continue };
             if let Some(Stmt::Compute { removed, seconds, dist, factors, .. }) = p.body.get_mut(*at)
             {
                 *removed = share * can;

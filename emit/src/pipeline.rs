@@ -152,17 +152,25 @@ fn make_sends(
     buffer: bool,
     shorter_by: f64,
 ) -> Result<Built, PipelineError> {
-    let once = |lt: &LogicalTrace, buffer: bool, tags: Tags| {
+    let once = |lt: &LogicalTrace, choices: &Choices, buffer: bool, tags: Tags| {
         let goal =
             Goal { app_time_s, app_time_source, target_s, shorter_by, compute_cut, buffer, tags };
-        make_once(lt, &goal)
+        make_once(lt, choices, &goal)
     };
-    let d = match once(lt, false, Tags::Channels) {
+    // The loop nests depend on the trace, not on the remedies below: found once for it, and
+    // once more with its wildcard sources pinned.
+    let choices = Choices::of(lt);
+    let d = match once(lt, &choices, false, Tags::Channels) {
         Err(PipelineError::Deadlock(d)) => d,
         other => return other,
     };
     let (pinned, n) = pin_any_sources(lt);
-    let lt = if n > 0 { &pinned } else { lt };
+    let (lt, choices) = if n > 0 {
+        drop(choices);
+        (&pinned, Choices::of(&pinned))
+    } else {
+        (lt, choices)
+    };
     // The remedies in order: sources pinned; messages told apart by their traced tags; sends
     // buffered; both. The first program that passes the check is kept.
     let mut tries = Vec::new();
@@ -174,7 +182,7 @@ fn make_sends(
         tries.extend([(true, Tags::Channels), (true, Tags::Traced)]);
     }
     for (buffer, tags) in tries {
-        match once(lt, buffer, tags) {
+        match once(lt, &choices, buffer, tags) {
             Ok(mut built) => {
                 built.pinned_any_source = n;
                 return Ok(built);
@@ -430,17 +438,18 @@ fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]
 /// The first cut choice is kept when it is within a twelfth although a later one is shorter:
 /// steps that split a regular iteration run apart and lose its overlap (NPB BT S on 16 ranks:
 /// +3.1 % against SimGrid's replay with the shorter fold, +0.3 % with its exact loop).
-fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError> {
-    let t = Instant::now();
-    let choices = nest_choices(lt);
-    let nest_seconds = t.elapsed().as_secs_f64();
+fn make_once(
+    lt: &LogicalTrace,
+    choices: &Choices,
+    goal: &Goal<'_>,
+) -> Result<Built, PipelineError> {
     let twelfth = crate::scale::twelfth(goal.app_time_s);
     let mut first = None;
     let mut seen_cut = false;
     let mut shortest: Option<Built> = None;
-    for nests in choices {
-        let stages = vec![("loop nests".to_owned(), nest_seconds)];
-        let built = make_with(lt, nests, stages, goal);
+    for nests in &choices.nests {
+        let stages = vec![("loop nests".to_owned(), choices.seconds)];
+        let built = make_with(lt, nests.clone(), stages, goal);
         match built {
             Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => {
                 // Time steps sampled beyond the target do not count against a choice.
@@ -464,6 +473,21 @@ fn make_once(lt: &LogicalTrace, goal: &Goal<'_>) -> Result<Built, PipelineError>
     match shortest {
         Some(b) => Ok(b),
         None => first.expect("nest_choices offers at least the exact nests"),
+    }
+}
+
+/// The loop nests a trace offers ([`nest_choices`], best first) and the seconds it took to find
+/// them.
+struct Choices {
+    nests: Vec<Vec<mpiskel_compress::LoopNest>>,
+    seconds: f64,
+}
+
+impl Choices {
+    fn of(lt: &LogicalTrace) -> Choices {
+        let t = Instant::now();
+        let nests = nest_choices(lt);
+        Choices { nests, seconds: t.elapsed().as_secs_f64() }
     }
 }
 
@@ -515,8 +539,11 @@ fn make_with(
     let mut cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(true));
     let skipped_any = cut.0.classes.iter().any(|c| c.phases.iter().any(|p| p.skipped.is_some()));
     if skipped_any && (cut.4.is_some() || cut.1.note == MAIN_LOOP_WHOLE) {
+        drop(cut);
         cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(false));
     }
+    // One copy of the program at a time from here (see `cut_and_check`).
+    drop(whole);
     let (mut skeleton, mut scaling, mut programs, mut reused, verdict) = cut;
     if let Some(d) = verdict {
         return Err(PipelineError::Deadlock(d));
@@ -663,42 +690,47 @@ fn cut_and_check(
         }
         (skeleton, scaling, programs, reused, verdict)
     };
-    let (mut skeleton, mut scaling, mut programs, mut reused, mut verdict) =
-        attempt(Some(Reach::Everything));
+    let everything = attempt(Some(Reach::Everything));
     let cut = |s: &Skeleton| {
         s.classes.iter().flat_map(|c| &c.phases).any(|p| p.run < p.full || p.inner.is_some())
     };
-    if verdict.is_some() && cut(&skeleton) {
-        let narrower = attempt(Some(Reach::MainLoop));
-        if narrower.4.is_none() {
-            (skeleton, scaling, programs, reused, verdict) = narrower;
-            // The loops whose names stand for the same loop in every class can still be cut;
-            // the last program accepted is the one kept.
-            let mut accepted = None;
-            cut_verified(&mut skeleton, &mut scaling, &mut |s| {
-                let (p, r) = instantiate(s);
-                let ok = check(&p).is_none();
-                if ok {
-                    accepted = Some((p, r));
-                }
-                ok
-            });
-            if let Some((p, r)) = accepted {
-                (programs, reused) = (p, r);
-            }
-            // (Where every loop could be cut, by name or at its place, none is left whole.)
-            let whole = skeleton
-                .classes
-                .iter()
-                .flat_map(|c| &c.phases)
-                .any(|p| p.is_loop && p.name != "main_loop" && p.full > 2 && p.run == p.full);
-            if whole {
-                scaling.note = SOME_LOOPS_WHOLE.into();
-            }
-        } else {
-            (skeleton, scaling, programs, reused, verdict) = attempt(None);
-            scaling.note = MAIN_LOOP_WHOLE.into();
+    if everything.4.is_none() || !cut(&everything.0) {
+        return everything;
+    }
+    // Refused: the program cut less replaces it (one copy of the program at a time: a program
+    // of thousands of phases takes hundreds of megabytes).
+    drop(everything);
+    let narrower = attempt(Some(Reach::MainLoop));
+    if narrower.4.is_some() {
+        // (The refused program is dropped before the whole one is made.)
+        drop(narrower);
+        let mut whole = attempt(None);
+        whole.1.note = MAIN_LOOP_WHOLE.into();
+        return whole;
+    }
+    let (mut skeleton, mut scaling, mut programs, mut reused, verdict) = narrower;
+    // The loops whose names stand for the same loop in every class can still be cut; the last
+    // program accepted is the one kept.
+    let mut accepted = None;
+    cut_verified(&mut skeleton, &mut scaling, &mut |s| {
+        let (p, r) = instantiate(s);
+        let ok = check(&p).is_none();
+        if ok {
+            accepted = Some((p, r));
         }
+        ok
+    });
+    if let Some((p, r)) = accepted {
+        (programs, reused) = (p, r);
+    }
+    // (Where every loop could be cut, by name or at its place, none is left whole.)
+    let whole = skeleton
+        .classes
+        .iter()
+        .flat_map(|c| &c.phases)
+        .any(|p| p.is_loop && p.name != "main_loop" && p.full > 2 && p.run == p.full);
+    if whole {
+        scaling.note = SOME_LOOPS_WHOLE.into();
     }
     (skeleton, scaling, programs, reused, verdict)
 }

@@ -30,11 +30,11 @@
 //! O(phases × (blocks × ranks × samples) × bisection steps), with samples reduced so that one
 //! segment holds at most [`MAX_DRAWS`] draws.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use mpiskel_trace::Op;
 
-use crate::program::{Call, Phase, Skeleton, Stmt, QUANTILE_PROBABILITIES};
+use crate::program::{Call, Phase, PhaseIndex, Skeleton, Stmt, QUANTILE_PROBABILITIES};
 
 /// Largest bias of the prediction that clipping may add, as a share of the segment's expected
 /// time: well under the method's target (3 % mean).
@@ -121,17 +121,24 @@ pub(crate) fn uniform(state: &mut u64) -> f64 {
 
 /// For every drawn block at the same place of a phase of the same name in every class, the
 /// recorded seconds every rank may skip per execution (see the module documentation), keyed by
-/// (phase name, index in the body). Blocks of fixed duration are not listed (the shortest rank's
-/// duration bounds them).
-pub fn drawn_removals(skel: &Skeleton) -> BTreeMap<(String, usize), f64> {
-    let mut out = BTreeMap::new();
+/// phase name, then index in the body. Blocks of fixed duration are not listed (the shortest
+/// rank's duration bounds them).
+///
+/// # Complexity
+/// O(phases) look-ups ([`PhaseIndex`]) and, per phase, O(blocks × ranks × samples) for its
+/// drawn segments.
+pub fn drawn_removals(skel: &Skeleton) -> HashMap<String, BTreeMap<usize, f64>> {
+    let mut out = HashMap::new();
     let Some(first) = skel.classes.first() else { return out };
+    let index = PhaseIndex::new(&skel.classes);
     for p in &first.phases {
-        let phases: Option<Vec<&Phase>> =
-            skel.classes.iter().map(|c| c.phases.iter().find(|q| q.name == p.name)).collect();
+        let phases: Option<Vec<&Phase>> = (0..skel.classes.len())
+            .map(|ci| index.get(ci, &p.name).map(|i| &skel.classes[ci].phases[i]))
+            .collect();
         let Some(phases) = phases else { continue };
-        for (at, r) in phase_removals(skel, &phases) {
-            out.insert((p.name.clone(), at), r);
+        let removals: BTreeMap<usize, f64> = phase_removals(skel, &phases).into_iter().collect();
+        if !removals.is_empty() {
+            out.insert(p.name.clone(), removals);
         }
     }
     out

@@ -39,7 +39,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::program::{
-    compute_of, is_zero, kept_compute_of, span_of, ClassProgram, InnerCut, Phase, Skeleton, Stmt,
+    compute_of, is_zero, kept_compute_of, span_of, ClassProgram, InnerCut, Phase, PhaseIndex,
+    Skeleton, Stmt,
 };
 
 /// Iterations of a cut loop that always run: a steady state to time, and enough draws of each
@@ -98,10 +99,12 @@ pub(crate) fn one_iteration_cuts(skel: &Skeleton) -> (Vec<(String, u64, f64)>, f
     (cuts, total)
 }
 
-/// Removes `d` iterations from the loop named `name` in every class.
-pub(crate) fn cut_loop(skel: &mut Skeleton, name: &str, d: u64) {
-    for c in &mut skel.classes {
-        for p in c.phases.iter_mut().filter(|p| p.name == name) {
+/// Removes `d` iterations from the loop named `name` in every class (`index`: its phases,
+/// [`PhaseIndex`]).
+pub(crate) fn cut_loop(skel: &mut Skeleton, index: &PhaseIndex, name: &str, d: u64) {
+    for (ci, c) in skel.classes.iter_mut().enumerate() {
+        for &pi in index.all(ci, name) {
+            let p = &mut c.phases[pi];
             p.run = p.full.saturating_sub(d).max(1);
         }
     }
@@ -124,12 +127,13 @@ pub fn cut_loops_in_runs(
     accept: &mut dyn FnMut(&Skeleton) -> bool,
 ) -> (f64, usize) {
     let saved: Vec<f64> = cuts.iter().map(|c| c.2).collect();
+    let index = PhaseIndex::new(&skel.classes);
     let cut = |trial: &mut Skeleton, i: usize, at_place: bool| {
         let (name, d, _) = &cuts[i];
-        if at_place && crate::aligned::cut_same_loop(trial, lead, name, *d) {
+        if at_place && crate::aligned::cut_same_loop(trial, &index, lead, name, *d) {
             return true;
         }
-        cut_loop(trial, name, *d);
+        cut_loop(trial, &index, name, *d);
         false
     };
     crate::cut_runs::cut_in_runs(skel, &saved, &cut, over, accept)
@@ -137,13 +141,20 @@ pub fn cut_loops_in_runs(
 
 /// Cuts every top-level loop but the main one to two iterations, removing the same number of
 /// iterations from the loop of that name in every class; returns the new estimate.
+///
+/// # Complexity
+/// O(phases): the cuts are made in one pass (a program that folds into no long loop has
+/// thousands of short ones).
 fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) -> f64) -> f64 {
-    let mut estimate = estimate;
-    for (name, d, saved) in other_loop_cuts(skel, seconds_of) {
-        cut_loop(skel, &name, d);
-        estimate -= saved;
+    let cuts = other_loop_cuts(skel, seconds_of);
+    let by_name: std::collections::HashMap<&str, u64> =
+        cuts.iter().map(|(name, d, _)| (name.as_str(), *d)).collect();
+    for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
+        if let Some(&d) = by_name.get(p.name.as_str()) {
+            p.run = p.full.saturating_sub(d).max(1);
+        }
     }
-    estimate
+    cuts.iter().fold(estimate, |e, c| e - c.2)
 }
 
 /// After [`scale`] within [`Reach::MainLoop`] (the cut by name of everything was refused):

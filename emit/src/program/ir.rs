@@ -703,6 +703,46 @@ pub struct SendBuffer {
     pub main_run: u64,
 }
 
+/// Where each class of a skeleton has the phases of each name. Lowering names a class's phases
+/// apart, and a program that folds into few loops has thousands of them (LAMMPS `balance` on 4
+/// ranks: 19,248 per class), so the passes that look a phase of one class up in the others by
+/// name use this instead of a scan of the class. Built from one skeleton, it holds for its
+/// clones and for any change that leaves each class's list of phases as it is (cuts change how
+/// often a phase runs, not which phases there are).
+///
+/// # Complexity
+/// O(phases) to build; a look-up is O(1) expected (plus the name's length).
+#[derive(Debug, Clone, Default)]
+pub struct PhaseIndex(Vec<std::collections::HashMap<String, Vec<usize>>>);
+
+impl PhaseIndex {
+    /// The index of the phases of `classes` (a skeleton's).
+    pub fn new(classes: &[ClassProgram]) -> PhaseIndex {
+        PhaseIndex(
+            classes
+                .iter()
+                .map(|c| {
+                    let mut at = std::collections::HashMap::<String, Vec<usize>>::new();
+                    for (i, p) in c.phases.iter().enumerate() {
+                        at.entry(p.name.clone()).or_default().push(i);
+                    }
+                    at
+                })
+                .collect(),
+        )
+    }
+
+    /// The position in class `class`'s phases of its first phase named `name`.
+    pub fn get(&self, class: usize, name: &str) -> Option<usize> {
+        self.all(class, name).first().copied()
+    }
+
+    /// The positions in class `class`'s phases of every phase named `name`, in order.
+    pub fn all(&self, class: usize, name: &str) -> &[usize] {
+        self.0.get(class).and_then(|c| c.get(name)).map_or(&[], Vec::as_slice)
+    }
+}
+
 impl Skeleton {
     /// What each rank of `class` multiplies a compute block with `factors` by: its weight times
     /// its factor there.
