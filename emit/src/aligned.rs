@@ -71,6 +71,44 @@ fn places(class: &ClassProgram) -> HashMap<usize, Key> {
     out
 }
 
+/// Every class's loop places ([`places`]), found once for a program: they depend on its
+/// phases' bodies and iterations in the application, which cuts do not change, so one
+/// [`Places`] serves every copy of the program a run of cuts tries.
+///
+/// # Complexity
+/// O(size of the program) to build; [`same_loop_in`] is then O(classes) expected.
+#[derive(Debug)]
+pub struct Places {
+    /// Per class: each loop's place, by phase index.
+    at: Vec<HashMap<usize, Key>>,
+    /// Per class: the phase at each place.
+    of: Vec<HashMap<Key, usize>>,
+    /// Per class: how many loops begin in a region with as many iterations and collectives
+    /// per iteration.
+    alike: Vec<HashMap<(u64, u64, u64), usize>>,
+    /// The phases by name.
+    index: PhaseIndex,
+}
+
+impl Places {
+    /// The places of the loops of `classes`.
+    pub fn new(classes: &[ClassProgram]) -> Places {
+        let at: Vec<HashMap<usize, Key>> = classes.iter().map(places).collect();
+        let of = at.iter().map(|p| p.iter().map(|(&i, &k)| (k, i)).collect()).collect();
+        let alike = at
+            .iter()
+            .map(|p| {
+                let mut n = HashMap::new();
+                for k in p.values() {
+                    *n.entry((k.0, k.1, k.2)).or_insert(0) += 1;
+                }
+                n
+            })
+            .collect();
+        Places { at, of, alike, index: PhaseIndex::new(classes) }
+    }
+}
+
 /// The loop of every class at the place of `class`'s phase `phase` (class and phase index of
 /// each, `class`'s own first): every class that has as many loops alike in that region has
 /// one, and a class with none there (a master's loop that only some ranks make) is left out;
@@ -81,15 +119,24 @@ pub fn same_loop(
     class: usize,
     phase: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    let key = *places(classes.get(class)?).get(&phase)?;
-    let alike = |k: &Key| (k.0, k.1, k.2) == (key.0, key.1, key.2);
-    let n = places(&classes[class]).values().filter(|k| alike(k)).count();
+    same_loop_in(classes, &Places::new(classes), class, phase)
+}
+
+/// [`same_loop`] with the places of `classes` found already.
+pub fn same_loop_in(
+    classes: &[ClassProgram],
+    places: &Places,
+    class: usize,
+    phase: usize,
+) -> Option<Vec<(usize, usize)>> {
+    let key = *places.at.get(class)?.get(&phase)?;
+    let alike = |ci: usize| places.alike[ci].get(&(key.0, key.1, key.2)).copied().unwrap_or(0);
+    let n = alike(class);
     let mut out = vec![(class, phase)];
-    for (ci, c) in classes.iter().enumerate().filter(|&(ci, _)| ci != class) {
-        let p = places(c);
-        match p.values().filter(|k| alike(k)).count() {
+    for ci in (0..classes.len()).filter(|&ci| ci != class) {
+        match alike(ci) {
             0 => continue,
-            m if m == n => out.push((ci, *p.iter().find(|(_, k)| **k == key)?.0)),
+            m if m == n => out.push((ci, *places.of[ci].get(&key)?)),
             _ => return None,
         }
     }
@@ -97,23 +144,23 @@ pub fn same_loop(
     let by_name =
         classes.iter().enumerate().all(|(ci, c)| match out.iter().find(|&&(oc, _)| oc == ci) {
             Some(&(_, pi)) => &c.phases[pi].name == name,
-            None => c.phases.iter().all(|p| &p.name != name || !p.is_loop),
+            None => places.index.all(ci, name).iter().all(|&pi| !c.phases[pi].is_loop),
         });
     (!by_name).then_some(out)
 }
 
 /// Removes `d` iterations from the loop at the place of `class`'s phase named `name` in every
-/// class ([`same_loop`]; `index`: the skeleton's phases, [`PhaseIndex`]); whether there was
-/// such a loop everywhere.
+/// class ([`same_loop`]; `places`: the places of the skeleton's loops, [`Places`]); whether
+/// there was such a loop everywhere.
 pub fn cut_same_loop(
     skel: &mut Skeleton,
-    index: &PhaseIndex,
+    places: &Places,
     class: usize,
     name: &str,
     d: u64,
 ) -> bool {
-    let Some(phase) = index.get(class, name) else { return false };
-    let Some(group) = same_loop(&skel.classes, class, phase) else { return false };
+    let Some(phase) = places.index.get(class, name) else { return false };
+    let Some(group) = same_loop_in(&skel.classes, places, class, phase) else { return false };
     for (ci, pi) in group {
         let p: &mut Phase = &mut skel.classes[ci].phases[pi];
         p.run = p.full.saturating_sub(d).max(1);

@@ -53,8 +53,11 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
     cut_to_keep(skel, scaling);
     cut_tail(skel, scaling);
     if scaling.main_run < scaling.main_full {
-        let (mut s, mut sc) = (skel.clone(), scaling.clone());
-        cut_compute_with(&mut s, &mut sc, false);
+        // Tried in place and undone if refused: the cut changes only what the top-level blocks
+        // remove, and a copy of a program of thousands of phases takes hundreds of megabytes.
+        let before = top_level_removals(skel);
+        let mut sc = scaling.clone();
+        cut_compute_with(skel, &mut sc, false);
         let twelfth = twelfth(scaling.app_time_s);
         // Within a twelfth, a main loop that still runs more iterations than it needs keeps its
         // blocks whole; one that runs the fewest it can has no other way to the target.
@@ -62,12 +65,38 @@ pub fn cut_compute(skel: &mut Skeleton, scaling: &mut Scaling) {
         if sc.skeleton_estimate_s <= twelfth * (1.0 + 1e-9)
             && (!fewest || sc.skeleton_estimate_s <= sc.target_s * (1.0 + 1e-9))
         {
-            (*skel, *scaling) = (s, sc);
+            *scaling = sc;
             return;
         }
+        restore_removals(skel, &before);
     }
     cut_compute_with(skel, scaling, true);
     cut_small(skel, scaling);
+}
+
+/// What each top-level compute block of every phase removes, as (class, phase, position,
+/// seconds): all that [`cut_compute_with`] changes in the program.
+fn top_level_removals(skel: &Skeleton) -> Vec<(usize, usize, usize, f64)> {
+    let mut out = Vec::new();
+    for (ci, c) in skel.classes.iter().enumerate() {
+        for (pi, p) in c.phases.iter().enumerate() {
+            for (at, st) in p.body.iter().enumerate() {
+                if let Stmt::Compute { removed, .. } = st {
+                    out.push((ci, pi, at, *removed));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Puts back the removals [`top_level_removals`] took.
+fn restore_removals(skel: &mut Skeleton, before: &[(usize, usize, usize, f64)]) {
+    for &(ci, pi, at, r) in before {
+        if let Some(Stmt::Compute { removed, .. }) = skel.classes[ci].phases[pi].body.get_mut(at) {
+            *removed = r;
+        }
+    }
 }
 
 /// The last step of [`cut_compute`], while the skeleton is still over its target: the blocks

@@ -128,10 +128,16 @@ pub fn cut_loops_in_runs(
 ) -> (f64, usize) {
     let saved: Vec<f64> = cuts.iter().map(|c| c.2).collect();
     let index = PhaseIndex::new(&skel.classes);
+    // Found at the first cut tried at its place (every trial is a copy of `skel`, its loops
+    // where they were).
+    let places = std::cell::OnceCell::new();
     let cut = |trial: &mut Skeleton, i: usize, at_place: bool| {
         let (name, d, _) = &cuts[i];
-        if at_place && crate::aligned::cut_same_loop(trial, &index, lead, name, *d) {
-            return true;
+        if at_place {
+            let places = places.get_or_init(|| crate::aligned::Places::new(&trial.classes));
+            if crate::aligned::cut_same_loop(trial, places, lead, name, *d) {
+                return true;
+            }
         }
         cut_loop(trial, &index, name, *d);
         false
