@@ -86,8 +86,6 @@ pub struct Places {
     /// Per class: how many loops begin in a region with as many iterations and collectives
     /// per iteration.
     alike: Vec<HashMap<(u64, u64, u64), usize>>,
-    /// The phases by name.
-    index: PhaseIndex,
 }
 
 impl Places {
@@ -105,7 +103,7 @@ impl Places {
                 n
             })
             .collect();
-        Places { at, of, alike, index: PhaseIndex::new(classes) }
+        Places { at, of, alike }
     }
 }
 
@@ -119,13 +117,14 @@ pub fn same_loop(
     class: usize,
     phase: usize,
 ) -> Option<Vec<(usize, usize)>> {
-    same_loop_in(classes, &Places::new(classes), class, phase)
+    same_loop_in(classes, &Places::new(classes), &PhaseIndex::new(classes), class, phase)
 }
 
-/// [`same_loop`] with the places of `classes` found already.
+/// [`same_loop`] with the places and the phases by name of `classes` found already.
 pub fn same_loop_in(
     classes: &[ClassProgram],
     places: &Places,
+    index: &PhaseIndex,
     class: usize,
     phase: usize,
 ) -> Option<Vec<(usize, usize)>> {
@@ -144,23 +143,26 @@ pub fn same_loop_in(
     let by_name =
         classes.iter().enumerate().all(|(ci, c)| match out.iter().find(|&&(oc, _)| oc == ci) {
             Some(&(_, pi)) => &c.phases[pi].name == name,
-            None => places.index.all(ci, name).iter().all(|&pi| !c.phases[pi].is_loop),
+            None => index.all(ci, name).iter().all(|&pi| !c.phases[pi].is_loop),
         });
     (!by_name).then_some(out)
 }
 
 /// Removes `d` iterations from the loop at the place of `class`'s phase named `name` in every
-/// class ([`same_loop`]; `places`: the places of the skeleton's loops, [`Places`]); whether
-/// there was such a loop everywhere.
+/// class ([`same_loop`]; `places` and `index`: the places of the skeleton's loops and its
+/// phases by name); whether there was such a loop everywhere.
 pub fn cut_same_loop(
     skel: &mut Skeleton,
     places: &Places,
+    index: &PhaseIndex,
     class: usize,
     name: &str,
     d: u64,
 ) -> bool {
-    let Some(phase) = places.index.get(class, name) else { return false };
-    let Some(group) = same_loop_in(&skel.classes, places, class, phase) else { return false };
+    let Some(phase) = index.get(class, name) else { return false };
+    let Some(group) = same_loop_in(&skel.classes, places, index, class, phase) else {
+        return false;
+    };
     for (ci, pi) in group {
         let p: &mut Phase = &mut skel.classes[ci].phases[pi];
         p.run = p.full.saturating_sub(d).max(1);

@@ -135,7 +135,7 @@ pub fn cut_loops_in_runs(
         let (name, d, _) = &cuts[i];
         if at_place {
             let places = places.get_or_init(|| crate::aligned::Places::new(&trial.classes));
-            if crate::aligned::cut_same_loop(trial, places, lead, name, *d) {
+            if crate::aligned::cut_same_loop(trial, places, &index, lead, name, *d) {
                 return true;
             }
         }
@@ -149,18 +149,16 @@ pub fn cut_loops_in_runs(
 /// iterations from the loop of that name in every class; returns the new estimate.
 ///
 /// # Complexity
-/// O(phases): the cuts are made in one pass (a program that folds into no long loop has
-/// thousands of short ones).
+/// O(phases): each loop is found through a [`PhaseIndex`] (a program that folds into no long
+/// loop has thousands of short ones).
 fn cut_other_loops(skel: &mut Skeleton, estimate: f64, seconds_of: &dyn Fn(f64) -> f64) -> f64 {
-    let cuts = other_loop_cuts(skel, seconds_of);
-    let by_name: std::collections::HashMap<&str, u64> =
-        cuts.iter().map(|(name, d, _)| (name.as_str(), *d)).collect();
-    for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
-        if let Some(&d) = by_name.get(p.name.as_str()) {
-            p.run = p.full.saturating_sub(d).max(1);
-        }
+    let index = PhaseIndex::new(&skel.classes);
+    let mut estimate = estimate;
+    for (name, d, saved) in other_loop_cuts(skel, seconds_of) {
+        cut_loop(skel, &index, &name, d);
+        estimate -= saved;
     }
-    cuts.iter().fold(estimate, |e, c| e - c.2)
+    estimate
 }
 
 /// After [`scale`] within [`Reach::MainLoop`] (the cut by name of everything was refused):
