@@ -342,9 +342,12 @@ fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]
     let floor = s
         .traffic
         .as_ref()
-        .filter(|t| s.app_time_s > 0.0 && t.floor() * s.app_time_s > s.target_s * 1.1)
+        .filter(|t| {
+            s.app_time_s > 0.0
+                && t.floor() * s.app_time_s > s.target_s * (1.0 + crate::scale::TARGET_SLACK)
+        })
         .map(|t| t.describe());
-    if s.skeleton_estimate_s <= s.target_s * 1.1 {
+    if s.skeleton_estimate_s <= s.target_s * (1.0 + crate::scale::TARGET_SLACK) {
         return floor.map_or_else(String::new, |f| {
             let kept =
                 if stretches.is_empty() { String::new() } else { format!("; {}", why_kept()) };
@@ -629,7 +632,8 @@ fn cut_for_traffic(
     }
     // The estimate loses the share of the recorded time that runs which the cut iterations held
     // (their computation, and the wall time of their calls where the trace recorded it).
-    let (cuts, total) = crate::scale::one_iteration_cuts(skeleton);
+    let (cuts, total) =
+        crate::scale::one_iteration_cuts(skeleton, scaling.app_time_s, scaling.target_s);
     let mut accepted = None;
     let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);
     let (saved, _) =

@@ -577,3 +577,55 @@ fn the_recorded_time_is_split_by_wall_time_where_the_trace_has_call_times() {
     assert!(by_compute.main_run <= 4, "{by_compute:?}");
     assert!(by_time.skeleton_estimate_s <= by_time.target_s * 1.1, "{by_time:?}");
 }
+
+/// A set-up loop of many short iterations runs whole where the other loops are cut: one
+/// iteration of it, timed and priced at all of them, would count whatever delays that one
+/// iteration (a rank descheduled for a scheduler tick) once per iteration left out, for a saving
+/// within the slack of the target. A set-up loop of long iterations is still cut.
+#[test]
+fn a_set_up_loop_of_many_short_iterations_runs_whole_where_the_other_loops_are_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4;
+    let path = ti_trace(dir.path(), n, |r| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec!["compute 1000000".to_owned()];
+        // 80 iterations of 1 µs of computation.
+        for _ in 0..80 {
+            v.push("compute 1000".into());
+            v.push(format!("irecv {prev} 0 512"));
+            v.push(format!("isend {next} 0 512"));
+            v.push("waitall".into());
+        }
+        v.push("barrier".into());
+        // 20 iterations of 5 ms: 100 ms in all.
+        for _ in 0..20 {
+            v.push("compute 5000000".into());
+            v.push(format!("irecv {prev} 0 1024"));
+            v.push(format!("isend {next} 0 1024"));
+            v.push("waitall".into());
+        }
+        v.push("barrier".into());
+        // The main loop: 100 iterations of 4 ms.
+        for _ in 0..100 {
+            v.push("compute 4000000".into());
+            v.push(format!("irecv {prev} 0 2048"));
+            v.push(format!("isend {next} 0 2048"));
+            v.push("waitall".into());
+            v.push("allreduce 1 1".into());
+        }
+        v
+    });
+    let b = built_for(&path, 0.502, None);
+    let loops: Vec<(u64, u64)> = b
+        .skeleton
+        .classes
+        .iter()
+        .flat_map(|c| &c.phases)
+        .filter(|p| p.is_loop && p.name != "main_loop")
+        .map(|p| (p.run, p.full))
+        .collect();
+    assert!(loops.contains(&(80, 80)), "{loops:?} {}", b.scaling.note);
+    assert!(loops.iter().any(|&(run, full)| full == 20 && run <= 2), "{loops:?}");
+    assert!(!loops.iter().any(|&(run, full)| full == 80 && run < 80), "{loops:?}");
+    assert_eq!(b.check.ranks, n as usize);
+}
