@@ -69,8 +69,9 @@ pub const TARGET_SLACK: f64 = 0.1;
 /// outnumber processors: a scheduler tick, 4 ms, where the iteration takes 50 µs) counts once
 /// per iteration left out; run whole, a short loop costs the skeleton little and that delay
 /// counts once. HPC Challenge on 4 ranks on 2 cores (six latency loops of 80 iterations, 0.03–0.12
-/// s run whole): cut to one iteration each they predicted 0.1–0.8 s, and the application
-/// 4.28–6.83 s against 4.35–4.92 s; run whole, 4.41–4.73 s, the skeleton 3 % longer.
+/// s run whole): cut to one iteration each, they predicted 0.1–0.5 s each, and the skeleton
+/// 4.28–6.83 s against the application's 4.12–4.92 s; run whole, 4.41–4.73 s, the skeleton
+/// hardly longer (0.89–0.92 s against 0.83–0.99 s).
 ///
 /// # Complexity
 /// O(p log p) for p phases of the lead class.
@@ -146,15 +147,7 @@ pub(crate) fn one_iteration_cuts(
     let Some(lead) = lead_class(skel) else { return (Vec::new(), 0.0) };
     let kept = |body: &[Stmt]| kept_recorded(body, by_span(skel));
     let total: f64 = lead.phases.iter().map(|p| kept(&p.body) * p.run as f64).sum();
-    let lead_recorded = lead_recorded(skel);
-    let seconds_of = |recorded: f64| {
-        if lead_recorded > 0.0 {
-            recorded / lead_recorded * app_time_s
-        } else {
-            0.0
-        }
-    };
-    let whole = left_whole(skel, target_s, &seconds_of);
+    let whole = left_whole(skel, target_s, &app_seconds(lead_recorded(skel), app_time_s));
     let mut cuts: Vec<(String, u64, f64)> = lead
         .phases
         .iter()
@@ -253,7 +246,7 @@ pub fn cut_verified(
     if lead_recorded <= 0.0 {
         return 0;
     }
-    let seconds_of = |recorded: f64| recorded / lead_recorded * app_time_s;
+    let seconds_of = app_seconds(lead_recorded, app_time_s);
     let start = scaling.skeleton_estimate_s;
     let cuts = other_loop_cuts(skel, target_s, &seconds_of);
     let (saved, mut kept) =
@@ -461,6 +454,19 @@ pub(crate) fn recorded_of(body: &[Stmt], by_span: bool) -> f64 {
         span_of(body)
     } else {
         compute_of(body)
+    }
+}
+
+/// Application seconds that recorded seconds of the lead class stand for, where the lead class
+/// recorded `lead_recorded` seconds of an application of `app_time_s` (none where it recorded
+/// nothing).
+fn app_seconds(lead_recorded: f64, app_time_s: f64) -> impl Fn(f64) -> f64 {
+    move |recorded| {
+        if lead_recorded > 0.0 {
+            recorded / lead_recorded * app_time_s
+        } else {
+            0.0
+        }
     }
 }
 
@@ -804,14 +810,7 @@ pub fn scale(
     let k = lead_class(skel).and_then(|c| c.main_loop()).map_or(k, |p| p.run);
     // Still over the budget: the other top-level loops run two iterations, then the main
     // loop's heaviest inner loop is cut too.
-    // Application seconds that recorded seconds of the lead class stand for.
-    let seconds_of = |recorded: f64| {
-        if lead_recorded > 0.0 {
-            recorded / lead_recorded * app_time_s
-        } else {
-            0.0
-        }
-    };
+    let seconds_of = app_seconds(lead_recorded, app_time_s);
     if reach == Reach::Everything && estimate > target_s && lead_recorded > 0.0 {
         estimate = cut_other_loops(skel, estimate, target_s, &seconds_of);
     }
