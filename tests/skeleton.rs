@@ -564,6 +564,47 @@ fn calls_nothing_matches_are_left_out_unless_strict() {
     }
 }
 
+/// Exchanges in pairs as Quantum ESPRESSO makes them on 4 ranks (`fixtures/programs/pairwise.c`):
+/// `MPI_Sendrecv_replace` rounds tagged by round whose partner is sometimes the rank itself,
+/// and pairs of ranks that each start a small send to the other and wait for it before they
+/// receive (the wait returns only because the library buffers the message). `build --strict`
+/// refuses it as the deadlock check finds; by default those sends become `MPI_Ibsend`, the
+/// build says so, and the skeleton is proven deadlock-free and runs under both MPI libraries.
+#[test]
+fn waits_for_sends_the_run_buffered_are_buffered_unless_strict() {
+    let base = scratch("pairwise");
+    let (trace, strict) = (base.join("trace"), base.join("strict"));
+    support::trace_program(support::Lib::OpenMpi, 4, "pairwise", &["30", "4096", "100"], &trace);
+    let out =
+        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
+    let out = out.unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("MPI_Wait on requests") && err.contains("--strict"), "{err}");
+    assert!(!strict.exists());
+
+    let dir = base.join("skel");
+    let out =
+        mpiskel().args(["build", "--name", "pairwise"]).arg(&trace).arg("-o").arg(&dir).output();
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("non-blocking sends are buffered (MPI_Ibsend"), "{err}");
+    let doc: serde_json::Value = document(&dir);
+    // Each rank's send to its partner: one per class.
+    let classes = doc["classes"].as_array().unwrap().len() as u64;
+    assert_eq!(doc["buffered_nonblocking"].as_u64(), Some(classes), "{doc:#}");
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(source.contains("MPI_Ibsend(") && !source.contains("MPI_Isend("), "{source}");
+    assert!(source.contains("sk_buffer_attach(") && source.contains("sk_buffer_detach()"));
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 300), mpi, 4);
+    }
+}
+
 /// A program that relies on its MPI library buffering small sends (`fixtures/programs/eager.c`:
 /// a ring that sends before it receives, and a send that waits across a broadcast for its
 /// receive): `build --strict` refuses it as the deadlock check finds; by default the sends the

@@ -229,6 +229,22 @@ impl Matcher {
         true
     }
 
+    /// Completes the non-blocking send of `rank` in request `slot`, queued unmatched, as
+    /// buffered (`MPI_Ibsend`): its message stays queued for its receive under
+    /// [`BUFFERED_SEND`]. False if it is not queued.
+    fn buffer_request(&mut self, rank: u32, slot: Slot) -> bool {
+        let queued = self
+            .sends
+            .values_mut()
+            .flat_map(|by| by.iter_mut())
+            .filter(|((source, _), _)| *source == rank)
+            .find_map(|(_, q)| q.iter_mut().find(|p| p.slot == Some(slot)));
+        let Some(p) = queued else { return false };
+        p.slot = Some(BUFFERED_SEND);
+        self.done(Posted { rank, slot: Some(slot) });
+        true
+    }
+
     /// The first queued send of `source` to `to` with `tag`, taken off its queue.
     fn pop(&mut self, to: u32, key: (u32, i32)) -> Option<Posted> {
         let by = self.sends.get_mut(&to)?;
@@ -367,6 +383,19 @@ impl Matcher {
     }
 }
 
+/// The position in `before` (a rank's operations up to a wait) of the standard-mode
+/// non-blocking send that started request `slot`, the last to start it; `None` where the
+/// request is another kind (a receive, a synchronous send).
+pub fn standard_send_of(before: &[CheckOp], slot: Slot) -> Option<usize> {
+    let at = before.iter().rposition(|op| match op {
+        CheckOp::Isend { slot: s, .. }
+        | CheckOp::Issend { slot: s, .. }
+        | CheckOp::Irecv { slot: s, .. } => *s == slot,
+        _ => false,
+    })?;
+    matches!(before[at], CheckOp::Isend { .. }).then_some(at)
+}
+
 /// Whether a receive from `from` (`None`: any source) with `tag` (negative: any) is a wildcard.
 fn wild(from: Option<u32>, tag: i32) -> bool {
     from.is_none() || tag < 0
@@ -421,13 +450,15 @@ pub fn check(programs: &[Vec<CheckOp>]) -> Option<Deadlock> {
     check_in(programs, opposite, &[], &mut Vec::new()).0
 }
 
-/// The blocking standard-mode sends (`MPI_Send`) that `programs`, executed once in the first
-/// order of [`check`], are stuck in where nothing else can move: each is taken as buffered
-/// there (complete, its message queued for its receive) and the execution goes on, so that
+/// The standard-mode sends that `programs`, executed once in the first order of [`check`],
+/// are stuck on where nothing else can move (a blocking `MPI_Send` waiting for its receive, or
+/// a wait for an `MPI_Isend` that nobody has received yet): each is taken as buffered there
+/// (complete, its message queued for its receive) and the execution goes on, so that
 /// one execution finds all the sends a program relies on the library buffering, where a check
 /// after each would take one execution per deadlock (LAMMPS's tiled communication exchanges
-/// counts head to head before every rebalancing: 3,216 sends). Returns them as (rank,
-/// position), in the order found, and what still blocks at the end.
+/// counts head to head before every rebalancing: 3,216 sends; Quantum ESPRESSO's ranks each
+/// start a send of a few hundred bytes to the other and wait for it before receiving). Returns
+/// them as (rank, position of the send), in the order found, and what still blocks at the end.
 ///
 /// # Complexity
 /// One execution, as [`check`] without wildcards, plus O(ranks) per stop.
@@ -462,8 +493,8 @@ struct Order {
     /// Wildcard receives matched where nothing else can move ([`Matcher::choose`]), and
     /// standard-mode sends buffered.
     delay: bool,
-    /// Where nothing can move, the blocking standard-mode sends waiting for their receives
-    /// complete as buffered ([`stuck_sends`]).
+    /// Where nothing can move, the standard-mode sends waiting for their receives (blocking
+    /// ones, and non-blocking ones a wait is stuck on) complete as buffered ([`stuck_sends`]).
     buffer_stuck: bool,
 }
 
@@ -570,11 +601,29 @@ fn check_in(
             let before = buffered.len();
             if order.buffer_stuck {
                 for r in 0..n {
-                    if let Some(CheckOp::Send { to, tag, .. }) = programs[r].get(pc[r]) {
-                        let rank = r as u32;
-                        if posted[r] && !m.is_matched(rank, BLOCKING) && m.buffer(rank, *to, *tag) {
+                    let rank = r as u32;
+                    match programs[r].get(pc[r]) {
+                        Some(CheckOp::Send { to, tag, .. })
+                            if posted[r]
+                                && !m.is_matched(rank, BLOCKING)
+                                && m.buffer(rank, *to, *tag) =>
+                        {
                             buffered.push((rank, pc[r]));
                         }
+                        Some(CheckOp::Wait { slots }) => {
+                            for &slot in slots {
+                                if m.is_matched(rank, slot) {
+                                    continue;
+                                }
+                                let Some(at) = standard_send_of(&programs[r][..pc[r]], slot) else {
+                                    continue;
+                                };
+                                if m.buffer_request(rank, slot) {
+                                    buffered.push((rank, at));
+                                }
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }

@@ -129,10 +129,13 @@ pub struct SkeletonDocument {
     /// traced run gave them, because with the wildcard the program could deadlock (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub pinned_any_source: usize,
-    /// Blocking sends the skeleton makes buffered (`MPI_Bsend`), because the program relies on
-    /// the MPI library buffering them as the traced run did (0: none).
+    /// Sends the skeleton makes buffered (`MPI_Bsend`, `MPI_Ibsend`), because the program
+    /// relies on the MPI library buffering them as the traced run did (0: none).
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub buffered_sends: usize,
+    /// Of those, the non-blocking sends (`MPI_Ibsend`) whose waits relied on the buffering.
+    #[serde(default, skip_serializing_if = "is_zero_count")]
+    pub buffered_nonblocking: usize,
     /// Tags the application gave its messages that the skeleton keeps apart, because with one
     /// tag per channel a receive would take a message meant for another and the program could
     /// block (0: one tag per channel).
@@ -201,12 +204,23 @@ pub fn describe_pinned(n: usize) -> String {
     )
 }
 
-/// The note on sends made buffered.
-pub fn describe_buffered(n: usize) -> String {
+/// The note on sends made buffered: `n` in all, `nonblocking` of them `MPI_Ibsend`.
+pub fn describe_buffered(n: usize, nonblocking: usize) -> String {
+    let which = if nonblocking == 0 {
+        format!("{n} blocking sends are buffered (MPI_Bsend")
+    } else if nonblocking == n {
+        format!("{n} non-blocking sends are buffered (MPI_Ibsend")
+    } else {
+        format!(
+            "{n} sends are buffered ({} blocking ones as MPI_Bsend, {nonblocking} non-blocking \
+             ones, whose waits relied on it, as MPI_Ibsend",
+            n - nonblocking
+        )
+    };
     format!(
-        "{n} blocking sends are buffered (MPI_Bsend, with a buffer the skeleton attaches): the \
-         traced run completed them before their receives were posted (the MPI library buffered \
-         them), and without that the program could block; --strict refuses such a trace"
+        "{which}, with a buffer the skeleton attaches): the traced run completed them before \
+         their receives were posted (the MPI library buffered them), and without that the \
+         program could block; --strict refuses such a trace"
     )
 }
 
@@ -339,6 +353,7 @@ impl SkeletonDocument {
             stretches: lt.stretches.clone(),
             pinned_any_source: built.pinned_any_source,
             buffered_sends: built.buffered_sends,
+            buffered_nonblocking: built.buffered_nonblocking,
             traced_tags: built.traced_tags,
             replayed_blocks: built.replayed_blocks,
             classes: built
@@ -429,7 +444,8 @@ pub fn render(doc: &SkeletonDocument) -> String {
         );
     }
     if doc.buffered_sends > 0 {
-        let _ = writeln!(s, "sends:     {}", describe_buffered(doc.buffered_sends));
+        let note = describe_buffered(doc.buffered_sends, doc.buffered_nonblocking);
+        let _ = writeln!(s, "sends:     {note}");
     }
     if doc.pinned_any_source > 0 {
         let _ = writeln!(s, "sources:   {}", describe_pinned(doc.pinned_any_source));

@@ -203,6 +203,17 @@ impl Rank<'_> {
         }
     }
 
+    /// A buffered send (`MPI_Bsend`, `MPI_Ibsend`): a send into a slot of its own that nobody
+    /// waits for, its bytes counted in the buffer the skeleton attaches.
+    fn buffered_send(&mut self, to: u32, tag: i32, bytes: u64) {
+        let s = BUFFERED + self.buffered.len() as Slot;
+        self.buffered.push(s);
+        self.buffer.0 += bytes;
+        self.buffer.1 += 1;
+        // Buffered by definition, whatever its size: sent as the smallest.
+        self.out.push(CheckOp::Isend { to, tag, slot: s, bytes: 0 });
+    }
+
     fn call(&mut self, c: &Call, iters: &[(u64, u64)]) {
         let slot_of = |r: &SlotRef| {
             r.base + if r.ring > 1 { iters.get(r.depth).map_or(0, |x| x.0 as u32) } else { 0 }
@@ -212,6 +223,9 @@ impl Rank<'_> {
                 let Some(Some(to)) = self.peer(to) else { return };
                 let bytes = largest_send(c, &self.skel.size_tables);
                 match slot {
+                    // `MPI_Ibsend`: complete once started, whatever its receive does; the wait
+                    // the skeleton makes for its request returns at once.
+                    Some(_) if *op == Op::Bsend => self.buffered_send(to, *tag, bytes),
                     Some(s) => {
                         let s = slot_of(s);
                         self.start(s);
@@ -221,14 +235,7 @@ impl Rank<'_> {
                             CheckOp::Isend { to, tag: *tag, slot: s, bytes }
                         });
                     }
-                    None if *op == Op::Bsend => {
-                        let s = BUFFERED + self.buffered.len() as Slot;
-                        self.buffered.push(s);
-                        self.buffer.0 += bytes;
-                        self.buffer.1 += 1;
-                        // Buffered by definition, whatever its size: sent as the smallest.
-                        self.out.push(CheckOp::Isend { to, tag: *tag, slot: s, bytes: 0 });
-                    }
+                    None if *op == Op::Bsend => self.buffered_send(to, *tag, bytes),
                     None if *op == Op::Ssend => self.out.push(CheckOp::Ssend { to, tag: *tag }),
                     None => self.out.push(CheckOp::Send { to, tag: *tag, bytes }),
                 }

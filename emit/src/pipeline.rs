@@ -8,7 +8,7 @@ use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
 use crate::compute_cut::cut_compute;
-use crate::deadlock::{check, stuck_sends, CheckOp, Deadlock};
+use crate::deadlock::{check, standard_send_of, stuck_sends, CheckOp, Deadlock};
 use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
 use crate::program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
 use crate::scale::{
@@ -49,9 +49,11 @@ pub struct Built {
     /// of its own, because with one tag per channel a receive would take a message meant for a
     /// later one and the program could block (0: one tag per channel; see [`make`]).
     pub traced_tags: usize,
-    /// Blocking sends of the program made buffered (`MPI_Bsend`) because without the buffering
-    /// the traced run had, the program could block (0: none; see [`make`]).
+    /// Sends of the program made buffered (`MPI_Bsend`, `MPI_Ibsend`) because without the
+    /// buffering the traced run had, the program could block (0: none; see [`make`]).
     pub buffered_sends: usize,
+    /// Of those, the non-blocking ones (`MPI_Ibsend`).
+    pub buffered_nonblocking: usize,
     /// Compute blocks that replay the durations recorded in the iterations they run, the same
     /// iterations on every rank (see [`crate::replay`]); the others draw theirs.
     pub replayed_blocks: usize,
@@ -93,11 +95,12 @@ const MAIN_LOOP_WHOLE: &str = "main loop not cut: with it cut, some ranks would 
 /// program is checked again, and [`Built::pinned_any_source`] says how many were pinned.
 ///
 /// The check takes no send for buffered (a blocking `MPI_Send` completes when its receive is
-/// posted). A program that still cannot finish and blocks in sends relied on the MPI library
-/// buffering them, as the traced run did (it finished: those sends completed before their
-/// receives were posted — an eager protocol). Those sends become `MPI_Bsend`, which is
+/// posted, the wait for an `MPI_Isend` when it is received). A program that still cannot
+/// finish and blocks in sends, or in waits for them, relied on the MPI library buffering them,
+/// as the traced run did (it finished: those sends completed before their receives were
+/// posted — an eager protocol). Those sends become `MPI_Bsend` (`MPI_Ibsend`), which is
 /// buffered by definition, with a buffer the skeleton attaches: the sends a deadlock is stuck
-/// in, one round after another, until the program passes or a deadlock holds no blocking send.
+/// on, one round after another, until the program passes or a deadlock holds no such send.
 /// [`Built::buffered_sends`] says how many; [`make_strict`] refuses instead.
 ///
 /// The skeleton tags a message by the direction it travels in. Where a rank received messages
@@ -194,10 +197,10 @@ fn make_sends(
     Err(PipelineError::Deadlock(d))
 }
 
-/// Makes the blocking sends that a deadlock of `skel` is stuck in buffered (`MPI_Bsend`): those
-/// one execution finds stuck ([`stuck_sends`]), then, round after round, those a deadlock the
-/// check still finds is stuck in, until the program passes or a deadlock holds no blocking send
-/// (see [`make`]). Returns the calls made buffered, the program as checked last, and its
+/// Makes the standard-mode sends that a deadlock of `skel` is stuck on buffered (`MPI_Bsend`,
+/// or `MPI_Ibsend` for a non-blocking send a wait is stuck on): those one execution finds stuck
+/// ([`stuck_sends`]), then, round after round, those a deadlock the check still finds is stuck
+/// on, until the program passes or a deadlock holds no such send (see [`make`]). Returns the calls made buffered, the program as checked last, and its
 /// verdict.
 ///
 /// # Complexity
@@ -212,12 +215,23 @@ fn buffer_blocked_sends(skel: &mut Skeleton) -> (usize, Instantiated, Option<Dea
     loop {
         let inst = instantiate_traced(skel);
         let Some(d) = check(&inst.programs) else { return (n, inst, None) };
-        let sends = d
-            .blocked
-            .iter()
-            .filter(|b| matches!(b.op, CheckOp::Send { .. } | CheckOp::Ssend { .. }))
-            .map(|b| (b.rank, b.position));
-        let at = addresses(&inst, sends);
+        let mut sends = Vec::new();
+        for b in &d.blocked {
+            match &b.op {
+                CheckOp::Send { .. } | CheckOp::Ssend { .. } => sends.push((b.rank, b.position)),
+                CheckOp::Wait { slots } => {
+                    let before = &inst.programs[b.rank as usize][..b.position];
+                    sends.extend(
+                        slots
+                            .iter()
+                            .filter_map(|&s| standard_send_of(before, s))
+                            .map(|at| (b.rank, at)),
+                    );
+                }
+                _ => {}
+            }
+        }
+        let at = addresses(&inst, sends.into_iter());
         let made = make_buffered(skel, &at);
         if made == 0 {
             return (n, inst, Some(d));
@@ -237,16 +251,19 @@ fn addresses(
         .collect()
 }
 
-/// Turns the blocking sends at the addresses `at` (see [`Instantiated::origins`]) into
-/// `MPI_Bsend`; returns how many.
+/// Turns the standard-mode sends at the addresses `at` (see [`Instantiated::origins`]) into
+/// buffered ones (`Op::Bsend`: `MPI_Bsend`, or `MPI_Ibsend` where the send has a request);
+/// returns how many.
 fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> usize {
     fn walk(body: &mut [Stmt], at: &std::collections::HashSet<usize>, n: &mut usize) {
         for s in body {
             match s {
                 Stmt::Call { call, .. } => {
                     let here = &*call as *const Call as usize;
-                    if let Call::Send { op, slot: None, .. } = call {
-                        if *op != Op::Bsend && at.contains(&here) {
+                    if let Call::Send { op, .. } = call {
+                        // Blocking sends become `MPI_Bsend`, non-blocking ones `MPI_Ibsend`
+                        // (a synchronous send is never taken for buffered).
+                        if matches!(op, Op::Send | Op::Isend) && at.contains(&here) {
                             *op = Op::Bsend;
                             *n += 1;
                         }
@@ -269,19 +286,27 @@ fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> 
     n
 }
 
-/// Calls of `skel` that are buffered sends, in its statements (not per rank).
-fn count_buffered(skel: &Skeleton) -> usize {
-    fn walk(body: &[Stmt]) -> usize {
-        body.iter()
-            .map(|s| match s {
-                Stmt::Call { call: Call::Send { op: Op::Bsend, slot: None, .. }, .. } => 1,
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body),
-                Stmt::Steps { cases } => cases.iter().map(|c| walk(&c.body)).sum(),
-                _ => 0,
-            })
-            .sum()
+/// Calls of `skel` that are buffered sends, in its statements (not per rank): all of them, and
+/// the non-blocking ones (`MPI_Ibsend`).
+fn count_buffered(skel: &Skeleton) -> (usize, usize) {
+    fn walk(body: &[Stmt], n: &mut (usize, usize)) {
+        for s in body {
+            match s {
+                Stmt::Call { call: Call::Send { op: Op::Bsend, slot, .. }, .. } => {
+                    n.0 += 1;
+                    n.1 += usize::from(slot.is_some());
+                }
+                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, n),
+                Stmt::Steps { cases } => cases.iter().for_each(|c| walk(&c.body, n)),
+                _ => {}
+            }
+        }
     }
-    skel.classes.iter().flat_map(|c| &c.phases).map(|p| walk(&p.body)).sum()
+    let mut n = (0, 0);
+    for p in skel.classes.iter().flat_map(|c| &c.phases) {
+        walk(&p.body, &mut n);
+    }
+    n
 }
 
 /// The buffer the buffered sends of `skel` need, from its instantiation.
@@ -581,7 +606,7 @@ fn make_with(
         (false, false) => format!("{}; {over}", scaling.note),
     };
     skeleton.reused_slots = reused.into_iter().collect();
-    let buffered_sends = count_buffered(&skeleton);
+    let (buffered_sends, buffered_nonblocking) = count_buffered(&skeleton);
     if buffered_sends > 0 {
         skeleton.send_buffer = send_buffer(&skeleton, &instantiate_traced(&skeleton));
     }
@@ -598,6 +623,7 @@ fn make_with(
         pinned_any_source: 0,
         traced_tags,
         buffered_sends,
+        buffered_nonblocking,
         replayed_blocks,
     })
 }

@@ -71,10 +71,11 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
                 format!("{}{} tag#{} {} B {:?}", k.op, name(&k.peer), op.tag_class, k.bytes, k.comm)
             }
             OpClass::SendRecv => format!(
-                "{}{}{} {}/{} B",
+                "{}{}{} tag#{} {}/{} B",
                 k.op,
                 name(&k.peer),
                 name(&k.source),
+                op.tag_class,
                 k.bytes,
                 k.recv_bytes
             ),
@@ -102,7 +103,9 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
             OpClass::Send | OpClass::Recv | OpClass::Probe if !any => {
                 format!("{}{} tag#{} {:?}", k.op, name(&k.peer), op.tag_class, k.comm)
             }
-            OpClass::SendRecv => format!("{}{}{}", k.op, name(&k.peer), name(&k.source)),
+            OpClass::SendRecv => {
+                format!("{}{}{} tag#{}", k.op, name(&k.peer), name(&k.source), op.tag_class)
+            }
             OpClass::Collective => format!(
                 "{} {:?}{}",
                 k.op,
@@ -138,4 +141,54 @@ pub(crate) fn takes_from_any_source(ops: &[mpiskel_logicalize::LogicalOp], i: us
             && i > 0
             && ops[i - 1].key.op.class() == OpClass::Probe
             && ops[i - 1].key.any_source)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use mpiskel_logicalize::{Direction, LogicalOp, OpKey};
+    use mpiskel_trace::Op;
+
+    use super::*;
+
+    /// A `MPI_Sendrecv_replace` with the rank `offset` away, of the tag class `tag_class`.
+    fn swap(offset: i64, tag_class: i32) -> LogicalOp {
+        let dir = LogicalPeer::Dir(Direction::new(format!("{offset:+}"), vec![offset]));
+        let mut key = OpKey::bare(Op::SendrecvReplace);
+        (key.peer, key.source, key.bytes, key.recv_bytes) =
+            (Some(dir.clone()), Some(dir), 4096, 4096);
+        LogicalOp {
+            key: Arc::new(key),
+            completes: Default::default(),
+            gap: Default::default(),
+            tag_class,
+            traced_tag: tag_class,
+            gap_samples: Default::default(),
+            rank_bytes: Default::default(),
+            absent: Default::default(),
+        }
+    }
+
+    /// Swaps with the same partner under two tags are two calls: folded into one, the skeleton
+    /// would send the second under the first's tag (where it keeps the traced tags), and a
+    /// partner whose rounds fold otherwise would wait for it (Quantum ESPRESSO's pairwise
+    /// exchanges: rank 0 swaps with rank 1 under tags 1 and 2, with rank 2 under 3 and 4).
+    #[test]
+    fn swaps_with_one_partner_under_two_tags_are_two_symbols() {
+        let class = ProcessClass {
+            ranks: vec![0],
+            folded: vec![],
+            representative: 0,
+            ops: vec![swap(1, 0), swap(2, 1), swap(1, 2), swap(2, 3)],
+        };
+        let s = symbolize_class(&class);
+        assert_eq!(s.symbols.len(), 4);
+        assert!(s.symbols[0] != s.symbols[2] && s.symbols[1] != s.symbols[3], "{:?}", s.legend);
+        assert!(s.shapes[0] != s.shapes[2], "{:?}", s.shapes);
+        // The same tag again is the same call.
+        let again = ProcessClass { ops: vec![swap(1, 0), swap(1, 0)], ..class };
+        let s = symbolize_class(&again);
+        assert_eq!(s.symbols[0], s.symbols[1]);
+    }
 }

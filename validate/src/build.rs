@@ -314,7 +314,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         notes.push(document::describe_pinned(built.pinned_any_source));
     }
     if built.buffered_sends > 0 {
-        notes.push(document::describe_buffered(built.buffered_sends));
+        notes.push(document::describe_buffered(built.buffered_sends, built.buffered_nonblocking));
     }
     if built.traced_tags > 0 {
         notes.push(document::describe_traced_tags(built.traced_tags));

@@ -85,9 +85,10 @@ impl Names<'_> {
         match c {
             Call::Send { op, to, tag, bytes, slot, sizes } => {
                 let req = slot.map_or(String::new(), |s| format!(", {}", slot_expr(&s)));
+                // A non-blocking send made buffered is `MPI_Ibsend`.
+                let name = if *op == Op::Bsend && slot.is_some() { "Ibsend" } else { op.name() };
                 format!(
-                    "MPI_{}(sbuf, {}, MPI_BYTE, {}, {}, world{req});",
-                    op.name(),
+                    "MPI_{name}(sbuf, {}, MPI_BYTE, {}, {}, world{req});",
                     Self::bytes(*bytes, *sizes),
                     self.peer(to),
                     self.tag(*tag)

@@ -188,7 +188,8 @@ impl Completion {
 pub enum Call {
     /// Blocking or non-blocking send.
     Send {
-        /// `MPI_Send`, `MPI_Ssend`, `MPI_Isend` or `MPI_Issend`.
+        /// `MPI_Send`, `MPI_Ssend`, `MPI_Isend` or `MPI_Issend`; `Bsend` for a send made
+        /// buffered (`MPI_Bsend`, or `MPI_Ibsend` where it has a request slot).
         op: Op,
         /// Destination.
         to: Peer,
@@ -669,7 +670,7 @@ pub struct Skeleton {
     /// weights: one table per such block, one entry per rank (1 for ranks of other classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compute_factors: Vec<Vec<f64>>,
-    /// The buffer the skeleton attaches for its buffered sends (`MPI_Bsend`): blocking sends
+    /// The buffer the skeleton attaches for its buffered sends (`MPI_Bsend`, `MPI_Ibsend`): sends
     /// that the run completed before their receive was posted, and without which the program
     /// could block (see [`crate::pipeline::make`]). `None` where it makes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]

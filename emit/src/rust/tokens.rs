@@ -143,6 +143,10 @@ impl Gen<'_> {
                     }
                     (None, false) => quote! { p.send_with_tag(&k.sbuf()[..#n], #t); },
                     (None, true) => quote! { p.synchronous_send_with_tag(&k.sbuf()[..#n], #t); },
+                    (Some(s), false) if *op == Op::Bsend => {
+                        let s = Self::slot(s);
+                        quote! { req.put(#s, p.immediate_buffered_send_with_tag(req.scope(), &k.sbuf()[..#n], #t)); }
+                    }
                     (Some(s), false) => {
                         let s = Self::slot(s);
                         quote! { req.put(#s, p.immediate_send_with_tag(req.scope(), &k.sbuf()[..#n], #t)); }
