@@ -79,6 +79,30 @@ fn every_rank_sends_right_and_receives_left_as_often_as_its_main_loop_runs() {
     assert!(mpiskel_emit::check(&programs).is_none());
 }
 
+/// A ring whose messages are numbered (each iteration's tag is its own, as a code that numbers
+/// its messages gives them): the tags label one message each, are one class, and the
+/// iterations fold into the main loop, which the skeleton cuts and proves deadlock-free.
+#[test]
+fn messages_numbered_by_their_tags_fold_into_one_loop() {
+    let n = 4;
+    let numbered = move |r: u32| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = Vec::new();
+        for it in 0..40 {
+            v.push("compute 1000000".to_owned());
+            v.push(format!("irecv {prev} {} 2048", 1000 + it));
+            v.push(format!("isend {next} {} 2048", 1000 + it));
+            v.push("waitall".into());
+        }
+        v
+    };
+    let b = skeleton(n, 2.0, numbered);
+    let main = b.skeleton.classes[0].main_loop().expect("a main loop");
+    assert_eq!(main.full, 40, "{:?}", b.nests);
+    assert!(main.run < 40, "the main loop is cut: {}", main.run);
+    assert!(mpiskel_emit::check(&instantiate(&b.skeleton).0).is_none());
+}
+
 #[test]
 fn the_c_main_loop_of_a_ring() {
     let b = skeleton(4, 2.0, ring(4, 40, false));

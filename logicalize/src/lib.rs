@@ -34,6 +34,6 @@ pub use graph::Graph;
 pub use identify::{identify, Identification, Stage, Structure};
 pub use logical::{
     logicalize, logicalize_owned, Direction, Exceptions, GapSamples, GapStats, LogicalComm,
-    LogicalOp, LogicalPeer, LogicalTrace, OpKey, OptionalMean, ProcessClass,
+    LogicalOp, LogicalPeer, LogicalTrace, OpKey, OptionalMean, ProcessClass, SINGLE_MESSAGE_TAG,
 };
 pub use matrix::{CommMatrix, Traffic};

@@ -201,6 +201,10 @@ impl From<Option<f64>> for OptionalMean {
     }
 }
 
+/// The tag class of the tags a rank gives one message each way at most (sequence numbers):
+/// one class for all of them, so that loops over such messages fold.
+pub const SINGLE_MESSAGE_TAG: i32 = i32::MAX;
+
 /// What identifies a logical call (everything but its timing).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct OpKey {
@@ -265,7 +269,8 @@ pub struct LogicalOp {
     pub completes: ThinVec<usize>,
     /// Compute gap before the call, over the class.
     pub gap: GapStats,
-    /// The representative's tag class (order of first use; −1 for any tag).
+    /// The representative's tag class (order of first use; −1 for any tag;
+    /// [`SINGLE_MESSAGE_TAG`] for tags that label one message each way).
     pub tag_class: i32,
     /// The representative's tag as traced (−1 for any tag; 0 for calls without one).
     pub traced_tag: i32,
