@@ -649,9 +649,10 @@ fn cut_for_traffic(
     skeleton: &mut Skeleton,
     scaling: &mut Scaling,
 ) -> Option<(Vec<Vec<CheckOp>>, std::collections::BTreeSet<u32>)> {
-    let over = |s: &Skeleton| {
-        crate::traffic::traffic(s).floor() * scaling.app_time_s > scaling.target_s * (1.0 + 1e-9)
-    };
+    // Asked after each cut tried: from each phase's counts, made once.
+    let counts = crate::traffic::FloorOfRuns::new(skeleton);
+    let over =
+        |s: &Skeleton| counts.floor(s) * scaling.app_time_s > scaling.target_s * (1.0 + 1e-9);
     let main_at_one = scaling.main_run <= 1;
     if scaling.note == MAIN_LOOP_WHOLE || !main_at_one || !over(skeleton) {
         return None;

@@ -139,19 +139,42 @@ fn sent(call: &Call) -> f64 {
     }
 }
 
+/// Calls and bytes of one iteration of a phase (the application's, the skeleton's) and of its
+/// statements that run once: what [`phase_traffic`] scales by the iterations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PerIteration {
+    app: (f64, f64),
+    run: (f64, f64),
+    once: (f64, f64),
+}
+
+impl PerIteration {
+    fn of(p: &Phase) -> PerIteration {
+        let guarded =
+            |s: &Stmt| matches!(s, Stmt::Guard { depth: 0, when: When::First | When::Last, .. });
+        let once: Vec<Stmt> = p.body.iter().filter(|s| guarded(s)).cloned().collect();
+        let inner = p.inner.map(|c| (c.index, c.run));
+        let app = match &p.skipped {
+            Some(skipped) => pass(skipped, None, true, true),
+            None => pass(&p.body, None, true, true),
+        };
+        PerIteration {
+            app,
+            run: pass(&p.body, inner, false, true),
+            once: pass(&once, None, true, false),
+        }
+    }
+}
+
 /// Calls and bytes of a phase over all its iterations: the application's, and the skeleton's.
 /// Statements guarded to the first or last iteration of the phase's loop run once.
 fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
-    let guarded =
-        |s: &Stmt| matches!(s, Stmt::Guard { depth: 0, when: When::First | When::Last, .. });
-    let once: Vec<Stmt> = p.body.iter().filter(|s| guarded(s)).cloned().collect();
-    let inner = p.inner.map(|c| (c.index, c.run));
-    let (ac, ab) = match &p.skipped {
-        Some(skipped) => pass(skipped, None, true, true),
-        None => pass(&p.body, None, true, true),
-    };
-    let (rc, rb) = pass(&p.body, inner, false, true);
-    let (oc, ob) = pass(&once, None, true, false);
+    phase_totals(p, &PerIteration::of(p))
+}
+
+/// [`phase_traffic`] of `p` from its calls and bytes per iteration `per`.
+fn phase_totals(p: &Phase, per: &PerIteration) -> ((f64, f64), (f64, f64)) {
+    let ((ac, ab), (rc, rb), (oc, ob)) = (per.app, per.run, per.once);
     let full = p.full as f64;
     let run = if p.skipped.is_some() { 1.0 } else { p.run as f64 };
     // A time-step loop's body stands for one step; its counts are the steps of each kind.
@@ -169,6 +192,60 @@ fn phase_traffic(p: &Phase) -> ((f64, f64), (f64, f64)) {
     let app = ((app_n * ac + oc) * p.scale, (app_n * ab + ob) * p.scale);
     let skel = (run_n * rc + oc, run_n * rb + ob);
     (app, skel)
+}
+
+/// The floor of [`Traffic`] ([`Traffic::floor`]) of a skeleton whose loops run other numbers of
+/// iterations than `skel`'s: each phase's calls and bytes per iteration are counted once, so
+/// that each skeleton asked of costs O(phases), not O(size of the program) — a program of
+/// thousands of loops, each cut tried asking it again (`pipeline::cut_for_traffic`), would
+/// otherwise take minutes.
+#[derive(Debug)]
+pub struct FloorOfRuns {
+    /// Per class, per phase: its inner cut when counted, and its counts.
+    per: Vec<Vec<(Option<(usize, u64)>, PerIteration)>>,
+}
+
+impl FloorOfRuns {
+    /// Counts `skel`'s phases.
+    pub fn new(skel: &Skeleton) -> FloorOfRuns {
+        let per = skel
+            .classes
+            .iter()
+            .map(|c| {
+                c.phases
+                    .iter()
+                    .map(|p| (p.inner.map(|i| (i.index, i.run)), PerIteration::of(p)))
+                    .collect()
+            })
+            .collect();
+        FloorOfRuns { per }
+    }
+
+    /// [`Traffic::floor`] of `skel`: `traffic(skel).floor()`, from the counts where its phases
+    /// are those counted (a phase whose inner cut differs is counted again).
+    pub fn floor(&self, skel: &Skeleton) -> f64 {
+        let same = self.per.len() == skel.classes.len()
+            && self.per.iter().zip(&skel.classes).all(|(p, c)| p.len() == c.phases.len());
+        if !same {
+            return traffic(skel).floor();
+        }
+        let mut t = Traffic::default();
+        for (c, per) in skel.classes.iter().zip(&self.per) {
+            let ranks = c.ranks.len() as f64;
+            for (p, (inner, counted)) in c.phases.iter().zip(per) {
+                let ((ac, ab), (rc, rb)) = if *inner == p.inner.map(|i| (i.index, i.run)) {
+                    phase_totals(p, counted)
+                } else {
+                    phase_traffic(p)
+                };
+                t.calls_app += ranks * ac;
+                t.calls_run += ranks * rc;
+                t.bytes_app += ranks * ab;
+                t.bytes_run += ranks * rb;
+            }
+        }
+        t.floor()
+    }
 }
 
 /// The communication `skel` runs against the application's, over every rank.

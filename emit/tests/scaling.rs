@@ -629,3 +629,44 @@ fn a_set_up_loop_of_many_short_iterations_runs_whole_where_the_other_loops_are_c
     assert!(!loops.iter().any(|&(run, full)| full == 80 && run < 80), "{loops:?}");
     assert_eq!(b.check.ranks, n as usize);
 }
+
+/// The floor of a skeleton's communication asked again after loops are cut, from the counts of
+/// its phases made once (`traffic::FloorOfRuns`, what the cut of loops for traffic asks after
+/// each cut tried), is the floor counted anew.
+#[test]
+fn the_floor_of_communication_from_counts_made_once_is_the_floor_counted_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    // Set-up loops of 30 exchanges before a main loop of 40.
+    let n = 4;
+    let body = move |r: u32| {
+        let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+        let mut v = vec!["compute 2000000".to_owned()];
+        for size in [64, 4096, 512] {
+            for _ in 0..30 {
+                v.push("compute 1000".into());
+                v.push(format!("irecv {prev} 0 {size}"));
+                v.push(format!("isend {next} 0 {size}"));
+                v.push("waitall".into());
+            }
+            v.push("barrier".into());
+        }
+        v.extend(ring(n, 40, 1, 100_000)(r));
+        v
+    };
+    let path = ti_trace(dir.path(), n, body);
+    let b = built_for(&path, 1.0, None);
+    let mut skel = b.skeleton.clone();
+    let counts = mpiskel_emit::traffic::FloorOfRuns::new(&skel);
+    assert_eq!(counts.floor(&skel), mpiskel_emit::traffic::traffic(&skel).floor());
+    let mut cut = 0;
+    for c in &mut skel.classes {
+        for p in c.phases.iter_mut().filter(|p| p.is_loop && p.full > 2) {
+            p.run = if p.run == p.full { 2 } else { p.full };
+            cut += 1;
+        }
+    }
+    assert!(cut >= 3, "{}", b.skeleton.classes[0].notation);
+    let anew = mpiskel_emit::traffic::traffic(&skel).floor();
+    assert!((counts.floor(&skel) - anew).abs() <= 1e-12 * anew.max(1.0), "{anew}");
+    assert_ne!(anew, mpiskel_emit::traffic::traffic(&b.skeleton).floor());
+}
