@@ -202,8 +202,11 @@ fn phase_totals(p: &Phase, per: &PerIteration) -> ((f64, f64), (f64, f64)) {
 #[derive(Debug)]
 pub struct FloorOfRuns {
     /// Per class, per phase: its inner cut when counted, and its counts.
-    per: Vec<Vec<(Option<(usize, u64)>, PerIteration)>>,
+    per: Vec<Vec<Counted>>,
 }
+
+/// A phase's inner cut (index, iterations run) when it was counted, and its counts.
+type Counted = (Option<(usize, u64)>, PerIteration);
 
 impl FloorOfRuns {
     /// Counts `skel`'s phases.
