@@ -605,6 +605,29 @@ fn waits_for_sends_the_run_buffered_are_buffered_unless_strict() {
     }
 }
 
+/// A ring whose messages go by calls the tracer does not record (`fixtures/programs/persistent.c`:
+/// `MPI_Ibsend`, and a persistent receive started with `MPI_Start`): the trace holds the waits
+/// and not the starts of their requests; the build says how many requests that is and that the
+/// skeleton lacks their messages, and the skeleton still builds, checks and runs.
+#[test]
+fn requests_started_by_calls_the_trace_lacks_are_named() {
+    let base = scratch("persistent");
+    let (trace, dir) = (base.join("trace"), base.join("skel"));
+    support::trace_program(support::Lib::OpenMpi, 4, "persistent", &["20", "100"], &trace);
+    let out =
+        mpiskel().args(["build", "--name", "persistent"]).arg(&trace).arg("-o").arg(&dir).output();
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Two requests per rank and iteration.
+    assert!(
+        err.contains("160 requests the trace's waits and tests complete were started by calls"),
+        "{err}"
+    );
+    let _lock = mpi_lock();
+    check_report(&run(&dir, "openmpi", 300), "openmpi", 4);
+}
+
 /// A program that relies on its MPI library buffering small sends (`fixtures/programs/eager.c`:
 /// a ring that sends before it receives, and a send that waits across a broadcast for its
 /// receive): `build --strict` refuses it as the deadlock check finds; by default the sends the

@@ -101,6 +101,30 @@ pub struct BuildOutcome {
 ///
 /// Fails, writing nothing, on a trace that holds no calls, on a program that can deadlock
 /// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
+/// Requests the trace's completions complete whose start it does not hold, over all ranks.
+fn completed_unstarted(set: &TraceSet) -> u64 {
+    set.ranks
+        .iter()
+        .flat_map(|r| &r.events)
+        .map(|e| match &e.payload {
+            mpiskel_trace::Payload::Completion { completed, .. } => {
+                completed.iter().filter(|c| c.request.is_none()).count() as u64
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The note on requests completed whose start the trace does not hold.
+fn describe_unstarted(n: u64) -> String {
+    format!(
+        "{n} requests the trace's waits and tests complete were started by calls it does not \
+         hold (persistent requests started with MPI_Start, MPI_Ibsend, or other calls the \
+         tracer does not record): their messages are not in the skeleton, which predicts the \
+         application without them"
+    )
+}
+
 pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
     ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
     if let Some(t) = o.target_time {
@@ -146,6 +170,10 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     }
     if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
         notes.push(note);
+    }
+    let unstarted = completed_unstarted(&set);
+    if unstarted > 0 {
+        notes.push(describe_unstarted(unstarted));
     }
     let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
     // The stretches between collectives of all ranks, found before the calls are freed: the
