@@ -530,6 +530,16 @@ fn polling_loops_fold_into_blocking_completions() {
     }
 }
 
+/// `build --strict` of `trace` into `strict`: refused, and nothing written there; returns what
+/// it said.
+fn refused_when_strict(trace: &Path, strict: &Path) -> String {
+    let out = mpiskel().args(["build", "-q", "--strict"]).arg(trace).arg("-o").arg(strict).output();
+    let out = out.unwrap();
+    assert!(!out.status.success());
+    assert!(!strict.exists());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A receive posted from any source for updates that stop coming, then cancelled
 /// (`fixtures/programs/cancel.c`): nothing matches it, so a skeleton that posted it would wait
 /// forever. `build --strict` refuses the trace as the deadlock check finds; by default the
@@ -540,13 +550,8 @@ fn calls_nothing_matches_are_left_out_unless_strict() {
     let base = scratch("cancel");
     let (trace, strict) = (base.join("trace"), base.join("strict"));
     support::trace_program(support::Lib::OpenMpi, 4, "cancel", &["30", "512", "100"], &trace);
-    let out =
-        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
-    let out = out.unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_when_strict(&trace, &strict);
     assert!(err.contains("which nobody matches") && err.contains("--strict"), "{err}");
-    assert!(!strict.exists());
 
     let dir = build("cancel", &trace);
     let doc: serde_json::Value = document(&dir);
@@ -575,13 +580,8 @@ fn waits_for_sends_the_run_buffered_are_buffered_unless_strict() {
     let base = scratch("pairwise");
     let (trace, strict) = (base.join("trace"), base.join("strict"));
     support::trace_program(support::Lib::OpenMpi, 4, "pairwise", &["30", "4096", "100"], &trace);
-    let out =
-        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
-    let out = out.unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_when_strict(&trace, &strict);
     assert!(err.contains("MPI_Wait on requests") && err.contains("--strict"), "{err}");
-    assert!(!strict.exists());
 
     let dir = base.join("skel");
     let out =
@@ -639,13 +639,8 @@ fn sends_the_run_buffered_are_buffered_unless_strict() {
     let trace = root().join("fixtures/traces/eager");
     let base = scratch("eager");
     let strict = base.join("strict");
-    let out =
-        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
-    let out = out.unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused_when_strict(&trace, &strict);
     assert!(err.contains("MPI_Send to rank") && err.contains("--strict"), "{err}");
-    assert!(!strict.exists());
 
     let dir = base.join("skel");
     let out = mpiskel().args(["build", "--name", "eager"]).arg(&trace).arg("-o").arg(&dir).output();
@@ -1591,11 +1586,7 @@ fn messages_received_out_of_order_keep_their_tags() {
     let trace = root().join("fixtures/traces/tagged");
     let base = scratch("tagged");
     let strict = base.join("strict");
-    let out =
-        mpiskel().args(["build", "-q", "--strict"]).arg(&trace).arg("-o").arg(&strict).output();
-    let out = out.unwrap();
-    assert!(!out.status.success());
-    assert!(!strict.exists());
+    refused_when_strict(&trace, &strict);
 
     let dir = base.join("skel");
     let out = mpiskel().args(["build"]).arg(&trace).arg("-o").arg(&dir).output().unwrap();

@@ -38,6 +38,14 @@ pub struct Traffic {
 }
 
 impl Traffic {
+    /// Adds a phase's calls and bytes ([`phase_traffic`]) on each of `ranks` ranks.
+    fn add(&mut self, ranks: f64, ((ac, ab), (rc, rb)): ((f64, f64), (f64, f64))) {
+        self.calls_app += ranks * ac;
+        self.calls_run += ranks * rc;
+        self.bytes_app += ranks * ab;
+        self.bytes_run += ranks * rb;
+    }
+
     /// Share of the application's calls the skeleton makes (1 where there are none).
     pub fn calls_share(&self) -> f64 {
         share(self.calls_run, self.calls_app)
@@ -236,15 +244,12 @@ impl FloorOfRuns {
         for (c, per) in skel.classes.iter().zip(&self.per) {
             let ranks = c.ranks.len() as f64;
             for (p, (inner, counted)) in c.phases.iter().zip(per) {
-                let ((ac, ab), (rc, rb)) = if *inner == p.inner.map(|i| (i.index, i.run)) {
+                let totals = if *inner == p.inner.map(|i| (i.index, i.run)) {
                     phase_totals(p, counted)
                 } else {
                     phase_traffic(p)
                 };
-                t.calls_app += ranks * ac;
-                t.calls_run += ranks * rc;
-                t.bytes_app += ranks * ab;
-                t.bytes_run += ranks * rb;
+                t.add(ranks, totals);
             }
         }
         t.floor()
@@ -261,11 +266,9 @@ pub fn traffic(skel: &Skeleton) -> Traffic {
     for c in &skel.classes {
         let ranks = c.ranks.len() as f64;
         for p in &c.phases {
-            let ((ac, ab), (rc, rb)) = phase_traffic(p);
-            t.calls_app += ranks * ac;
-            t.calls_run += ranks * rc;
-            t.bytes_app += ranks * ab;
-            t.bytes_run += ranks * rb;
+            let totals = phase_traffic(p);
+            let (rc, rb) = totals.1;
+            t.add(ranks, totals);
             match at.get(p.name.as_str()) {
                 Some(&i) => {
                     per_phase[i].1 += ranks * rb;
