@@ -784,8 +784,9 @@ fn the_tracers_hidden_floor_never_takes_the_programs_time() {
 /// its receives: ranks that poll on one core hand it to each other at every poll, in intervals
 /// too short for the tracer to read the clock. Estimated as spent on the processor, they used to
 /// drift ahead of the clock, and the drift came out of the next block read (3.4 ms recorded for a
-/// 12 ms block). Per unit of work, every block's processor time is now within a third of the
-/// median over all blocks and ranks.
+/// 12 ms block). Per unit of work, no block's processor time now falls below 0.6 of the median
+/// over all blocks and ranks (the drift left 0.28), nor above twice it: the tests beside this one
+/// share the cores, and their cache traffic can slow one block by a third or more.
 #[test]
 fn cpu_time_of_a_block_after_polls_is_the_work_it_did() {
     let (iters, work) = (30usize, 3000u64);
@@ -817,7 +818,7 @@ fn cpu_time_of_a_block_after_polls_is_the_work_it_did() {
     assert!(median > 0.0);
     let off: Vec<_> = per_unit
         .iter()
-        .filter(|p| !(0.75..=4.0 / 3.0).contains(&(p.2 / median)))
+        .filter(|p| !(0.6..=2.0).contains(&(p.2 / median)))
         .map(|p| format!("rank {} iteration {}: {:.2} of the median", p.0, p.1, p.2 / median))
         .collect();
     assert!(off.is_empty(), "{} blocks off: {off:?}", off.len());
