@@ -605,27 +605,51 @@ fn waits_for_sends_the_run_buffered_are_buffered_unless_strict() {
     }
 }
 
-/// A ring whose messages go by calls the tracer does not record (`fixtures/programs/persistent.c`:
-/// `MPI_Ibsend`, and a persistent receive started with `MPI_Start`): the trace holds the waits
-/// and not the starts of their requests; the build says how many requests that is and that the
-/// skeleton lacks their messages, and the skeleton still builds, checks and runs.
+/// A ring whose messages go by buffered and persistent requests (`fixtures/programs/persistent.c`:
+/// `MPI_Ibsend`, `MPI_Start`, `MPI_Startall`): the tracer records each start as the send or
+/// receive it starts, so the skeleton holds every message and runs under both libraries. The same
+/// trace without those sends and receives, as a tracer that does not record them writes it, still
+/// builds, and the build says how many requests its waits complete that nothing started, and that
+/// the skeleton lacks their messages.
 #[test]
-fn requests_started_by_calls_the_trace_lacks_are_named() {
+fn requests_started_by_persistent_and_buffered_calls_are_traced_and_else_named() {
     let base = scratch("persistent");
     let (trace, dir) = (base.join("trace"), base.join("skel"));
     support::trace_program(support::Lib::OpenMpi, 4, "persistent", &["20", "100"], &trace);
-    let out =
-        mpiskel().args(["build", "--name", "persistent"]).arg(&trace).arg("-o").arg(&dir).output();
-    let out = out.unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    // Two requests per rank and iteration.
+    let build = |trace: &Path, dir: &Path| {
+        let mut cmd = mpiskel();
+        let out = cmd.args(["build", "--name", "persistent"]).arg(trace).arg("-o").arg(dir);
+        let out = out.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    let err = build(&trace, &dir);
+    assert!(!err.contains("were started by calls"), "{err}");
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(source.contains("MPI_Irecv(") && source.contains("MPI_Isend("), "{source}");
+    {
+        let _lock = mpi_lock();
+        for mpi in ["openmpi", "mpich"] {
+            check_report(&run(&dir, mpi, 300), mpi, 4);
+        }
+    }
+
+    let set = mpiskel_trace::TraceSet::open(&trace, &Default::default()).unwrap();
+    let stripped = base.join("stripped");
+    std::fs::create_dir_all(&stripped).unwrap();
+    std::fs::copy(trace.join("meta.json"), stripped.join("meta.json")).unwrap();
+    for mut rt in set.ranks {
+        rt.events.retain(|e| !matches!(e.op, mpiskel_trace::Op::Isend | mpiskel_trace::Op::Irecv));
+        let file = stripped.join(mpiskel_trace::native::rank_file_name(rt.rank));
+        mpiskel_trace::native::write_rank_file(&file, &rt).unwrap();
+    }
+    let err = build(&stripped, &base.join("stripped.skel"));
+    // Six requests per rank and iteration.
     assert!(
-        err.contains("160 requests the trace's waits and tests complete were started by calls"),
+        err.contains("480 requests the trace's waits and tests complete were started by calls"),
         "{err}"
     );
-    let _lock = mpi_lock();
-    check_report(&run(&dir, "openmpi", 300), "openmpi", 4);
 }
 
 /// A program that relies on its MPI library buffering small sends (`fixtures/programs/eager.c`:

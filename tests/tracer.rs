@@ -298,6 +298,47 @@ fn model_ring_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
         .collect()
 }
 
+/// `persistent.c`: a ring step by `MPI_Ibsend` (recorded as `Isend`) and a persistent receive,
+/// a halo exchange by four persistent requests started together, and a last `Waitall` on the
+/// inactive requests that completes nothing.
+fn model_persistent(n: usize, iters: usize) -> Vec<Vec<Call>> {
+    let halo = 256 * 8;
+    (0..n)
+        .map(|r| {
+            let (right, left) = (rk((r + 1) % n), rk((r + n - 1) % n));
+            let mut v = vec![c(Op::Init)];
+            for _ in 0..iters {
+                v.extend([p2p(Op::Isend, right, 8), p2p(Op::Irecv, left, 8), c(Op::Waitall)]);
+                v.extend([p2p(Op::Irecv, left, halo), p2p(Op::Irecv, right, halo)]);
+                v.extend([p2p(Op::Isend, right, halo), p2p(Op::Isend, left, halo)]);
+                v.push(c(Op::Waitall));
+            }
+            v.extend([c(Op::Waitall), c(Op::Finalize)]);
+            v
+        })
+        .collect()
+}
+
+/// `persistent.f90`: persistent requests started together (`MPI_Startall`) and one by one
+/// (`MPI_Start`) from Fortran.
+fn model_persistent_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
+    let bytes = 64 * 8;
+    (0..n)
+        .map(|r| {
+            let (right, left) = (rk((r + 1) % n), rk((r + n - 1) % n));
+            let mut v = vec![c(Op::Init)];
+            for _ in 0..iters {
+                v.extend([p2p(Op::Irecv, left, bytes), p2p(Op::Isend, right, bytes)]);
+                v.push(c(Op::Waitall));
+                v.extend([p2p(Op::Irecv, right, bytes), p2p(Op::Isend, left, bytes)]);
+                v.push(c(Op::Waitall));
+            }
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
 fn model_callrate(n: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
     (0..n)
         .map(|r| {
@@ -540,6 +581,18 @@ fn run_fortran_ring(lib: Lib) {
     check_exact(&open(&dir), &model_ring_f(4, 7));
 }
 
+fn run_persistent(lib: Lib) {
+    let dir = scratch(&format!("persistent-{}", lib.name()));
+    trace_program(lib, 4, "persistent", &["6", "10"], &dir);
+    check_exact(&open(&dir), &model_persistent(4, 6));
+}
+
+fn run_fortran_persistent(lib: Lib) {
+    let dir = scratch(&format!("persistent_f-{}", lib.name()));
+    trace_program(lib, 4, "persistent_f", &["5"], &dir);
+    check_exact(&open(&dir), &model_persistent_f(4, 5));
+}
+
 fn run_callrate(lib: Lib) {
     let dir = scratch(&format!("callrate-{}", lib.name()));
     trace_program(lib, 2, "callrate", &["250", "8", "1"], &dir);
@@ -604,6 +657,8 @@ both_libraries! {
     any_source => run_anysource;
     p2p_modes_and_completions => run_p2pmodes;
     fortran_ring => run_fortran_ring;
+    buffered_and_persistent_requests => run_persistent;
+    fortran_persistent_requests => run_fortran_persistent;
     call_heavy_exchange => run_callrate;
     irregular_partners => run_irregular;
 }

@@ -6,7 +6,8 @@
  * OpenMPI's weak `mpi_xxx_` symbols when the tracer is preloaded; each converts its handles and
  * calls the C wrapper above, which records the call and calls PMPI.
  *
- * Covered: the calls the tracer records, except Alltoallw and the non-blocking collectives other
+ * Covered: the calls the tracer records (with the persistent requests' init calls, MPI_Start,
+ * MPI_Startall and MPI_Request_free), except Alltoallw and the non-blocking collectives other
  * than Ibarrier, Ibcast and Iallreduce (`use mpi_f08` is not covered). Names follow gfortran's
  * convention (lower case, one trailing underscore).
  */
@@ -86,6 +87,29 @@ F_ISEND(mpi_isend_, MPI_Isend)
 F_ISEND(mpi_issend_, MPI_Issend)
 F_ISEND(mpi_irsend_, MPI_Irsend)
 F_ISEND(mpi_irecv_, MPI_Irecv)
+F_ISEND(mpi_ibsend_, MPI_Ibsend)
+F_ISEND(mpi_send_init_, MPI_Send_init)
+F_ISEND(mpi_ssend_init_, MPI_Ssend_init)
+F_ISEND(mpi_rsend_init_, MPI_Rsend_init)
+F_ISEND(mpi_bsend_init_, MPI_Bsend_init)
+F_ISEND(mpi_recv_init_, MPI_Recv_init)
+
+void mpi_start_(MPI_Fint *req, MPI_Fint *ierr) {
+    MPI_Request r = MPI_Request_f2c(*req);
+    *ierr = MPI_Start(&r);
+    *req = MPI_Request_c2f(r);
+}
+void mpi_startall_(MPI_Fint *count, MPI_Fint *reqs, MPI_Fint *ierr) {
+    struct f_reqs q;
+    f_reqs_in(&q, *count, reqs);
+    *ierr = MPI_Startall(*count, q.r);
+    f_reqs_out(&q, *count, reqs);
+}
+void mpi_request_free_(MPI_Fint *req, MPI_Fint *ierr) {
+    MPI_Request r = MPI_Request_f2c(*req);
+    *ierr = MPI_Request_free(&r);
+    *req = MPI_Request_c2f(r);
+}
 
 void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *src, MPI_Fint *tag,
                MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr) {

@@ -97,6 +97,21 @@ struct req {
     int size;
 };
 
+/* A persistent request as its MPI_Send_init, Ssend_init, Rsend_init, Bsend_init or Recv_init
+ * described it, kept until MPI_Request_free: each MPI_Start of it is recorded as the Isend,
+ * Issend, Irsend or Irecv it starts. */
+struct pers {
+    uint64_t key; /* handle bits; 0 = empty slot */
+    int op;       /* OP_ISEND, OP_ISSEND, OP_IRSEND or OP_IRECV */
+    int64_t peer;
+    int tag;
+    uint64_t bytes;
+    uint32_t comm;
+    unsigned wild;
+    int *world; /* translation table of the request's communicator */
+    int size;
+};
+
 static struct {
     int active, finalized, depth;
     int rank, size, fd;
@@ -125,6 +140,8 @@ static struct {
     int n_comms, cap_comms;
     struct req *reqs;
     size_t cap_reqs, n_reqs;
+    struct pers *pers;
+    size_t cap_pers, n_pers;
     int *world_identity;
 } T = {.fd = -1, .perf_fd = -1};
 
@@ -359,7 +376,8 @@ static uint64_t req_key(MPI_Request r) {
     memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
     return k;
 }
-static size_t req_slot(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (T.cap_reqs - 1); }
+static size_t slot_of(uint64_t k, size_t cap) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); }
+static size_t req_slot(uint64_t k) { return slot_of(k, T.cap_reqs); }
 
 /* Requests are kept in an open-addressing multimap keyed by handle bits: MPI libraries hand out
  * the same handle for several requests (OpenMPI's empty request for MPI_PROC_NULL, MPICH's
@@ -423,6 +441,62 @@ static struct req req_take(MPI_Request r) {
 /* Puts a taken request back (its call did not complete it). */
 static void req_restore(const struct req *e) {
     if (e->id) req_insert(*e);
+}
+
+/* ---- persistent requests --------------------------------------------------------------------- */
+/* An open-addressing map from handle bits to what the request's init call described; a handle
+ * names one persistent request at a time (it is freed before its handle is handed out again). */
+static struct pers *pers_find(uint64_t k) {
+    if (!k || !T.cap_pers) return NULL;
+    for (size_t s = slot_of(k, T.cap_pers); T.pers[s].key; s = (s + 1) & (T.cap_pers - 1))
+        if (T.pers[s].key == k) return &T.pers[s];
+    return NULL;
+}
+
+static void pers_insert(struct pers e) {
+    struct pers *same = pers_find(e.key);
+    if (same) {
+        *same = e;
+        return;
+    }
+    if (2 * (T.n_pers + 1) > T.cap_pers) {
+        struct pers *old = T.pers;
+        size_t ocap = T.cap_pers;
+        T.cap_pers = ocap ? 2 * ocap : 64;
+        T.pers = calloc(T.cap_pers, sizeof *T.pers);
+        if (!T.pers) abort();
+        T.n_pers = 0;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].key) pers_insert(old[i]);
+        free(old);
+    }
+    size_t s = slot_of(e.key, T.cap_pers);
+    while (T.pers[s].key) s = (s + 1) & (T.cap_pers - 1);
+    T.pers[s] = e;
+    T.n_pers++;
+}
+
+/* Forgets a freed persistent request (backward-shift deletion keeps probe chains intact). */
+static void pers_remove(uint64_t k) {
+    struct pers *p = pers_find(k);
+    if (!p) return;
+    size_t m = T.cap_pers - 1, s = (size_t)(p - T.pers);
+    T.pers[s].key = 0;
+    T.n_pers--;
+    for (size_t j = (s + 1) & m; T.pers[j].key; j = (j + 1) & m) {
+        struct pers e = T.pers[j];
+        T.pers[j].key = 0;
+        size_t t = slot_of(e.key, T.cap_pers);
+        while (T.pers[t].key) t = (t + 1) & m;
+        T.pers[t] = e;
+    }
+}
+
+static void pers_define(MPI_Request r, int op, struct comm *c, int64_t peer, int tag,
+                        uint64_t bytes, unsigned wild) {
+    uint64_t k = req_key(r);
+    if (!k || r == MPI_REQUEST_NULL) return;
+    pers_insert((struct pers){k, op, peer, tag, bytes, c->id, wild, c->world, c->size});
 }
 
 /* ---- records -------------------------------------------------------------------------------- */
@@ -778,6 +852,99 @@ BLOCKING_SEND(Bsend, OP_BSEND)
 NONBLOCKING_SEND(Isend, OP_ISEND)
 NONBLOCKING_SEND(Issend, OP_ISSEND)
 NONBLOCKING_SEND(Irsend, OP_IRSEND)
+/* A buffered send completes locally, as a standard one does when the library buffers it: it is
+ * recorded as MPI_Isend (as SST DUMPI's reader takes it too); where the skeleton needs the
+ * buffer, its deadlock check buffers the send again. */
+NONBLOCKING_SEND(Ibsend, OP_ISEND)
+
+/* Persistent requests: the init call is remembered, not recorded; each MPI_Start records the
+ * send or receive it starts, under a new request id. */
+#define PERSISTENT_SEND(NAME, OP)                                                              \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag,             \
+                   MPI_Comm comm, MPI_Request *req) {                                          \
+        int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                            \
+        if (TRACING && rc == MPI_SUCCESS) {                                                    \
+            struct comm *c = comm_get(comm);                                                   \
+            pers_define(*req, OP, c, peer(c, dest), tag, type_bytes(count, dt), 0);            \
+        }                                                                                      \
+        return rc;                                                                             \
+    }
+PERSISTENT_SEND(Send_init, OP_ISEND)
+PERSISTENT_SEND(Ssend_init, OP_ISSEND)
+PERSISTENT_SEND(Rsend_init, OP_IRSEND)
+PERSISTENT_SEND(Bsend_init, OP_ISEND)
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
+                  MPI_Request *req) {
+    int rc = PMPI_Recv_init(buf, count, dt, source, tag, comm, req);
+    if (TRACING && rc == MPI_SUCCESS) {
+        struct comm *c = comm_get(comm);
+        pers_define(*req, OP_IRECV, c, peer(c, source), tag, type_bytes(count, dt),
+                    wildcards(source, tag));
+    }
+    return rc;
+}
+
+/* Records one started persistent request as the call its init described. */
+static void rec_start(const struct pers *d, uint64_t t_in, uint64_t t_out, uint64_t i_gap) {
+    uint32_t id = ++T.next_req;
+    req_insert((struct req){d->key, id, d->op == OP_IRECV, d->world, d->size});
+    rec_p2p(d->op, t_in, t_out, i_gap, d->peer, d->tag, d->bytes, d->comm, id, d->wild);
+}
+
+int MPI_Start(MPI_Request *req) {
+    struct pers *p = TRACING ? pers_find(req_key(*req)) : NULL;
+    /* not a request the tracer saw defined (made before tracing, or a persistent collective) */
+    if (!p) return PMPI_Start(req);
+    struct pers d = *p;
+    ENTER;
+    int rc = PMPI_Start(req);
+    LEAVE;
+    if (rc == MPI_SUCCESS) rec_start(&d, REL(t_in), REL(t_out), i_gap);
+    return rc;
+}
+
+/* One record per request started: the first holds the call's time and the gap before it, the
+ * others follow it with none. */
+int MPI_Startall(int n, MPI_Request reqs[]) {
+    if (!TRACING || n <= 0) return PMPI_Startall(n, reqs);
+    struct pers small[16];
+    struct pers *d = n <= 16 ? small : malloc(sizeof(struct pers) * (size_t)n);
+    if (!d) abort();
+    int known = 0;
+    for (int i = 0; i < n; i++) {
+        struct pers *p = pers_find(req_key(reqs[i]));
+        d[i] = p ? *p : (struct pers){0};
+        known += p != NULL;
+    }
+    int rc;
+    if (!known) {
+        rc = PMPI_Startall(n, reqs);
+    } else {
+        ENTER;
+        rc = PMPI_Startall(n, reqs);
+        LEAVE;
+        int first = 1;
+        for (int i = 0; i < n && rc == MPI_SUCCESS; i++) {
+            if (!d[i].key) continue;
+            rec_start(&d[i], first ? REL(t_in) : REL(t_out), REL(t_out), first ? i_gap : 0);
+            T.cpu_gap = 0;
+            first = 0;
+        }
+    }
+    if (d != small) free(d);
+    return rc;
+}
+
+/* A freed request is forgotten: a persistent one's description, and a pending one's entry (its
+ * handle may be handed out again for another request). */
+int MPI_Request_free(MPI_Request *req) {
+    if (TRACING) {
+        pers_remove(req_key(*req));
+        (void)req_take(*req);
+    }
+    return PMPI_Request_free(req);
+}
 
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
@@ -906,6 +1073,8 @@ static void save_reqs(struct saved *s, int n, const MPI_Request *reqs) {
     for (int i = 0; i < s->n; i++) {
         if (reqs[i] == MPI_REQUEST_NULL) s->e[i] = (struct req){0, 0, 0, NULL, 0};
         else s->e[i] = req_take(reqs[i]);
+        /* an inactive persistent request completes at once, as MPI_REQUEST_NULL does */
+        if (s->e[i].key && !s->e[i].id && pers_find(s->e[i].key)) s->e[i].key = 0;
     }
 }
 

@@ -97,34 +97,46 @@ pub struct BuildOutcome {
     pub notes: Vec<String>,
 }
 
-/// Builds the skeleton of `o.trace` into the folder `o.output`.
-///
-/// Fails, writing nothing, on a trace that holds no calls, on a program that can deadlock
-/// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
-/// Requests the trace's completions complete whose start it does not hold, over all ranks.
+/// Requests the trace's completions complete whose start it does not hold, over all ranks: those
+/// of no id (a tracer that records the completion but not the start) and those of an id no call
+/// before started. O(calls).
 fn completed_unstarted(set: &TraceSet) -> u64 {
-    set.ranks
-        .iter()
-        .flat_map(|r| &r.events)
-        .map(|e| match &e.payload {
-            mpiskel_trace::Payload::Completion { completed, .. } => {
-                completed.iter().filter(|c| c.request.is_none()).count() as u64
+    use mpiskel_trace::Payload;
+    let mut n = 0;
+    for rank in &set.ranks {
+        let mut started = std::collections::HashSet::new();
+        for e in &rank.events {
+            match &e.payload {
+                Payload::P2p { request: Some(q), .. }
+                | Payload::Collective { request: Some(q), .. } => {
+                    started.insert(*q);
+                }
+                Payload::Completion { completed, .. } => {
+                    let unstarted = |c: &&mpiskel_trace::Completed| {
+                        c.request.is_none_or(|q| !started.contains(&q))
+                    };
+                    n += completed.iter().filter(unstarted).count() as u64;
+                }
+                _ => {}
             }
-            _ => 0,
-        })
-        .sum()
+        }
+    }
+    n
 }
 
 /// The note on requests completed whose start the trace does not hold.
 fn describe_unstarted(n: u64) -> String {
     format!(
         "{n} requests the trace's waits and tests complete were started by calls it does not \
-         hold (persistent requests started with MPI_Start, MPI_Ibsend, or other calls the \
-         tracer does not record): their messages are not in the skeleton, which predicts the \
-         application without them"
+         hold (calls its tracer does not record, such as MPI_Imrecv): their messages are not \
+         in the skeleton, which predicts the application without them"
     )
 }
 
+/// Builds the skeleton of `o.trace` into the folder `o.output`.
+///
+/// Fails, writing nothing, on a trace that holds no calls, on a program that can deadlock
+/// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
 pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
     ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
     if let Some(t) = o.target_time {
