@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use crate::program::{per_step, ClassProgram, Phase, PhaseIndex, Skeleton, Stmt};
+use crate::program::{per_step, ClassProgram, PhaseIndex, Stmt};
 
 /// The region (blocking collectives of `MPI_COMM_WORLD` made before it), iterations, such
 /// collectives per iteration, and order among the loops of that region alike in both: a loop's
@@ -148,32 +148,23 @@ pub fn same_loop_in(
     (!by_name).then_some(out)
 }
 
-/// Removes `d` iterations from the loop at the place of `class`'s phase named `name` in every
-/// class ([`same_loop`]; `places` and `index`: the places of the skeleton's loops and its
-/// phases by name); whether there was such a loop everywhere.
-pub fn cut_same_loop(
-    skel: &mut Skeleton,
+/// The loop of every class at the place of `class`'s phase named `name` ([`same_loop_in`];
+/// `places` and `index`: the places of the skeleton's loops and its phases by name), as
+/// (class, phase), where there is such a loop everywhere.
+pub fn same_loop_named(
+    classes: &[ClassProgram],
     places: &Places,
     index: &PhaseIndex,
     class: usize,
     name: &str,
-    d: u64,
-) -> bool {
-    let Some(phase) = index.get(class, name) else { return false };
-    let Some(group) = same_loop_in(&skel.classes, places, index, class, phase) else {
-        return false;
-    };
-    for (ci, pi) in group {
-        let p: &mut Phase = &mut skel.classes[ci].phases[pi];
-        p.run = p.full.saturating_sub(d).max(1);
-    }
-    true
+) -> Option<Vec<(usize, usize)>> {
+    same_loop_in(classes, places, index, class, index.get(class, name)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::Call;
+    use crate::program::{Call, Phase};
 
     fn call(op: mpiskel_trace::Op, comm: usize) -> Stmt {
         let call = Call::Collective { op, traced: op, comm, root: None, bytes: 8, slot: None };

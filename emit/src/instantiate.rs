@@ -364,6 +364,19 @@ pub struct Instantiated {
     pub origins: Vec<Vec<usize>>,
     /// The most any rank sends buffered (`MPI_Bsend`) in one run: (bytes, messages).
     pub buffer: (u64, u64),
+    /// Per rank: the position of the first operation of each of its class's phases, and last
+    /// where its phases end (the waits the runtime adds follow).
+    pub phase_starts: Vec<Vec<usize>>,
+}
+
+impl Instantiated {
+    /// The index, among its class's phases, of the phase that the operation at `position` of
+    /// `rank`'s program belongs to (the number of phases for the waits the runtime adds after
+    /// them). O(log phases).
+    pub fn phase_of(&self, rank: u32, position: usize) -> usize {
+        let starts = &self.phase_starts[rank as usize];
+        starts.partition_point(|&s| s <= position).saturating_sub(1)
+    }
 }
 
 /// [`instantiate`], keeping where each operation came from.
@@ -371,6 +384,7 @@ pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
     let mut reused = BTreeSet::new();
     let mut origins = Vec::with_capacity(skel.n_ranks as usize);
     let mut buffer = (0u64, 0u64);
+    let mut phase_starts = Vec::with_capacity(skel.n_ranks as usize);
     let groups = Groups::new(skel);
     let programs = (0..skel.n_ranks)
         .map(|rank| {
@@ -387,7 +401,9 @@ pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
                 buffered: Vec::new(),
                 buffer: (0, 0),
             };
+            let mut starts = Vec::with_capacity(class.phases.len() + 1);
             for p in &class.phases {
+                starts.push(r.out.len());
                 let mut iters = Vec::new();
                 if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
                     let kinds = steps.run_kinds();
@@ -406,6 +422,8 @@ pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
                     r.run(&p.body, &mut iters);
                 }
             }
+            starts.push(r.out.len());
+            phase_starts.push(starts);
             // The runtime completes whatever is still pending before it reports, and its
             // buffered messages leave before it ends.
             let rest: Vec<u32> = r.pending.iter().chain(&r.buffered).copied().collect();
@@ -419,5 +437,5 @@ pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
             r.out
         })
         .collect();
-    Instantiated { programs, reused, origins, buffer }
+    Instantiated { programs, reused, origins, buffer, phase_starts }
 }

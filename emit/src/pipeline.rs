@@ -8,6 +8,7 @@ use mpiskel_logicalize::LogicalTrace;
 use serde::{Deserialize, Serialize};
 
 use crate::compute_cut::cut_compute;
+use crate::cut_runs::Stopped;
 use crate::deadlock::{check, standard_send_of, stuck_sends, CheckOp, Deadlock};
 use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
 use crate::program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
@@ -351,6 +352,15 @@ pub fn pin_any_sources(lt: &LogicalTrace) -> (LogicalTrace, usize) {
 /// Stretches cut short (`stretches`) count at the part they keep, and where they hold the
 /// skeleton over its target, the note says why they keep that much: at least
 /// [`crate::stretches::MIN_KEPT_CALLS`] calls per rank each.
+/// Why loops that could be cut run whole: the deadlock checks of the cuts reached their budget.
+fn untried(n: u64) -> String {
+    format!(
+        "{n} loop cuts were not tried: checking that each leaves no rank waiting took the \
+         deadlock checks' budget ({:.1} million operations per search)",
+        crate::cut_runs::CHECKED_OPERATIONS as f64 / 1e6
+    )
+}
+
 fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]) -> String {
     let pct = |x: f64| 100.0 * x / s.app_time_s;
     let kept_s: f64 = stretches.iter().map(|c| c.span_s - c.removed_s()).sum();
@@ -374,8 +384,11 @@ fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]
         .map(|t| t.describe());
     if s.skeleton_estimate_s <= s.target_s * (1.0 + crate::scale::TARGET_SLACK) {
         return floor.map_or_else(String::new, |f| {
-            let kept =
+            let mut kept =
                 if stretches.is_empty() { String::new() } else { format!("; {}", why_kept()) };
+            if s.cuts_untried > 0 {
+                kept = format!("{kept}; {}", untried(s.cuts_untried));
+            }
             format!(
                 "over the target ({:.1} % of the application's time) if communication takes \
                  most of it: {f}{kept}",
@@ -444,6 +457,9 @@ fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]
     }
     if parts.is_empty() {
         parts.push("the loops left run whole and their compute blocks are too short to cut".into());
+    }
+    if s.cuts_untried > 0 {
+        parts.push(untried(s.cuts_untried));
     }
     if let Some(f) = floor {
         parts.push(format!("if communication takes most of the time, {f}"));
@@ -663,15 +679,17 @@ fn cut_for_traffic(
         crate::scale::one_iteration_cuts(skeleton, scaling.app_time_s, scaling.target_s);
     let mut accepted = None;
     let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);
-    let (saved, _) =
-        crate::scale::cut_loops_in_runs(skeleton, lead, &cuts, &|s, _| over(s), &mut |t| {
-            let (p, r) = instantiate(t);
-            let ok = check(&p).is_none();
-            if ok {
-                accepted = Some((p, r));
-            }
-            ok
-        });
+    let max_checks = crate::cut_runs::max_checks(operations(skeleton));
+    let made = crate::scale::cut_loops_in_runs(
+        skeleton,
+        lead,
+        &cuts,
+        &|s, _| over(s),
+        &mut |t| checked(t).map(|p| accepted = Some(p)),
+        max_checks,
+    );
+    let saved = made.saved;
+    scaling.cuts_untried += made.untried as u64;
     let left = total - saved;
     if accepted.is_some() && total > 0.0 {
         scaling.skeleton_estimate_s *= (left / total).clamp(0.0, 1.0);
@@ -680,6 +698,29 @@ fn cut_for_traffic(
         }
     }
     accepted
+}
+
+/// A program that passed the check: every rank's operations and the request slots reused.
+type Passed = (Vec<Vec<CheckOp>>, std::collections::BTreeSet<u32>);
+
+/// Instantiates and checks a program a loop cut made: its operations and the request slots
+/// reused where it passes, and where its check stopped in each rank where it does not.
+///
+/// # Complexity
+/// One instantiation and check, and O(ranks × log phases) for where it stopped.
+fn checked(skel: &Skeleton) -> Result<Passed, Option<Stopped>> {
+    let inst = instantiate_traced(skel);
+    let Some(d) = check(&inst.programs) else { return Ok((inst.programs, inst.reused)) };
+    let mut stopped: Stopped = vec![None; inst.programs.len()];
+    for b in &d.blocked {
+        stopped[b.rank as usize] = Some(inst.phase_of(b.rank, b.position));
+    }
+    Err(Some(stopped))
+}
+
+/// The operations the checker runs for `skel` (its instantiation's).
+fn operations(skel: &Skeleton) -> usize {
+    instantiate(skel).0.iter().map(Vec::len).sum()
 }
 
 /// What [`cut_and_check`] gives: the program, its scaling, every rank's checked operations, the
@@ -743,14 +784,9 @@ fn cut_and_check(
     // The loops whose names stand for the same loop in every class can still be cut; the last
     // program accepted is the one kept.
     let mut accepted = None;
-    cut_verified(&mut skeleton, &mut scaling, &mut |s| {
-        let (p, r) = instantiate(s);
-        let ok = check(&p).is_none();
-        if ok {
-            accepted = Some((p, r));
-        }
-        ok
-    });
+    let max_checks = crate::cut_runs::max_checks(programs.iter().map(Vec::len).sum());
+    let mut accept = |s: &Skeleton| checked(s).map(|p| accepted = Some(p));
+    cut_verified(&mut skeleton, &mut scaling, &mut accept, max_checks);
     if let Some((p, r)) = accepted {
         (programs, reused) = (p, r);
     }

@@ -39,6 +39,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cut_runs::{Cuts, Stopped};
 use crate::program::{
     compute_of, is_zero, kept_compute_of, span_of, ClassProgram, InnerCut, Phase, PhaseIndex,
     Skeleton, Stmt,
@@ -174,34 +175,77 @@ pub(crate) fn cut_loop(skel: &mut Skeleton, index: &PhaseIndex, name: &str, d: u
 /// those that `accept` (the deadlock check) accepts, checked in runs
 /// ([`crate::cut_runs::cut_in_runs`]): each loop cut by its name in every class, or where that
 /// is refused, at its place in every class where the classes name it differently
-/// ([`crate::aligned::cut_same_loop`]). Returns the seconds saved and the cuts kept.
+/// ([`crate::aligned::same_loop_named`]). Where `accept` says where its check stopped
+/// ([`Stopped`]), the cuts of a run refused that touch no phase a rank ran before it stopped
+/// are not suspects (see [`crate::cut_runs`]). The cuts are made in `skel` itself and undone
+/// where refused: a copy of a program of thousands of phases per trial took a third of the
+/// time. At most `max_checks` checks are made.
 ///
 /// # Complexity
-/// O((1 + cuts refused) × log(cuts)) checks, each O(size of the program).
+/// O((1 + cuts refused) × log(cuts)) checks, each O(size of the program); O(1 + cuts
+/// refused) checks where each refusal has one suspect.
 pub fn cut_loops_in_runs(
     skel: &mut Skeleton,
     lead: usize,
     cuts: &[(String, u64, f64)],
     over: &dyn Fn(&Skeleton, f64) -> bool,
-    accept: &mut dyn FnMut(&Skeleton) -> bool,
-) -> (f64, usize) {
+    accept: &mut dyn FnMut(&Skeleton) -> Result<(), Option<Stopped>>,
+    max_checks: usize,
+) -> Cuts {
     let saved: Vec<f64> = cuts.iter().map(|c| c.2).collect();
     let index = PhaseIndex::new(&skel.classes);
-    // Found at the first cut tried at its place (every trial is a copy of `skel`, its loops
-    // where they were).
+    // Found at the first cut tried at its place: places do not depend on the cuts.
     let places = std::cell::OnceCell::new();
+    // The phases each cut touched when it was made last, as (class, phase, iterations run
+    // before it).
+    let touched = std::cell::RefCell::new(std::collections::HashMap::new());
     let cut = |trial: &mut Skeleton, i: usize, at_place: bool| {
         let (name, d, _) = &cuts[i];
-        if at_place {
-            let places = places.get_or_init(|| crate::aligned::Places::new(&trial.classes));
-            if crate::aligned::cut_same_loop(trial, places, &index, lead, name, *d) {
-                return true;
-            }
+        let group = at_place
+            .then(|| {
+                let places = places.get_or_init(|| crate::aligned::Places::new(&trial.classes));
+                crate::aligned::same_loop_named(&trial.classes, places, &index, lead, name)
+            })
+            .flatten();
+        let made_at_place = group.is_some();
+        let group = group.unwrap_or_else(|| {
+            (0..trial.classes.len())
+                .flat_map(|ci| index.all(ci, name).iter().map(move |&pi| (ci, pi)))
+                .collect()
+        });
+        let before = group.iter().map(|&(ci, pi)| (ci, pi, trial.classes[ci].phases[pi].run));
+        let before: Vec<_> = before.collect();
+        for &(ci, pi) in &group {
+            let p = &mut trial.classes[ci].phases[pi];
+            p.run = p.full.saturating_sub(*d).max(1);
         }
-        cut_loop(trial, &index, name, *d);
-        false
+        touched.borrow_mut().insert(i, before);
+        made_at_place
     };
-    crate::cut_runs::cut_in_runs(skel, &saved, &cut, over, accept)
+    let undo = |trial: &mut Skeleton, i: usize| {
+        for &(ci, pi, run) in touched.borrow().get(&i).into_iter().flatten().rev() {
+            trial.classes[ci].phases[pi].run = run;
+        }
+    };
+    let mut checked = |s: &Skeleton, run: &[usize]| {
+        accept(s).map_err(|stopped| {
+            let Some(stopped) = stopped else { return run.to_vec() };
+            let touched = touched.borrow();
+            // A rank ran a phase where it stopped past it, or finished.
+            let ran = |&(ci, pi, _): &(usize, usize, u64)| {
+                s.classes[ci]
+                    .ranks
+                    .iter()
+                    .any(|&r| stopped.get(r as usize).is_none_or(|at| at.is_none_or(|at| at > pi)))
+            };
+            run.iter()
+                .copied()
+                .filter(|i| touched.get(i).is_none_or(|group: &Vec<_>| group.iter().any(ran)))
+                .collect()
+        })
+    };
+    let ways = crate::cut_runs::Ways { cut: &cut, undo: &undo };
+    crate::cut_runs::cut_in_runs(skel, &saved, &ways, over, &mut checked, max_checks)
 }
 
 /// Cuts every top-level loop but the main one to two iterations, removing the same number of
@@ -238,7 +282,8 @@ fn cut_other_loops(
 pub fn cut_verified(
     skel: &mut Skeleton,
     scaling: &mut Scaling,
-    accept: &mut dyn FnMut(&Skeleton) -> bool,
+    accept: &mut dyn FnMut(&Skeleton) -> Result<(), Option<Stopped>>,
+    max_checks: usize,
 ) -> usize {
     let lead_recorded = lead_recorded(skel);
     let (app_time_s, target_s) = (scaling.app_time_s, scaling.target_s);
@@ -249,13 +294,15 @@ pub fn cut_verified(
     let seconds_of = app_seconds(lead_recorded, app_time_s);
     let start = scaling.skeleton_estimate_s;
     let cuts = other_loop_cuts(skel, target_s, &seconds_of);
-    let (saved, mut kept) =
-        cut_loops_in_runs(skel, lead, &cuts, &|_, s| start - s > target_s, accept);
+    let over = |_: &Skeleton, s: f64| start - s > target_s;
+    let made = cut_loops_in_runs(skel, lead, &cuts, &over, accept, max_checks);
+    let (saved, mut kept) = (made.saved, made.kept);
+    scaling.cuts_untried += made.untried as u64;
     let mut estimate = start - saved;
     if estimate > target_s && scaling.main_run == 1 {
         let mut trial = skel.clone();
         let cut = cut_inner(&mut trial, estimate, target_s, &seconds_of);
-        if cut < estimate && accept(&trial) {
+        if cut < estimate && accept(&trial).is_ok() {
             *skel = trial;
             estimate = cut;
             kept += 1;
@@ -610,6 +657,10 @@ pub struct Scaling {
     /// Why the cut differs from the target's, if it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// Loop cuts not tried where the skeleton stayed over its target: the deadlock checks of
+    /// cuts reached their budget ([`crate::cut_runs::CHECKED_OPERATIONS`]).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cuts_untried: u64,
     /// The communication the skeleton runs against the application's ([`crate::traffic`]):
     /// its floor where communication is most of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -832,6 +883,7 @@ pub fn scale(
         warmup_s,
         sampled_extra_s,
         note: String::new(),
+        cuts_untried: 0,
         traffic: None,
     }
 }
