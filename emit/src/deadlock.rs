@@ -30,11 +30,17 @@
 //! [`WILDCARD_RUNS`] + 1 more executions, each choice scanning the queued sends to its rank.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use rustc_hash::FxBuildHasher;
 use std::fmt;
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+/// The checker's hash maps, keyed by ranks, slots and counts: hashed by Fx (`rustc-hash`), a
+/// tenth of a check's time went to SipHash. No result depends on their order.
+type Map<K, V> = HashMap<K, V, FxBuildHasher>;
 
 /// A request slot of one rank (the rank's own numbering).
 pub type Slot = u32;
@@ -194,13 +200,13 @@ struct Matcher {
     /// received.
     delay: bool,
     /// Unmatched sends by destination, then (source, tag), in posting order; no queue empty.
-    sends: HashMap<u32, BTreeMap<(u32, i32), VecDeque<Posted>>>,
+    sends: Map<u32, BTreeMap<(u32, i32), VecDeque<Posted>>>,
     /// Unmatched receives by destination, in posting order: (source or any, tag, who).
-    recvs: HashMap<u32, VecDeque<(Option<u32>, i32, Posted)>>,
+    recvs: Map<u32, VecDeque<(Option<u32>, i32, Posted)>>,
     /// Delayed: how many wildcard receives are pending at each destination.
     wild_at: BTreeMap<u32, usize>,
     /// Matched (rank, slot) pairs; blocking calls use slot `u32::MAX`.
-    matched: HashMap<(u32, Slot), bool>,
+    matched: Map<(u32, Slot), bool>,
 }
 
 const BLOCKING: Slot = Slot::MAX;
@@ -517,12 +523,12 @@ fn check_in(
     let mut posted = vec![false; n];
     let mut m = Matcher { highest: reverse, delay: order.delay, ..Matcher::default() };
     // Collectives: per communicator, how many each member has completed, and who is waiting.
-    let mut coll_done: HashMap<(u32, u32), usize> = HashMap::new();
-    let mut arrived: HashMap<(u32, usize), Vec<u32>> = HashMap::new();
+    let mut coll_done: Map<(u32, u32), usize> = Map::default();
+    let mut arrived: Map<(u32, usize), Vec<u32>> = Map::default();
     // The kind of each collective, as the first member to reach it made it: a member that makes
     // another kind at the same point (an `MPI_Barrier` where the others reduce) never completes,
     // as in MPI, where mismatched collectives hang or fail.
-    let mut kinds: HashMap<(u32, usize), &str> = HashMap::new();
+    let mut kinds: Map<(u32, usize), &str> = Map::default();
     loop {
         let mut progress = false;
         for i in 0..n {
