@@ -670,3 +670,75 @@ fn the_floor_of_communication_from_counts_made_once_is_the_floor_counted_anew() 
     assert!((counts.floor(&skel) - anew).abs() <= 1e-12 * anew.max(1.0), "{anew}");
     assert_ne!(anew, mpiskel_emit::traffic::traffic(&b.skeleton).floor());
 }
+
+/// A refused run of loop cuts names as suspects the cuts that change what some rank ran before
+/// the check stopped, and a lone suspect is tried alone: two classes, one of which makes a loop
+/// (`b`) that the other does not, before two loops both make (`a`, `c`). A check that refuses
+/// `b` cut stops rank 0 in the phase after it and rank 1 in its first phase: only `b` changed
+/// what they ran, so it is tried alone and refused, and `a` and `c` pass together: three
+/// checks. A check that says nothing of where it stopped halves the run instead (four); one
+/// that named `a` or `c` a suspect too would as well.
+#[test]
+fn a_cut_that_changes_nothing_a_rank_ran_before_the_check_stopped_is_not_a_suspect() {
+    use mpiskel_emit::cut_runs::Stopped;
+    use mpiskel_emit::program::{ClassProgram, Phase, Skeleton};
+    let dir = tempfile::tempdir().unwrap();
+    let base = built(&ti_trace(dir.path(), 2, ring(2, 20, 1, 1_000_000)), 1.0, 0.1).skeleton;
+    let phase = |name: &str, full: u64| Phase {
+        name: name.into(),
+        full,
+        run: full,
+        is_loop: full > 1,
+        body: Vec::new(),
+        inner: None,
+        steps: None,
+        skipped: None,
+        ..base.classes[0].phases[0].clone()
+    };
+    let mut skel = base.clone();
+    skel.class_of_rank = vec![0, 1];
+    skel.classes = vec![
+        ClassProgram {
+            ranks: vec![0],
+            phases: vec![phase("b", 5), phase("a", 4), phase("c", 3)],
+            notation: String::new(),
+        },
+        ClassProgram {
+            ranks: vec![1],
+            phases: vec![phase("step", 1), phase("a", 4), phase("c", 3)],
+            notation: String::new(),
+        },
+    ];
+    let cuts: Vec<(String, u64, f64)> =
+        [("b", 4, 3.0), ("a", 3, 2.0), ("c", 2, 1.0)].map(|(n, d, s)| (n.into(), d, s)).into();
+    let cut_b = |s: &Skeleton| s.classes[0].phases[0].run < s.classes[0].phases[0].full;
+    let search = |says_where: bool| {
+        let (mut skel, mut checks) = (skel.clone(), 0);
+        let made = mpiskel_emit::scale::cut_loops_in_runs(
+            &mut skel,
+            0,
+            &cuts,
+            &|_, _| true,
+            &mut |s| {
+                checks += 1;
+                let stopped: Stopped = vec![Some(1), Some(0)];
+                if cut_b(s) {
+                    Err(says_where.then_some(stopped))
+                } else {
+                    Ok(())
+                }
+            },
+            usize::MAX,
+        );
+        let runs: Vec<Vec<u64>> =
+            skel.classes.iter().map(|c| c.phases.iter().map(|p| p.run).collect()).collect();
+        (made.kept, runs, checks)
+    };
+    let (kept, runs, checks) = search(true);
+    assert_eq!(kept, 2);
+    assert_eq!(runs, vec![vec![5, 1, 1], vec![1, 1, 1]]);
+    assert_eq!(checks, 3);
+    let (kept, runs_halved, checks) = search(false);
+    assert_eq!((kept, runs_halved), (2, runs));
+    assert_eq!(checks, 4);
+}
