@@ -274,11 +274,14 @@ fn cut_other_loops(
 /// then the main loop's heaviest inner loop, keeping each cut that `accept` (the deadlock
 /// check) accepts, until the estimate meets the target. A loop whose name stands for the same
 /// loop in every class is cut; one that names different loops in different classes is left
-/// whole. Returns how many cuts were kept; updates `scaling`'s estimate and factor.
+/// whole. `accept` says where its check stopped where it refuses ([`Stopped`]); the loop cuts
+/// take at most `max_checks` checks, and those not tried are counted in
+/// `scaling.cuts_untried`. Returns how many cuts were kept; updates `scaling`'s estimate and
+/// factor.
 ///
 /// # Complexity
 /// One `accept` per run of cuts tried ([`cut_loops_in_runs`]): O((1 + cuts refused) ×
-/// log(top-level loops)) checks, each O(size of the program).
+/// log(top-level loops)) checks, each O(size of the program), and at most `max_checks`.
 pub fn cut_verified(
     skel: &mut Skeleton,
     scaling: &mut Scaling,
