@@ -296,9 +296,9 @@ mod tests {
         (state, total)
     }
 
-    /// 200 cuts in runs, none under the target, checked naming suspects (`blame`) or not: the
-    /// cuts kept (sorted) and the checks made.
-    fn in_runs(blame: bool) -> (Made, usize) {
+    /// 200 cuts in runs, none under the target, checked naming suspects (`blame`) or not, with
+    /// at most `max_checks` checks: the state, the checks made and what the search says.
+    fn search(blame: bool, max_checks: usize) -> (Made, usize, Cuts) {
         let saved = vec![1.0; 200];
         let (mut state, mut checks) = (Made::new(), 0);
         let made = cut_in_runs(
@@ -310,8 +310,14 @@ mod tests {
                 checks += 1;
                 check(s, run, blame)
             },
-            usize::MAX,
+            max_checks,
         );
+        (state, checks, made)
+    }
+
+    /// [`search`] without a budget: the cuts kept (sorted) and the checks made.
+    fn in_runs(blame: bool) -> (Made, usize) {
+        let (mut state, checks, made) = search(blame, usize::MAX);
         assert!(passes(&state));
         assert_eq!(made.kept, state.len());
         assert_eq!(made.saved, state.len() as f64);
@@ -407,19 +413,7 @@ mod tests {
     /// and the others are counted as not tried.
     #[test]
     fn the_checks_stop_at_their_budget_with_what_passed_kept() {
-        let saved = vec![1.0; 200];
-        let (mut state, mut checks) = (Made::new(), 0);
-        let made = cut_in_runs(
-            &mut state,
-            &saved,
-            &WAYS,
-            &|_, _| true,
-            &mut |s, run| {
-                checks += 1;
-                check(s, run, true)
-            },
-            12,
-        );
+        let (state, checks, made) = search(true, 12);
         assert_eq!(checks, 12);
         assert!(passes(&state), "{state:?}");
         assert_eq!(state.len(), made.kept);
