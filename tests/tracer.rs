@@ -339,6 +339,49 @@ fn model_persistent_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
         .collect()
 }
 
+/// `manycomms.c`: `ndup` duplicates of `MPI_COMM_WORLD` kept alive, a node-local communicator
+/// (`MPI_Comm_split_type`, recorded as the `Comm_split` it equals) and a ring made of the first
+/// duplicate; each iteration a Barrier on every duplicate, an Allreduce on the node and a Bcast
+/// from rank 0 on the ring.
+fn model_manycomms(n: usize, ndup: usize, iters: usize) -> Vec<Vec<Call>> {
+    (0..n)
+        .map(|_| {
+            let mut v = vec![c(Op::Init)];
+            v.extend(std::iter::repeat_n(c(Op::CommDup), ndup));
+            v.extend([c(Op::CommSplit), c(Op::CartCreate)]);
+            for _ in 0..iters {
+                v.extend(std::iter::repeat_n(c(Op::Barrier), ndup));
+                v.extend([c(Op::Allreduce), rooted(Op::Bcast, 0)]);
+            }
+            v.extend(std::iter::repeat_n(c(Op::CommFree), ndup + 2));
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect()
+}
+
+/// `nbcoll.f90`: the non-blocking collectives from Fortran, on a node-local communicator
+/// (`MPI_Comm_split_type`) and on `MPI_COMM_WORLD`.
+fn model_nbcoll_f(n: usize, iters: usize) -> Vec<Vec<Call>> {
+    (0..n)
+        .map(|_| {
+            let mut v = vec![c(Op::Init), c(Op::CommSplit)];
+            for _ in 0..iters {
+                v.extend([rooted(Op::Igather, 0), rooted(Op::Iscatter, 0), c(Op::Waitall)]);
+                for op in [Op::Iallgather, Op::Iallgatherv, Op::Ialltoall, Op::Ialltoallv] {
+                    v.extend([c(op), c(Op::Wait)]);
+                }
+                v.extend([rooted(Op::Ireduce, 0), c(Op::Wait)]);
+                v.extend([rooted(Op::Igatherv, 0), c(Op::Wait)]);
+                v.extend([rooted(Op::Iscatterv, 0), c(Op::Wait)]);
+                v.extend([c(Op::Iscan), c(Op::Wait)]);
+            }
+            v.extend([c(Op::CommFree), c(Op::Finalize)]);
+            v
+        })
+        .collect()
+}
+
 fn model_callrate(n: usize, iters: usize, bytes: u64) -> Vec<Vec<Call>> {
     (0..n)
         .map(|r| {
@@ -593,6 +636,37 @@ fn run_fortran_persistent(lib: Lib) {
     check_exact(&open(&dir), &model_persistent_f(4, 5));
 }
 
+/// Every communicator the ranks use is the one the program made: each of the 40 duplicates and
+/// the ring has every rank, and so has the node-local communicator on this one machine. The
+/// tracer's table of communicators grows past 16 and 32 entries while a creation is recorded.
+fn run_manycomms(lib: Lib) {
+    let (n, ndup, iters) = (4usize, 40usize, 3usize);
+    let dir = scratch(&format!("manycomms-{}", lib.name()));
+    trace_program(lib, n, "manycomms", &[&ndup.to_string(), &iters.to_string()], &dir);
+    let set = open(&dir);
+    check_exact(&set, &model_manycomms(n, ndup, iters));
+    let all: Vec<Rank> = (0..n as u32).map(Rank).collect();
+    for rt in &set.ranks {
+        let mut comms = BTreeSet::new();
+        for e in &rt.events {
+            if let Payload::Collective { comm, .. } = &e.payload {
+                comms.insert(*comm);
+                assert_eq!(rt.members(*comm).unwrap(), &all[..], "rank {}: {}", rt.rank.0, e.op);
+            }
+        }
+        // The 40 duplicates, the node and the ring: each a communicator of its own.
+        assert_eq!(comms.len(), ndup + 2, "rank {}", rt.rank.0);
+    }
+}
+
+fn run_fortran_nbcoll(lib: Lib) {
+    let dir = scratch(&format!("nbcoll_f-{}", lib.name()));
+    trace_program(lib, 4, "nbcoll_f", &["3"], &dir);
+    let set = open(&dir);
+    check_exact(&set, &model_nbcoll_f(4, 3));
+    set.ranks.iter().for_each(check_requests);
+}
+
 fn run_callrate(lib: Lib) {
     let dir = scratch(&format!("callrate-{}", lib.name()));
     trace_program(lib, 2, "callrate", &["250", "8", "1"], &dir);
@@ -660,6 +734,8 @@ both_libraries! {
     buffered_and_persistent_requests => run_persistent;
     fortran_persistent_requests => run_fortran_persistent;
     call_heavy_exchange => run_callrate;
+    many_communicators_and_node_local_ones => run_manycomms;
+    fortran_non_blocking_collectives => run_fortran_nbcoll;
     irregular_partners => run_irregular;
 }
 

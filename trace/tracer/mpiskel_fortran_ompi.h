@@ -7,8 +7,8 @@
  * calls the C wrapper above, which records the call and calls PMPI.
  *
  * Covered: the calls the tracer records (with the persistent requests' init calls, MPI_Start,
- * MPI_Startall and MPI_Request_free), except Alltoallw and the non-blocking collectives other
- * than Ibarrier, Ibcast and Iallreduce (`use mpi_f08` is not covered). Names follow gfortran's
+ * MPI_Startall and MPI_Request_free), except Alltoallw, Ialltoallw and the non-blocking
+ * reduce-scatters (`use mpi_f08` is not covered). Names follow gfortran's
  * convention (lower case, one trailing underscore).
  */
 #include <assert.h>
@@ -264,10 +264,21 @@ F_ALLREDUCE_LIKE(mpi_allreduce_, MPI_Allreduce)
 F_ALLREDUCE_LIKE(mpi_scan_, MPI_Scan)
 F_ALLREDUCE_LIKE(mpi_exscan_, MPI_Exscan)
 
-void mpi_iallreduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op,
-                     MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr) {
+#define F_IALLREDUCE_LIKE(FNAME, CNAME)                                                        \
+    void FNAME(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *comm,  \
+               MPI_Fint *req, MPI_Fint *ierr) {                                                \
+        MPI_Request q;                                                                         \
+        *ierr = CNAME(f_buf(s), f_buf(r), *count, T_(dt), O_(op), C_(comm), &q);               \
+        *req = MPI_Request_c2f(q);                                                             \
+    }
+F_IALLREDUCE_LIKE(mpi_iallreduce_, MPI_Iallreduce)
+F_IALLREDUCE_LIKE(mpi_iscan_, MPI_Iscan)
+F_IALLREDUCE_LIKE(mpi_iexscan_, MPI_Iexscan)
+
+void mpi_ireduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *op, MPI_Fint *root,
+                  MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr) {
     MPI_Request q;
-    *ierr = MPI_Iallreduce(f_buf(s), f_buf(r), *count, T_(dt), O_(op), C_(comm), &q);
+    *ierr = MPI_Ireduce(f_buf(s), f_buf(r), *count, T_(dt), O_(op), *root, C_(comm), &q);
     *req = MPI_Request_c2f(q);
 }
 
@@ -278,6 +289,33 @@ void mpi_iallreduce_(void *s, void *r, MPI_Fint *count, MPI_Fint *dt, MPI_Fint *
     }
 F_ROOTED(mpi_gather_, MPI_Gather)
 F_ROOTED(mpi_scatter_, MPI_Scatter)
+
+#define F_IROOTED(FNAME, CNAME)                                                                \
+    void FNAME(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,       \
+               MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr) {                \
+        MPI_Request q;                                                                         \
+        *ierr = CNAME(f_buf(s), *sc, T_(st), f_buf(r), *rc, T_(rt), *root, C_(comm), &q);      \
+        *req = MPI_Request_c2f(q);                                                             \
+    }
+F_IROOTED(mpi_igather_, MPI_Igather)
+F_IROOTED(mpi_iscatter_, MPI_Iscatter)
+
+void mpi_igatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
+                   MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req,
+                   MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Igatherv(f_buf(s), *sc, T_(st), f_buf(r), rcounts, displs, T_(rt), *root,
+                         C_(comm), &q);
+    *req = MPI_Request_c2f(q);
+}
+void mpi_iscatterv_(void *s, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *st, void *r,
+                    MPI_Fint *rc, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *req,
+                    MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Iscatterv(f_buf(s), scounts, displs, T_(st), f_buf(r), *rc, T_(rt), *root,
+                          C_(comm), &q);
+    *req = MPI_Request_c2f(q);
+}
 
 void mpi_gatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
                   MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *root, MPI_Fint *comm,
@@ -298,6 +336,33 @@ void mpi_scatterv_(void *s, MPI_Fint *scounts, MPI_Fint *displs, MPI_Fint *st, v
     }
 F_ALL(mpi_allgather_, MPI_Allgather)
 F_ALL(mpi_alltoall_, MPI_Alltoall)
+
+#define F_IALL(FNAME, CNAME)                                                                   \
+    void FNAME(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rc, MPI_Fint *rt,       \
+               MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr) {                                \
+        MPI_Request q;                                                                         \
+        *ierr = CNAME(f_buf(s), *sc, T_(st), f_buf(r), *rc, T_(rt), C_(comm), &q);             \
+        *req = MPI_Request_c2f(q);                                                             \
+    }
+F_IALL(mpi_iallgather_, MPI_Iallgather)
+F_IALL(mpi_ialltoall_, MPI_Ialltoall)
+
+void mpi_iallgatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
+                      MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req,
+                      MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Iallgatherv(f_buf(s), *sc, T_(st), f_buf(r), rcounts, displs, T_(rt), C_(comm),
+                            &q);
+    *req = MPI_Request_c2f(q);
+}
+void mpi_ialltoallv_(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st, void *r,
+                     MPI_Fint *rcounts, MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm,
+                     MPI_Fint *req, MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Ialltoallv(f_buf(s), scounts, sdispls, T_(st), f_buf(r), rcounts, rdispls,
+                           T_(rt), C_(comm), &q);
+    *req = MPI_Request_c2f(q);
+}
 
 void mpi_allgatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
                      MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *ierr) {
@@ -322,6 +387,12 @@ void mpi_comm_split_(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key, MPI_Fint *n
                      MPI_Fint *ierr) {
     MPI_Comm c;
     *ierr = MPI_Comm_split(C_(comm), *color, *key, &c);
+    *newcomm = MPI_Comm_c2f(c);
+}
+void mpi_comm_split_type_(MPI_Fint *comm, MPI_Fint *type, MPI_Fint *key, MPI_Fint *info,
+                          MPI_Fint *newcomm, MPI_Fint *ierr) {
+    MPI_Comm c;
+    *ierr = MPI_Comm_split_type(C_(comm), *type, *key, MPI_Info_f2c(*info), &c);
     *newcomm = MPI_Comm_c2f(c);
 }
 void mpi_comm_dup_(MPI_Fint *comm, MPI_Fint *newcomm, MPI_Fint *ierr) {

@@ -630,6 +630,9 @@ static void rec_coll(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, stru
 
 static void rec_comm(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, struct comm *parent,
                      MPI_Comm created, int has_split, int color, int key) {
+    /* Read before the communicator created is added: adding it may move the table `parent`
+     * points into. */
+    uint32_t parent_id = parent->id;
     struct comm *nc = NULL;
     int nd = 0, dims[64], periods[64], coords[64];
     if (created != MPI_COMM_NULL) {
@@ -643,7 +646,7 @@ static void rec_comm(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, stru
         }
     }
     ev_begin(op, t_in, t_out, i_gap, 16 + 12 * (size_t)nd);
-    put_uvar(parent->id);
+    put_uvar(parent_id);
     put_uvar(nc ? (uint64_t)nc->id + 1 : 0);
     if (has_split) {
         put_u8(1);
@@ -1473,6 +1476,33 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
     LEAVE;
     rec_comm(OP_COMM_SPLIT, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 1,
              color == MPI_UNDEFINED ? -1 : color, key);
+    return rc;
+}
+
+/* Recorded as the MPI_Comm_split it is equivalent to: the colour is the lowest world rank of
+ * the new communicator (what its members share and no other group has), -1 for none. */
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+                        MPI_Comm *newcomm) {
+    if (!TRACING) return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+    ENTER;
+    int rc = PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+    LEAVE;
+    int color = -1;
+    if (*newcomm != MPI_COMM_NULL) {
+        MPI_Group g, wg;
+        int size = 0;
+        PMPI_Comm_group(*newcomm, &g);
+        PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+        PMPI_Group_size(g, &size);
+        for (int i = 0; i < size; i++) {
+            int w = MPI_UNDEFINED;
+            PMPI_Group_translate_ranks(g, 1, &i, wg, &w);
+            if (w != MPI_UNDEFINED && (color < 0 || w < color)) color = w;
+        }
+        PMPI_Group_free(&g);
+        PMPI_Group_free(&wg);
+    }
+    rec_comm(OP_COMM_SPLIT, REL(t_in), REL(t_out), i_gap, comm_get(comm), *newcomm, 1, color, key);
     return rc;
 }
 
