@@ -194,6 +194,18 @@ fn render(r: &Report<'_>) -> String {
         "calls    {} in all; span {:.6} s; summed over ranks: {:.6} s in MPI, {:.6} s between calls",
         s.events, s.span_s, mpi_s, comp_s
     );
+    if !s.unrecorded.is_empty() {
+        let calls: u64 = s.unrecorded.values().map(|u| u.calls).sum();
+        let kinds: Vec<String> =
+            s.unrecorded.iter().map(|(k, u)| format!("MPI_{k} {}", u.calls)).collect();
+        let _ = writeln!(
+            o,
+            "rma      {calls} one-sided calls counted but not recorded ({}): {:.6} s in them over \
+             the ranks, inside the times between calls above",
+            kinds.join(", "),
+            s.unrecorded.values().map(|u| u.ns).sum::<u64>() as f64 * 1e-9
+        );
+    }
     let only = r.meta.is_some_and(|m| m.time_only);
     let _ = writeln!(
         o,

@@ -652,6 +652,38 @@ fn requests_started_by_persistent_and_buffered_calls_are_traced_and_else_named()
     );
 }
 
+/// A program that communicates one-sided beside two-sided (`fixtures/programs/onesided.c`):
+/// `build` says how many one-sided calls the trace counts without recording them and what they
+/// moved, its waits on `MPI_Rget` requests complete nothing in the skeleton, which holds the
+/// two-sided messages and runs under both libraries.
+#[test]
+fn one_sided_calls_are_counted_and_named_by_the_build() {
+    let base = scratch("onesided");
+    let (trace, dir) = (base.join("trace"), base.join("skel"));
+    support::trace_program(support::Lib::OpenMpi, 4, "onesided", &["20", "4096"], &trace);
+    let mut cmd = mpiskel();
+    let out = cmd.args(["build", "--name", "onesided"]).arg(&trace).arg("-o").arg(&dir).output();
+    let out = out.unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    // Per rank and iteration: 2 puts, a get, an accumulate, an Rget, 2 fences and 4 lock calls;
+    // 4 KiB each but for the accumulate's double.
+    assert!(
+        err.contains(
+            "the application made 880 one-sided calls that the trace counts but does not record \
+             (MPI_Put 160, MPI_Win_fence 160, MPI_Accumulate 80, MPI_Get 80, …; 1.3 MiB moved;"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("were started by calls"), "{err}");
+    let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(source.contains("MPI_Sendrecv("), "{source}");
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 300), mpi, 4);
+    }
+}
+
 /// A program that relies on its MPI library buffering small sends (`fixtures/programs/eager.c`:
 /// a ring that sends before it receives, and a send that waits across a broadcast for its
 /// receive): `build --strict` refuses it as the deadlock check finds; by default the sends the

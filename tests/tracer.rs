@@ -665,6 +665,57 @@ fn run_fortran_nbcoll(lib: Lib) {
     let set = open(&dir);
     check_exact(&set, &model_nbcoll_f(4, 3));
     set.ranks.iter().for_each(check_requests);
+    // Its one-sided calls are counted, not recorded.
+    let want = [("Get", 3), ("Put", 3), ("Win_fence", 6), ("Win_lock", 3), ("Win_unlock", 3)];
+    for rt in &set.ranks {
+        assert_eq!(unrecorded_calls(rt), want.map(|(k, n)| (k.to_owned(), n)).to_vec());
+        assert_eq!(rt.unrecorded["Put"].bytes, 3 * 32 * 8, "rank {}", rt.rank.0);
+    }
+}
+
+/// The calls of each kind `rt` counts without recording them.
+fn unrecorded_calls(rt: &RankTrace) -> Vec<(String, u64)> {
+    rt.unrecorded.iter().map(|(k, u)| (k.clone(), u.calls)).collect()
+}
+
+/// `onesided.c`: its two-sided calls are recorded (a Sendrecv around the ring, the Wait of each
+/// MPI_Rget, an Allreduce), its one-sided ones counted by kind with the bytes they move.
+fn run_onesided(lib: Lib) {
+    let (n, iters, bytes) = (4usize, 6u64, 4096u64);
+    let dir = scratch(&format!("onesided-{}", lib.name()));
+    trace_program(lib, n, "onesided", &[&iters.to_string(), &bytes.to_string()], &dir);
+    let set = open(&dir);
+    let model: Vec<Vec<Call>> = (0..n)
+        .map(|_| {
+            let mut v = vec![c(Op::Init)];
+            for _ in 0..iters {
+                v.extend([c(Op::Sendrecv), c(Op::Wait), c(Op::Allreduce)]);
+            }
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect();
+    check_exact(&set, &model);
+    let want = [
+        ("Accumulate", iters),
+        ("Get", iters),
+        ("Put", 2 * iters),
+        ("Rget", iters),
+        ("Win_fence", 2 * iters),
+        ("Win_lock", iters),
+        ("Win_lock_all", iters),
+        ("Win_unlock", iters),
+        ("Win_unlock_all", iters),
+    ];
+    for rt in &set.ranks {
+        assert_eq!(unrecorded_calls(rt), want.map(|(k, n)| (k.to_owned(), n)).to_vec());
+        let u = &rt.unrecorded;
+        assert_eq!(u["Put"].bytes, 2 * iters * bytes, "rank {}", rt.rank.0);
+        assert_eq!(u["Get"].bytes, iters * bytes);
+        assert_eq!(u["Accumulate"].bytes, iters * 8);
+        assert_eq!(u["Win_fence"].bytes, 0);
+        assert!(u.values().all(|k| k.ns > 0), "rank {}: {u:?}", rt.rank.0);
+    }
 }
 
 fn run_callrate(lib: Lib) {
@@ -736,6 +787,7 @@ both_libraries! {
     call_heavy_exchange => run_callrate;
     many_communicators_and_node_local_ones => run_manycomms;
     fortran_non_blocking_collectives => run_fortran_nbcoll;
+    one_sided_calls_are_counted => run_onesided;
     irregular_partners => run_irregular;
 }
 

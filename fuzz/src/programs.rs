@@ -179,6 +179,7 @@ pub fn program(rng: &mut Rng) -> Generated {
                     trailing_gap_ns: 0,
                     comms,
                     record_counts: BTreeMap::new(),
+                    unrecorded: Default::default(),
                 },
                 clock: 0,
                 gap: 0,

@@ -471,6 +471,7 @@ pub(crate) fn made_rank(r: u32, n: u32, events: Vec<Event>) -> RankTrace {
             .into_iter()
             .collect(),
         record_counts: Default::default(),
+        unrecorded: Default::default(),
     }
 }
 

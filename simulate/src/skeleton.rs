@@ -599,6 +599,7 @@ fn rank_trace(r: u32, n: u32, events: Vec<Event>, trailing_s: f64, comms: BTreeC
         trailing_gap_ns: secs_to_ns(trailing_s),
         comms,
         record_counts: Default::default(),
+        unrecorded: Default::default(),
     }
 }
 

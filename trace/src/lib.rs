@@ -49,7 +49,7 @@ pub use error::{Result, TraceError};
 pub use meta::{NodeLoad, RunMeta};
 pub use model::{
     Cart, CommId, Completed, Counts, Event, EventIdx, Op, OpClass, Payload, Peer, Rank, RankInfo,
-    RankTrace, RequestId, Wildcards, Work,
+    RankTrace, RequestId, Unrecorded, Wildcards, Work,
 };
 pub use native::{NativeReader, NativeWriter};
 pub use resolve::resolve_any_source;

@@ -279,6 +279,7 @@ mod tests {
             trailing_gap_ns: 0,
             comms: Default::default(),
             record_counts: Default::default(),
+            unrecorded: Default::default(),
         }
     }
     fn ops(r: &RankTrace) -> Vec<Op> {

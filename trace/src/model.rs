@@ -423,6 +423,22 @@ pub struct RankTrace {
     /// How many records of each kind the source file held, under the source format's names
     /// (for SimGrid traces this includes `compute`, which is not an event here).
     pub record_counts: BTreeMap<String, u64>,
+    /// Calls the tracer counted but did not record as events, by name without the `MPI_`
+    /// prefix (one-sided communication: `Put`, `Get`, `Win_lock`, …). Their time is in the
+    /// compute gaps of the calls after them.
+    pub unrecorded: BTreeMap<String, Unrecorded>,
+}
+
+/// Calls of one kind that a rank made and its trace counts without recording them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Unrecorded {
+    /// How many.
+    pub calls: u64,
+    /// Bytes their origin moved (sent by a put or accumulate, received by a get; both for the
+    /// calls that fetch and update).
+    pub bytes: u64,
+    /// Nanoseconds spent inside them.
+    pub ns: u64,
 }
 
 /// Facts about one rank's run, from the trace header.

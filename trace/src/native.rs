@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::error::{Result, TraceError};
 use crate::model::{
     Cart, CommId, Completed, Event, Op, OpClass, Payload, Peer, Rank, RankInfo, RankTrace,
-    RequestId, Wildcards, Work,
+    RequestId, Unrecorded, Wildcards, Work,
 };
 use crate::polls::{PollFolder, PollFolding};
 use crate::validate::EventCheck;
@@ -24,7 +24,7 @@ pub const MAGIC: &[u8; 8] = b"MPISKTR\0";
 /// Last eight bytes of a complete native trace file.
 pub const END_MAGIC: &[u8; 8] = b"MPISKEND";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// The largest run the readers accept: rank counts above it are taken for corruption (each rank
 /// holds the world communicator's member list).
 pub const MAX_RANKS: u32 = 1 << 22;
@@ -38,6 +38,7 @@ const FLAG_INSTRUCTIONS: u16 = 1;
 const FLAG_CPU_TIME: u16 = 2;
 const TAG_EVENT: u8 = 0x01;
 const TAG_COMM: u8 = 0x02;
+const TAG_UNRECORDED: u8 = 0x03;
 const TAG_FOOTER: u8 = 0xFF;
 const CLOCK_MONOTONIC: u8 = 1;
 const CLOCK_SIMULATED: u8 = 2;
@@ -136,6 +137,18 @@ impl<W: Write> NativeWriter<W> {
         self.out.write_all(b)
     }
 
+    /// Appends the count of calls of one kind that were not recorded (`name` without `MPI_`).
+    pub fn unrecorded(&mut self, name: &str, u: &Unrecorded) -> io::Result<()> {
+        let b = &mut self.scratch;
+        b.clear();
+        b.push(TAG_UNRECORDED);
+        put_str(b, name);
+        put_uvar(b, u.calls);
+        put_uvar(b, u.bytes);
+        put_uvar(b, u.ns);
+        self.out.write_all(b)
+    }
+
     /// Writes the footer and flushes; returns the inner writer.
     pub fn finish(mut self) -> io::Result<W> {
         let b = &mut self.scratch;
@@ -163,6 +176,9 @@ pub fn write_rank_file(path: &Path, trace: &RankTrace) -> Result<()> {
         }
         for e in &trace.events {
             w.event(e)?;
+        }
+        for (name, u) in &trace.unrecorded {
+            w.unrecorded(name, u)?;
         }
         w.finish()?.sync_all()?;
         tmp.persist(path).map(drop).map_err(|e| e.error)
@@ -440,6 +456,9 @@ pub enum Item {
     Comm(CommId, Vec<Rank>),
     /// An MPI call.
     Event(Event),
+    /// Calls of one kind counted but not recorded (written before the footer): the name
+    /// without `MPI_`, and what was counted.
+    Unrecorded(String, Unrecorded),
 }
 
 /// Streams the items of one native trace file.
@@ -567,6 +586,11 @@ impl<R: Read> NativeReader<R> {
                 }
                 Ok(Some(Item::Comm(CommId(id), members)))
             }
+            TAG_UNRECORDED => {
+                let name = src.string("unrecorded call")?;
+                let (calls, bytes, ns) = (src.uvar()?, src.uvar()?, src.uvar()?);
+                Ok(Some(Item::Unrecorded(name, Unrecorded { calls, bytes, ns })))
+            }
             TAG_FOOTER => {
                 let n = src.uvar()?;
                 let end: [u8; 8] = src.bytes()?;
@@ -630,8 +654,9 @@ fn read_header<R: Read>(src: &mut Source<R>) -> Dec<Header> {
         return Err(Stop::Bad("magic".into()));
     }
     let version = u16::from_le_bytes(src.bytes()?);
-    // Version 2 is version 3 without processor times.
-    if version != VERSION && version != 2 {
+    // Version 3 is version 4 without unrecorded-call records, version 2 version 3 without
+    // processor times.
+    if !(2..=VERSION).contains(&version) {
         return Err(Stop::Bad(format!("version {version}")));
     }
     let flags = u16::from_le_bytes(src.bytes()?);
@@ -866,12 +891,16 @@ fn collect<R: Read>(
     comms.insert(CommId::WORLD, crate::model::world_members(info.n_ranks));
     comms.insert(CommId::SELF, Arc::from([rank]));
     let mut events = Vec::new();
+    let mut unrecorded = BTreeMap::new();
     // Counted by operation code, named once at the end.
     let mut per_code = [0u64; 256];
     for item in reader {
         match item? {
             Item::Comm(id, members) => {
                 comms.insert(id, members.into());
+            }
+            Item::Unrecorded(name, u) => {
+                unrecorded.insert(name, u);
             }
             Item::Event(e) => {
                 per_code[usize::from(e.op.code())] += 1;
@@ -891,5 +920,5 @@ fn collect<R: Read>(
         .filter(|op| per_code[usize::from(op.code())] > 0)
         .map(|op| (op.name().to_owned(), per_code[usize::from(op.code())]))
         .collect();
-    Ok(RankTrace { rank, info, events, trailing_gap_ns: 0, comms, record_counts })
+    Ok(RankTrace { rank, info, events, trailing_gap_ns: 0, comms, record_counts, unrecorded })
 }

@@ -646,6 +646,7 @@ impl Builder {
             trailing_gap_ns: 0,
             comms,
             record_counts: self.counts,
+            unrecorded: Default::default(),
         }
     }
 }

@@ -308,6 +308,7 @@ mod tests {
             trailing_gap_ns: 0,
             comms: Default::default(),
             record_counts: Default::default(),
+            unrecorded: Default::default(),
         }
     }
     fn span(t: &RankTrace) -> u64 {

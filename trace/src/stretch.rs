@@ -415,6 +415,7 @@ mod tests {
             trailing_gap_ns: 0,
             comms,
             record_counts: BTreeMap::new(),
+            unrecorded: Default::default(),
         }
     }
 

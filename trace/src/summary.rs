@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{OpClass, Payload, Peer, Rank, RankTrace};
+use crate::model::{OpClass, Payload, Peer, Rank, RankTrace, Unrecorded};
 use crate::set::{TraceFormat, TraceSet};
 
 /// Messages and bytes on one directed pair.
@@ -95,6 +95,22 @@ pub struct TraceSummary {
     /// The application's time: the slowest rank's, from the end of `MPI_Init` to the start of
     /// `MPI_Finalize` (what a skeleton predicts), seconds.
     pub app_time_s: f64,
+    /// Calls counted but not recorded ([`RankTrace::unrecorded`]), summed over the ranks.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unrecorded: BTreeMap<String, Unrecorded>,
+}
+
+/// The calls of `set` counted but not recorded ([`RankTrace::unrecorded`]), by name, summed over
+/// its ranks. O(ranks × kinds).
+pub fn unrecorded(set: &TraceSet) -> BTreeMap<String, Unrecorded> {
+    let mut all: BTreeMap<String, Unrecorded> = BTreeMap::new();
+    for (name, u) in set.ranks.iter().flat_map(|r| &r.unrecorded) {
+        let e = all.entry(name.clone()).or_default();
+        e.calls += u.calls;
+        e.bytes += u.bytes;
+        e.ns += u.ns;
+    }
+    all
 }
 
 /// Directed point-to-point matrix: (src, dst) → traffic, built from the sending side.
@@ -213,6 +229,7 @@ pub fn summarize(set: &TraceSet) -> TraceSummary {
     top.truncate(10);
 
     TraceSummary {
+        unrecorded: unrecorded(set),
         format: set.format,
         ranks: n as u32,
         events: per_rank.iter().map(|r| r.events).sum(),

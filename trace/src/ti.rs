@@ -555,6 +555,7 @@ fn parse_rank<'l>(
         .into_iter()
         .collect(),
         record_counts,
+        unrecorded: Default::default(),
     })
 }
 

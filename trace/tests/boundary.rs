@@ -181,6 +181,7 @@ fn times_that_run_backwards_are_refused_with_rank_and_call() {
                 trailing_gap_ns: 0,
                 comms: [(CommId::WORLD, mpiskel_trace::model::world_members(2))].into(),
                 record_counts: Default::default(),
+                unrecorded: Default::default(),
             }
         })
         .collect();

@@ -178,6 +178,27 @@ fn write(rank: Rank, info: &RankInfo, comms: &[(CommId, Vec<Rank>)], events: &[E
     w.finish().unwrap()
 }
 
+/// Counts of calls not recorded, written before the footer, read back as they were written, after
+/// the events; a rank file that holds them reads as the trace of that rank with them.
+#[test]
+fn unrecorded_calls_round_trip() {
+    let put = mpiskel_trace::Unrecorded { calls: 40, bytes: 40 * 8192, ns: 1_250_000 };
+    let lock = mpiskel_trace::Unrecorded { calls: 20, bytes: 0, ns: 300_000 };
+    let mut w = NativeWriter::new(Vec::new(), Rank(0), &info(1, false)).unwrap();
+    w.unrecorded("Put", &put).unwrap();
+    w.unrecorded("Win_lock", &lock).unwrap();
+    let bytes = w.finish().unwrap();
+    let items = read_all(&bytes).unwrap();
+    assert_eq!(
+        items,
+        vec![Item::Unrecorded("Put".into(), put), Item::Unrecorded("Win_lock".into(), lock)]
+    );
+    let reader = NativeReader::new(Cursor::new(&bytes), Path::new("mem.mpt")).unwrap();
+    let rank = native::collect_rank(reader).unwrap();
+    assert_eq!(rank.unrecorded.len(), 2);
+    assert_eq!(rank.unrecorded["Put"], put);
+}
+
 fn read_all(bytes: &[u8]) -> Result<Vec<Item>, TraceError> {
     NativeReader::new(Cursor::new(bytes), Path::new("mem.mpt"))?.collect()
 }

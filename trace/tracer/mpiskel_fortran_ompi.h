@@ -8,7 +8,8 @@
  *
  * Covered: the calls the tracer records (with the persistent requests' init calls, MPI_Start,
  * MPI_Startall and MPI_Request_free), except Alltoallw, Ialltoallw and the non-blocking
- * reduce-scatters (`use mpi_f08` is not covered). Names follow gfortran's
+ * reduce-scatters, and the one-sided calls it counts but for the accumulates that fetch, the
+ * atomics and the active-target synchronization (`use mpi_f08` is not covered). Names follow gfortran's
  * convention (lower case, one trailing underscore).
  */
 #include <assert.h>
@@ -428,3 +429,55 @@ void mpi_comm_free_(MPI_Fint *comm, MPI_Fint *ierr) {
     *ierr = MPI_Comm_free(&c);
     *comm = MPI_Comm_c2f(c);
 }
+
+/* One-sided communication: counted, not recorded (see the C wrappers). */
+#define W_(x) MPI_Win_f2c(*(x))
+void mpi_put_(void *o, MPI_Fint *oc, MPI_Fint *ot, MPI_Fint *target, MPI_Aint *disp,
+              MPI_Fint *tc, MPI_Fint *tt, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Put(f_buf(o), *oc, T_(ot), *target, *disp, *tc, T_(tt), W_(win));
+}
+void mpi_get_(void *o, MPI_Fint *oc, MPI_Fint *ot, MPI_Fint *target, MPI_Aint *disp,
+              MPI_Fint *tc, MPI_Fint *tt, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Get(f_buf(o), *oc, T_(ot), *target, *disp, *tc, T_(tt), W_(win));
+}
+void mpi_accumulate_(void *o, MPI_Fint *oc, MPI_Fint *ot, MPI_Fint *target, MPI_Aint *disp,
+                     MPI_Fint *tc, MPI_Fint *tt, MPI_Fint *op, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Accumulate(f_buf(o), *oc, T_(ot), *target, *disp, *tc, T_(tt), O_(op), W_(win));
+}
+void mpi_rput_(void *o, MPI_Fint *oc, MPI_Fint *ot, MPI_Fint *target, MPI_Aint *disp,
+               MPI_Fint *tc, MPI_Fint *tt, MPI_Fint *win, MPI_Fint *req, MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Rput(f_buf(o), *oc, T_(ot), *target, *disp, *tc, T_(tt), W_(win), &q);
+    *req = MPI_Request_c2f(q);
+}
+void mpi_rget_(void *o, MPI_Fint *oc, MPI_Fint *ot, MPI_Fint *target, MPI_Aint *disp,
+               MPI_Fint *tc, MPI_Fint *tt, MPI_Fint *win, MPI_Fint *req, MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Rget(f_buf(o), *oc, T_(ot), *target, *disp, *tc, T_(tt), W_(win), &q);
+    *req = MPI_Request_c2f(q);
+}
+void mpi_win_fence_(MPI_Fint *assert, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Win_fence(*assert, W_(win));
+}
+void mpi_win_lock_(MPI_Fint *type, MPI_Fint *rank, MPI_Fint *assert, MPI_Fint *win,
+                   MPI_Fint *ierr) {
+    *ierr = MPI_Win_lock(*type, *rank, *assert, W_(win));
+}
+void mpi_win_unlock_(MPI_Fint *rank, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Win_unlock(*rank, W_(win));
+}
+void mpi_win_lock_all_(MPI_Fint *assert, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Win_lock_all(*assert, W_(win));
+}
+void mpi_win_unlock_all_(MPI_Fint *win, MPI_Fint *ierr) { *ierr = MPI_Win_unlock_all(W_(win)); }
+void mpi_win_flush_(MPI_Fint *rank, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Win_flush(*rank, W_(win));
+}
+void mpi_win_flush_all_(MPI_Fint *win, MPI_Fint *ierr) { *ierr = MPI_Win_flush_all(W_(win)); }
+void mpi_win_flush_local_(MPI_Fint *rank, MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Win_flush_local(*rank, W_(win));
+}
+void mpi_win_flush_local_all_(MPI_Fint *win, MPI_Fint *ierr) {
+    *ierr = MPI_Win_flush_local_all(W_(win));
+}
+void mpi_win_sync_(MPI_Fint *win, MPI_Fint *ierr) { *ierr = MPI_Win_sync(W_(win)); }

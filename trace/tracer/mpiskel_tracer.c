@@ -48,11 +48,12 @@
 #include <unistd.h>
 
 /* ---- format constants (trace/FORMAT.md) ---------------------------------------------------- */
-#define FORMAT_VERSION 3
+#define FORMAT_VERSION 4
 #define FLAG_INSTRUCTIONS 1
 #define FLAG_CPU_TIME 2
 #define TAG_EVENT 0x01
 #define TAG_COMM 0x02
+#define TAG_UNRECORDED 0x03
 #define TAG_FOOTER 0xFF
 #define CLOCK_ID_MONOTONIC 1
 #define PEER_ANY (-1)
@@ -144,6 +145,24 @@ static struct {
     size_t cap_pers, n_pers;
     int *world_identity;
 } T = {.fd = -1, .perf_fd = -1};
+
+/* Calls the tracer does not record as events (one-sided communication): counted per kind
+ * (calls, bytes the origin moves, nanoseconds inside the calls) and written before the footer,
+ * one record per kind made. Their time stays in the gap before the next recorded call. */
+enum unrec {
+    U_PUT, U_GET, U_ACCUMULATE, U_GET_ACCUMULATE, U_FETCH_AND_OP, U_COMPARE_AND_SWAP, U_RPUT,
+    U_RGET, U_RACCUMULATE, U_RGET_ACCUMULATE, U_WIN_FENCE, U_WIN_LOCK, U_WIN_UNLOCK,
+    U_WIN_LOCK_ALL, U_WIN_UNLOCK_ALL, U_WIN_FLUSH, U_WIN_FLUSH_ALL, U_WIN_FLUSH_LOCAL,
+    U_WIN_FLUSH_LOCAL_ALL, U_WIN_SYNC, U_WIN_START, U_WIN_COMPLETE, U_WIN_POST, U_WIN_WAIT, U_N
+};
+static const char *const unrec_name[U_N] = {
+    "Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap", "Rput",
+    "Rget", "Raccumulate", "Rget_accumulate", "Win_fence", "Win_lock", "Win_unlock",
+    "Win_lock_all", "Win_unlock_all", "Win_flush", "Win_flush_all", "Win_flush_local",
+    "Win_flush_local_all", "Win_sync", "Win_start", "Win_complete", "Win_post", "Win_wait"};
+static struct {
+    uint64_t calls, bytes, ns;
+} U[U_N];
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -438,9 +457,14 @@ static struct req req_take(MPI_Request r) {
     return e;
 }
 
+/* `is_recv` of a request of a one-sided call (MPI_Rput, MPI_Rget, …): kept in the table under
+ * id 0 so that completions leave it out, as they leave out MPI_REQUEST_NULL (the call that
+ * started it is counted, not recorded). */
+#define REQ_ONE_SIDED 2
+
 /* Puts a taken request back (its call did not complete it). */
 static void req_restore(const struct req *e) {
-    if (e->id) req_insert(*e);
+    if (e->id || e->is_recv == REQ_ONE_SIDED) req_insert(*e);
 }
 
 /* ---- persistent requests --------------------------------------------------------------------- */
@@ -807,6 +831,16 @@ int MPI_Finalize(void) {
     int rc = PMPI_Finalize();
     LEAVE;
     rec_simple(OP_FINALIZE, REL(t_in), REL(t_out), i_gap);
+    for (int k = 0; k < U_N; k++) {
+        if (!U[k].calls) continue;
+        reserve(64);
+        put_u8(TAG_UNRECORDED);
+        put_str(unrec_name[k]);
+        put_uvar(U[k].calls);
+        put_uvar(U[k].bytes);
+        put_uvar(U[k].ns);
+        commit();
+    }
     reserve(32);
     put_u8(TAG_FOOTER);
     put_uvar(T.n_events);
@@ -1086,14 +1120,15 @@ static void save_reqs(struct saved *s, int n, const MPI_Request *reqs) {
 static void finish_completion(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap,
                               struct saved *s, const char *done, MPI_Status *const *st_of) {
     int count = 0;
-    for (int i = 0; i < s->n; i++) count += done[i] && s->e[i].key;
+    for (int i = 0; i < s->n; i++)
+        count += done[i] && s->e[i].key && s->e[i].is_recv != REQ_ONE_SIDED;
     ev_begin(op, t_in, t_out, i_gap, 32 * (size_t)count);
     put_uvar((uint64_t)s->n);
     put_uvar((uint64_t)count);
     for (int i = 0; i < s->n; i++) {
         if (!s->e[i].key) continue;
-        if (done[i]) put_completed(&s->e[i], st_of[i]);
-        else req_restore(&s->e[i]);
+        if (!done[i]) req_restore(&s->e[i]);
+        else if (s->e[i].is_recv != REQ_ONE_SIDED) put_completed(&s->e[i], st_of[i]);
     }
     commit();
     if (s->e != s->small) free(s->e);
@@ -1467,6 +1502,117 @@ int MPI_Ireduce_scatter_block(const void *s, void *r, int rcount, MPI_Datatype d
                               MPI_Comm comm, MPI_Request *req)
     COLL(OP_IREDUCE_SCATTER_BLOCK, PMPI_Ireduce_scatter_block(s, r, rcount, dt, op, comm, req),
          req, REDUCE_SCATTER_BLOCK_SETUP)
+
+/* ---- one-sided communication: counted, not recorded ------------------------------------------ */
+/* Counts a one-sided call of `kind` that moved `bytes` and began at `t_in`. */
+static void unrec_count(int kind, uint64_t bytes, uint64_t t_in) {
+    U[kind].ns += now_ns() - t_in;
+    U[kind].calls++;
+    U[kind].bytes += bytes;
+}
+
+/* Remembers the request of a request-based one-sided call (see REQ_ONE_SIDED). */
+static void one_sided_request(MPI_Request r) {
+    uint64_t k = req_key(r);
+    if (k && r != MPI_REQUEST_NULL) req_insert((struct req){k, 0, REQ_ONE_SIDED, NULL, 0});
+}
+
+/* A one-sided call: counted, and the request of a request-based one (`REQ`, NULL for the
+ * others) remembered, so that the completion that completes it leaves it out (REQ_ONE_SIDED). */
+#define UNRECORDED_REQ(KIND, BYTES, CALL, REQ)                                                 \
+    do {                                                                                       \
+        if (!TRACING) return CALL;                                                             \
+        uint64_t u_in = now_ns();                                                              \
+        T.depth++;                                                                             \
+        int u_rc = CALL;                                                                       \
+        T.depth--;                                                                             \
+        unrec_count(KIND, BYTES, u_in);                                                        \
+        MPI_Request *u_req = (REQ);                                                            \
+        if (u_req) one_sided_request(*u_req);                                                  \
+        return u_rc;                                                                           \
+    } while (0)
+#define UNRECORDED(KIND, BYTES, CALL) UNRECORDED_REQ(KIND, BYTES, CALL, (MPI_Request *)NULL)
+
+int MPI_Put(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint disp, int tc,
+            MPI_Datatype tt, MPI_Win win) {
+    UNRECORDED(U_PUT, type_bytes(oc, ot), PMPI_Put(o, oc, ot, target, disp, tc, tt, win));
+}
+int MPI_Get(void *o, int oc, MPI_Datatype ot, int target, MPI_Aint disp, int tc,
+            MPI_Datatype tt, MPI_Win win) {
+    UNRECORDED(U_GET, type_bytes(oc, ot), PMPI_Get(o, oc, ot, target, disp, tc, tt, win));
+}
+int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint disp, int tc,
+                   MPI_Datatype tt, MPI_Op op, MPI_Win win) {
+    UNRECORDED(U_ACCUMULATE, type_bytes(oc, ot),
+               PMPI_Accumulate(o, oc, ot, target, disp, tc, tt, op, win));
+}
+int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc,
+                       MPI_Datatype rt, int target, MPI_Aint disp, int tc, MPI_Datatype tt,
+                       MPI_Op op, MPI_Win win) {
+    UNRECORDED(U_GET_ACCUMULATE, type_bytes(oc, ot) + type_bytes(rc, rt),
+               PMPI_Get_accumulate(o, oc, ot, r, rc, rt, target, disp, tc, tt, op, win));
+}
+int MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype t, int target, MPI_Aint disp,
+                     MPI_Op op, MPI_Win win) {
+    UNRECORDED(U_FETCH_AND_OP, 2 * type_bytes(1, t),
+               PMPI_Fetch_and_op(o, r, t, target, disp, op, win));
+}
+int MPI_Compare_and_swap(const void *o, const void *c, void *r, MPI_Datatype t, int target,
+                         MPI_Aint disp, MPI_Win win) {
+    UNRECORDED(U_COMPARE_AND_SWAP, 2 * type_bytes(1, t),
+               PMPI_Compare_and_swap(o, c, r, t, target, disp, win));
+}
+int MPI_Rput(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint disp, int tc,
+             MPI_Datatype tt, MPI_Win win, MPI_Request *req) {
+    UNRECORDED_REQ(U_RPUT, type_bytes(oc, ot),
+                   PMPI_Rput(o, oc, ot, target, disp, tc, tt, win, req), req);
+}
+int MPI_Rget(void *o, int oc, MPI_Datatype ot, int target, MPI_Aint disp, int tc,
+             MPI_Datatype tt, MPI_Win win, MPI_Request *req) {
+    UNRECORDED_REQ(U_RGET, type_bytes(oc, ot),
+                   PMPI_Rget(o, oc, ot, target, disp, tc, tt, win, req), req);
+}
+int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint disp, int tc,
+                    MPI_Datatype tt, MPI_Op op, MPI_Win win, MPI_Request *req) {
+    UNRECORDED_REQ(U_RACCUMULATE, type_bytes(oc, ot),
+                   PMPI_Raccumulate(o, oc, ot, target, disp, tc, tt, op, win, req), req);
+}
+int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc,
+                        MPI_Datatype rt, int target, MPI_Aint disp, int tc, MPI_Datatype tt,
+                        MPI_Op op, MPI_Win win, MPI_Request *req) {
+    UNRECORDED_REQ(U_RGET_ACCUMULATE, type_bytes(oc, ot) + type_bytes(rc, rt),
+                   PMPI_Rget_accumulate(o, oc, ot, r, rc, rt, target, disp, tc, tt, op, win,
+                                        req),
+                   req);
+}
+int MPI_Win_fence(int assert, MPI_Win win) {
+    UNRECORDED(U_WIN_FENCE, 0, PMPI_Win_fence(assert, win));
+}
+int MPI_Win_lock(int type, int rank, int assert, MPI_Win win) {
+    UNRECORDED(U_WIN_LOCK, 0, PMPI_Win_lock(type, rank, assert, win));
+}
+int MPI_Win_unlock(int rank, MPI_Win win) { UNRECORDED(U_WIN_UNLOCK, 0, PMPI_Win_unlock(rank, win)); }
+int MPI_Win_lock_all(int assert, MPI_Win win) {
+    UNRECORDED(U_WIN_LOCK_ALL, 0, PMPI_Win_lock_all(assert, win));
+}
+int MPI_Win_unlock_all(MPI_Win win) { UNRECORDED(U_WIN_UNLOCK_ALL, 0, PMPI_Win_unlock_all(win)); }
+int MPI_Win_flush(int rank, MPI_Win win) { UNRECORDED(U_WIN_FLUSH, 0, PMPI_Win_flush(rank, win)); }
+int MPI_Win_flush_all(MPI_Win win) { UNRECORDED(U_WIN_FLUSH_ALL, 0, PMPI_Win_flush_all(win)); }
+int MPI_Win_flush_local(int rank, MPI_Win win) {
+    UNRECORDED(U_WIN_FLUSH_LOCAL, 0, PMPI_Win_flush_local(rank, win));
+}
+int MPI_Win_flush_local_all(MPI_Win win) {
+    UNRECORDED(U_WIN_FLUSH_LOCAL_ALL, 0, PMPI_Win_flush_local_all(win));
+}
+int MPI_Win_sync(MPI_Win win) { UNRECORDED(U_WIN_SYNC, 0, PMPI_Win_sync(win)); }
+int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
+    UNRECORDED(U_WIN_START, 0, PMPI_Win_start(group, assert, win));
+}
+int MPI_Win_complete(MPI_Win win) { UNRECORDED(U_WIN_COMPLETE, 0, PMPI_Win_complete(win)); }
+int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
+    UNRECORDED(U_WIN_POST, 0, PMPI_Win_post(group, assert, win));
+}
+int MPI_Win_wait(MPI_Win win) { UNRECORDED(U_WIN_WAIT, 0, PMPI_Win_wait(win)); }
 
 /* ---- communicators -------------------------------------------------------------------------- */
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {

@@ -128,9 +128,38 @@ fn completed_unstarted(set: &TraceSet) -> u64 {
 fn describe_unstarted(n: u64) -> String {
     format!(
         "{n} requests the trace's waits and tests complete were started by calls it does not \
-         hold (calls its tracer does not record, such as MPI_Imrecv): their messages are not \
-         in the skeleton, which predicts the application without them"
+         hold (calls its tracer does not record, such as MPI_Rget or MPI_Imrecv): their \
+         messages are not in the skeleton, which predicts the application without them"
     )
+}
+
+/// The note on the one-sided calls `set` counts but does not record
+/// ([`mpiskel_trace::RankTrace::unrecorded`]), for an application of `app_time_s`; `None`
+/// where it counts none. O(ranks × kinds).
+fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Option<String> {
+    let all = mpiskel_trace::summary::unrecorded(set);
+    let calls: u64 = all.values().map(|u| u.calls).sum();
+    if calls == 0 {
+        return None;
+    }
+    let mut kinds: Vec<(&String, u64)> = all.iter().map(|(k, u)| (k, u.calls)).collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = kinds.iter().take(4).map(|(k, n)| format!("MPI_{k} {n}")).collect();
+    let more = if kinds.len() > 4 { ", …" } else { "" };
+    let bytes: u64 = all.values().map(|u| u.bytes).sum();
+    let ranks = set.n_ranks().max(1) as f64;
+    let per_rank_s = all.values().map(|u| u.ns).sum::<u64>() as f64 * 1e-9 / ranks;
+    let share = if app_time_s > 0.0 { 100.0 * per_rank_s / app_time_s } else { 0.0 };
+    Some(format!(
+        "the application made {calls} one-sided calls that the trace counts but does not record \
+         ({}{more}; {:.1} MiB moved; {per_rank_s:.6} s inside them per rank on average, \
+         {share:.1} % of the application's time): the skeleton does not make them, and their \
+         time stays in the computation before the next recorded call, so the prediction \
+         counts it as computation and does not follow a network that is faster or slower for \
+         them",
+        shown.join(", "),
+        bytes as f64 / (1024.0 * 1024.0),
+    ))
 }
 
 /// Builds the skeleton of `o.trace` into the folder `o.output`.
@@ -181,6 +210,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         notes.push(note);
     }
     if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
+        notes.push(note);
+    }
+    if let Some(note) = describe_unrecorded(&set, set.app_time_s()) {
         notes.push(note);
     }
     let unstarted = completed_unstarted(&set);

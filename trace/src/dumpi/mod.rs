@@ -513,6 +513,7 @@ fn build(r: RawRank, m: comms::RankComms, n_ranks: u32) -> Result<RankTrace> {
         trailing_gap_ns: 0,
         comms: h.members,
         record_counts: counts,
+        unrecorded: Default::default(),
     })
 }
 
