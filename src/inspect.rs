@@ -194,16 +194,21 @@ fn render(r: &Report<'_>) -> String {
         "calls    {} in all; span {:.6} s; summed over ranks: {:.6} s in MPI, {:.6} s between calls",
         s.events, s.span_s, mpi_s, comp_s
     );
-    if !s.unrecorded.is_empty() {
-        let calls: u64 = s.unrecorded.values().map(|u| u.calls).sum();
-        let kinds: Vec<String> =
-            s.unrecorded.iter().map(|(k, u)| format!("MPI_{k} {}", u.calls)).collect();
+    let (io, one_sided): (Vec<_>, Vec<_>) =
+        s.unrecorded.iter().partition(|(k, _)| k.starts_with("File_"));
+    for (label, kinds, what) in [("rma", one_sided, "one-sided"), ("io", io, "MPI-IO")] {
+        if kinds.is_empty() {
+            continue;
+        }
+        let calls: u64 = kinds.iter().map(|(_, u)| u.calls).sum();
+        let named: Vec<String> =
+            kinds.iter().map(|(k, u)| format!("MPI_{k} {}", u.calls)).collect();
         let _ = writeln!(
             o,
-            "rma      {calls} one-sided calls counted but not recorded ({}): {:.6} s in them over \
-             the ranks, inside the times between calls above",
-            kinds.join(", "),
-            s.unrecorded.values().map(|u| u.ns).sum::<u64>() as f64 * 1e-9
+            "{label:<8} {calls} {what} calls counted but not recorded ({}): {:.6} s in them \
+             over the ranks, inside the times between calls above",
+            named.join(", "),
+            kinds.iter().map(|(_, u)| u.ns).sum::<u64>() as f64 * 1e-9
         );
     }
     let only = r.meta.is_some_and(|m| m.time_only);

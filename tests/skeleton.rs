@@ -616,14 +616,7 @@ fn requests_started_by_persistent_and_buffered_calls_are_traced_and_else_named()
     let base = scratch("persistent");
     let (trace, dir) = (base.join("trace"), base.join("skel"));
     support::trace_program(support::Lib::OpenMpi, 4, "persistent", &["20", "100"], &trace);
-    let build = |trace: &Path, dir: &Path| {
-        let mut cmd = mpiskel();
-        let out = cmd.args(["build", "--name", "persistent"]).arg(trace).arg("-o").arg(dir);
-        let out = out.output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{err}");
-        err
-    };
+    let build = |trace: &Path, dir: &Path| build_named(trace, dir, "persistent");
     let err = build(&trace, &dir);
     assert!(!err.contains("were started by calls"), "{err}");
     let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
@@ -652,6 +645,15 @@ fn requests_started_by_persistent_and_buffered_calls_are_traced_and_else_named()
     );
 }
 
+/// `mpiskel build --name NAME TRACE -o DIR`, which must succeed; its standard error (the notes).
+fn build_named(trace: &Path, dir: &Path, name: &str) -> String {
+    let mut cmd = mpiskel();
+    let out = cmd.args(["build", "--name", name]).arg(trace).arg("-o").arg(dir).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
 /// A program that communicates one-sided beside two-sided (`fixtures/programs/onesided.c`):
 /// `build` says how many one-sided calls the trace counts without recording them and what they
 /// moved, its waits on `MPI_Rget` requests complete nothing in the skeleton, which holds the
@@ -661,11 +663,7 @@ fn one_sided_calls_are_counted_and_named_by_the_build() {
     let base = scratch("onesided");
     let (trace, dir) = (base.join("trace"), base.join("skel"));
     support::trace_program(support::Lib::OpenMpi, 4, "onesided", &["20", "4096"], &trace);
-    let mut cmd = mpiskel();
-    let out = cmd.args(["build", "--name", "onesided"]).arg(&trace).arg("-o").arg(&dir).output();
-    let out = out.unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{err}");
+    let err = build_named(&trace, &dir, "onesided");
     // Per rank and iteration: 2 puts, a get, an accumulate, an Rget, 2 fences and 4 lock calls;
     // 4 KiB each but for the accumulate's double.
     assert!(
@@ -682,6 +680,29 @@ fn one_sided_calls_are_counted_and_named_by_the_build() {
     for mpi in ["openmpi", "mpich"] {
         check_report(&run(&dir, mpi, 300), mpi, 4);
     }
+}
+
+/// A program that writes a shared file (`fixtures/programs/fileio.c`): `build` says how many
+/// MPI-IO calls the trace counts without recording them, what they read and wrote, and that
+/// their time replays as computation.
+#[test]
+fn file_io_calls_are_counted_and_named_by_the_build() {
+    let base = scratch("fileio");
+    let (trace, dir) = (base.join("trace"), base.join("skel"));
+    let data = base.join("data");
+    let args = [data.to_str().unwrap(), "8", "65536"];
+    support::trace_program(support::Lib::OpenMpi, 4, "fileio", &args, &trace);
+    let err = build_named(&trace, &dir, "fileio");
+    // Per rank: an open, 8 collective writes of 64 KiB, a read of 64 KiB and a close.
+    assert!(
+        err.contains(
+            "the application made 44 MPI-IO calls that the trace counts but does not record \
+             (MPI_File_write_at_all 32, MPI_File_close 4, MPI_File_open 4, MPI_File_read_at 4; \
+             2.2 MiB read or written;"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("one-sided calls"), "{err}");
 }
 
 /// A program that relies on its MPI library buffering small sends (`fixtures/programs/eager.c`:

@@ -661,16 +661,57 @@ fn run_manycomms(lib: Lib) {
 
 fn run_fortran_nbcoll(lib: Lib) {
     let dir = scratch(&format!("nbcoll_f-{}", lib.name()));
-    trace_program(lib, 4, "nbcoll_f", &["3"], &dir);
+    let file = scratch(&format!("nbcoll_f-file-{}", lib.name())).join("data");
+    trace_program(lib, 4, "nbcoll_f", &["3", file.to_str().unwrap()], &dir);
     let set = open(&dir);
     check_exact(&set, &model_nbcoll_f(4, 3));
     set.ranks.iter().for_each(check_requests);
-    // Its one-sided calls are counted, not recorded.
-    let want = [("Get", 3), ("Put", 3), ("Win_fence", 6), ("Win_lock", 3), ("Win_unlock", 3)];
+    // Its one-sided and MPI-IO calls are counted, not recorded.
+    let want = [
+        ("File_close", 1),
+        ("File_open", 1),
+        ("File_write_at", 1),
+        ("Get", 3),
+        ("Put", 3),
+        ("Win_fence", 6),
+        ("Win_lock", 3),
+        ("Win_unlock", 3),
+    ];
     for rt in &set.ranks {
         assert_eq!(unrecorded_calls(rt), want.map(|(k, n)| (k.to_owned(), n)).to_vec());
         assert_eq!(rt.unrecorded["Put"].bytes, 3 * 32 * 8, "rank {}", rt.rank.0);
+        assert_eq!(rt.unrecorded["File_write_at"].bytes, 32 * 8, "rank {}", rt.rank.0);
     }
+    // The file the Fortran program named, trailing blanks and all, is the one written.
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4 * 32 * 8);
+}
+
+/// `fileio.c`: its Allreduces are recorded, its MPI-IO calls counted with the bytes they read
+/// and wrote.
+fn run_fileio(lib: Lib) {
+    let (n, iters, bytes) = (4usize, 5u64, 32768u64);
+    let dir = scratch(&format!("fileio-{}", lib.name()));
+    let file = scratch(&format!("fileio-file-{}", lib.name())).join("data");
+    let args = [file.to_str().unwrap(), &iters.to_string(), &bytes.to_string()];
+    trace_program(lib, n, "fileio", &args, &dir);
+    let set = open(&dir);
+    let model: Vec<Vec<Call>> = (0..n)
+        .map(|_| {
+            let mut v = vec![c(Op::Init)];
+            v.extend(std::iter::repeat_n(c(Op::Allreduce), iters as usize));
+            v.push(c(Op::Finalize));
+            v
+        })
+        .collect();
+    check_exact(&set, &model);
+    let want =
+        [("File_close", 1), ("File_open", 1), ("File_read_at", 1), ("File_write_at_all", iters)];
+    for rt in &set.ranks {
+        assert_eq!(unrecorded_calls(rt), want.map(|(k, n)| (k.to_owned(), n)).to_vec());
+        assert_eq!(rt.unrecorded["File_write_at_all"].bytes, iters * bytes);
+        assert_eq!(rt.unrecorded["File_read_at"].bytes, bytes);
+    }
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), iters * bytes * n as u64);
 }
 
 /// The calls of each kind `rt` counts without recording them.
@@ -788,6 +829,7 @@ both_libraries! {
     many_communicators_and_node_local_ones => run_manycomms;
     fortran_non_blocking_collectives => run_fortran_nbcoll;
     one_sided_calls_are_counted => run_onesided;
+    file_io_calls_are_counted => run_fileio;
     irregular_partners => run_irregular;
 }
 

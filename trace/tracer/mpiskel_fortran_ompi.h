@@ -8,8 +8,9 @@
  *
  * Covered: the calls the tracer records (with the persistent requests' init calls, MPI_Start,
  * MPI_Startall and MPI_Request_free), except Alltoallw, Ialltoallw and the non-blocking
- * reduce-scatters, and the one-sided calls it counts but for the accumulates that fetch, the
- * atomics and the active-target synchronization (`use mpi_f08` is not covered). Names follow gfortran's
+ * reduce-scatters, the one-sided calls it counts but for the accumulates that fetch, the
+ * atomics and the active-target synchronization, and the MPI-IO calls it counts (`use mpi_f08`
+ * is not covered). Names follow gfortran's
  * convention (lower case, one trailing underscore).
  */
 #include <assert.h>
@@ -481,3 +482,58 @@ void mpi_win_flush_local_all_(MPI_Fint *win, MPI_Fint *ierr) {
     *ierr = MPI_Win_flush_local_all(W_(win));
 }
 void mpi_win_sync_(MPI_Fint *win, MPI_Fint *ierr) { *ierr = MPI_Win_sync(W_(win)); }
+
+/* MPI-IO: counted, not recorded (see the C wrappers). Fortran strings arrive with their length
+ * after the other arguments (gfortran passes it as size_t) and without a terminating zero. */
+#define FH_(x) MPI_File_f2c(*(x))
+static char *f_string(const char *s, size_t len) {
+    while (len > 0 && s[len - 1] == ' ') len--;
+    char *c = malloc(len + 1);
+    if (!c) abort();
+    memcpy(c, s, len);
+    c[len] = 0;
+    return c;
+}
+void mpi_file_open_(MPI_Fint *comm, char *name, MPI_Fint *mode, MPI_Fint *info, MPI_Fint *fh,
+                    MPI_Fint *ierr, size_t name_len) {
+    char *c = f_string(name, name_len);
+    MPI_File f;
+    *ierr = MPI_File_open(C_(comm), c, *mode, MPI_Info_f2c(*info), &f);
+    *fh = MPI_File_c2f(f);
+    free(c);
+}
+void mpi_file_close_(MPI_Fint *fh, MPI_Fint *ierr) {
+    MPI_File f = FH_(fh);
+    *ierr = MPI_File_close(&f);
+    *fh = MPI_File_c2f(f);
+}
+void mpi_file_set_view_(MPI_Fint *fh, MPI_Offset *disp, MPI_Fint *et, MPI_Fint *ft, char *rep,
+                        MPI_Fint *info, MPI_Fint *ierr, size_t rep_len) {
+    char *c = f_string(rep, rep_len);
+    *ierr = MPI_File_set_view(FH_(fh), *disp, T_(et), T_(ft), c, MPI_Info_f2c(*info));
+    free(c);
+}
+void mpi_file_sync_(MPI_Fint *fh, MPI_Fint *ierr) { *ierr = MPI_File_sync(FH_(fh)); }
+
+#define F_FILE_IO(FNAME, CNAME)                                                                \
+    void FNAME(MPI_Fint *fh, void *b, MPI_Fint *n, MPI_Fint *t, MPI_Fint *st, MPI_Fint *ierr) { \
+        MPI_Status c;                                                                          \
+        *ierr = CNAME(FH_(fh), f_buf(b), *n, T_(t), &c);                                       \
+        f_status(st, &c);                                                                      \
+    }
+F_FILE_IO(mpi_file_read_, MPI_File_read)
+F_FILE_IO(mpi_file_read_all_, MPI_File_read_all)
+F_FILE_IO(mpi_file_write_, MPI_File_write)
+F_FILE_IO(mpi_file_write_all_, MPI_File_write_all)
+
+#define F_FILE_IO_AT(FNAME, CNAME)                                                             \
+    void FNAME(MPI_Fint *fh, MPI_Offset *at, void *b, MPI_Fint *n, MPI_Fint *t, MPI_Fint *st,  \
+               MPI_Fint *ierr) {                                                               \
+        MPI_Status c;                                                                          \
+        *ierr = CNAME(FH_(fh), *at, f_buf(b), *n, T_(t), &c);                                  \
+        f_status(st, &c);                                                                      \
+    }
+F_FILE_IO_AT(mpi_file_read_at_, MPI_File_read_at)
+F_FILE_IO_AT(mpi_file_read_at_all_, MPI_File_read_at_all)
+F_FILE_IO_AT(mpi_file_write_at_, MPI_File_write_at)
+F_FILE_IO_AT(mpi_file_write_at_all_, MPI_File_write_at_all)

@@ -146,20 +146,26 @@ static struct {
     int *world_identity;
 } T = {.fd = -1, .perf_fd = -1};
 
-/* Calls the tracer does not record as events (one-sided communication): counted per kind
+/* Calls the tracer does not record as events (one-sided communication, MPI-IO): counted per kind
  * (calls, bytes the origin moves, nanoseconds inside the calls) and written before the footer,
  * one record per kind made. Their time stays in the gap before the next recorded call. */
 enum unrec {
     U_PUT, U_GET, U_ACCUMULATE, U_GET_ACCUMULATE, U_FETCH_AND_OP, U_COMPARE_AND_SWAP, U_RPUT,
     U_RGET, U_RACCUMULATE, U_RGET_ACCUMULATE, U_WIN_FENCE, U_WIN_LOCK, U_WIN_UNLOCK,
     U_WIN_LOCK_ALL, U_WIN_UNLOCK_ALL, U_WIN_FLUSH, U_WIN_FLUSH_ALL, U_WIN_FLUSH_LOCAL,
-    U_WIN_FLUSH_LOCAL_ALL, U_WIN_SYNC, U_WIN_START, U_WIN_COMPLETE, U_WIN_POST, U_WIN_WAIT, U_N
+    U_WIN_FLUSH_LOCAL_ALL, U_WIN_SYNC, U_WIN_START, U_WIN_COMPLETE, U_WIN_POST, U_WIN_WAIT,
+    U_FILE_OPEN, U_FILE_CLOSE, U_FILE_SET_VIEW, U_FILE_SYNC, U_FILE_READ, U_FILE_READ_AT,
+    U_FILE_READ_ALL, U_FILE_READ_AT_ALL, U_FILE_WRITE, U_FILE_WRITE_AT, U_FILE_WRITE_ALL,
+    U_FILE_WRITE_AT_ALL, U_N
 };
 static const char *const unrec_name[U_N] = {
     "Put", "Get", "Accumulate", "Get_accumulate", "Fetch_and_op", "Compare_and_swap", "Rput",
     "Rget", "Raccumulate", "Rget_accumulate", "Win_fence", "Win_lock", "Win_unlock",
     "Win_lock_all", "Win_unlock_all", "Win_flush", "Win_flush_all", "Win_flush_local",
-    "Win_flush_local_all", "Win_sync", "Win_start", "Win_complete", "Win_post", "Win_wait"};
+    "Win_flush_local_all", "Win_sync", "Win_start", "Win_complete", "Win_post", "Win_wait",
+    "File_open", "File_close", "File_set_view", "File_sync", "File_read", "File_read_at",
+    "File_read_all", "File_read_at_all", "File_write", "File_write_at", "File_write_all",
+    "File_write_at_all"};
 static struct {
     uint64_t calls, bytes, ns;
 } U[U_N];
@@ -1613,6 +1619,46 @@ int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
     UNRECORDED(U_WIN_POST, 0, PMPI_Win_post(group, assert, win));
 }
 int MPI_Win_wait(MPI_Win win) { UNRECORDED(U_WIN_WAIT, 0, PMPI_Win_wait(win)); }
+
+/* ---- MPI-IO: counted, not recorded ------------------------------------------------------------ */
+int MPI_File_open(MPI_Comm comm, const char *name, int mode, MPI_Info info, MPI_File *fh) {
+    UNRECORDED(U_FILE_OPEN, 0, PMPI_File_open(comm, name, mode, info, fh));
+}
+int MPI_File_close(MPI_File *fh) { UNRECORDED(U_FILE_CLOSE, 0, PMPI_File_close(fh)); }
+int MPI_File_set_view(MPI_File fh, MPI_Offset disp, MPI_Datatype et, MPI_Datatype ft,
+                      const char *rep, MPI_Info info) {
+    UNRECORDED(U_FILE_SET_VIEW, 0, PMPI_File_set_view(fh, disp, et, ft, rep, info));
+}
+int MPI_File_sync(MPI_File fh) { UNRECORDED(U_FILE_SYNC, 0, PMPI_File_sync(fh)); }
+int MPI_File_read(MPI_File fh, void *b, int n, MPI_Datatype t, MPI_Status *st) {
+    UNRECORDED(U_FILE_READ, type_bytes(n, t), PMPI_File_read(fh, b, n, t, st));
+}
+int MPI_File_read_at(MPI_File fh, MPI_Offset at, void *b, int n, MPI_Datatype t,
+                     MPI_Status *st) {
+    UNRECORDED(U_FILE_READ_AT, type_bytes(n, t), PMPI_File_read_at(fh, at, b, n, t, st));
+}
+int MPI_File_read_all(MPI_File fh, void *b, int n, MPI_Datatype t, MPI_Status *st) {
+    UNRECORDED(U_FILE_READ_ALL, type_bytes(n, t), PMPI_File_read_all(fh, b, n, t, st));
+}
+int MPI_File_read_at_all(MPI_File fh, MPI_Offset at, void *b, int n, MPI_Datatype t,
+                         MPI_Status *st) {
+    UNRECORDED(U_FILE_READ_AT_ALL, type_bytes(n, t), PMPI_File_read_at_all(fh, at, b, n, t, st));
+}
+int MPI_File_write(MPI_File fh, const void *b, int n, MPI_Datatype t, MPI_Status *st) {
+    UNRECORDED(U_FILE_WRITE, type_bytes(n, t), PMPI_File_write(fh, b, n, t, st));
+}
+int MPI_File_write_at(MPI_File fh, MPI_Offset at, const void *b, int n, MPI_Datatype t,
+                      MPI_Status *st) {
+    UNRECORDED(U_FILE_WRITE_AT, type_bytes(n, t), PMPI_File_write_at(fh, at, b, n, t, st));
+}
+int MPI_File_write_all(MPI_File fh, const void *b, int n, MPI_Datatype t, MPI_Status *st) {
+    UNRECORDED(U_FILE_WRITE_ALL, type_bytes(n, t), PMPI_File_write_all(fh, b, n, t, st));
+}
+int MPI_File_write_at_all(MPI_File fh, MPI_Offset at, const void *b, int n, MPI_Datatype t,
+                          MPI_Status *st) {
+    UNRECORDED(U_FILE_WRITE_AT_ALL, type_bytes(n, t),
+               PMPI_File_write_at_all(fh, at, b, n, t, st));
+}
 
 /* ---- communicators -------------------------------------------------------------------------- */
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {

@@ -133,33 +133,41 @@ fn describe_unstarted(n: u64) -> String {
     )
 }
 
-/// The note on the one-sided calls `set` counts but does not record
-/// ([`mpiskel_trace::RankTrace::unrecorded`]), for an application of `app_time_s`; `None`
-/// where it counts none. O(ranks × kinds).
-fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Option<String> {
+/// The notes on the calls `set` counts but does not record
+/// ([`mpiskel_trace::RankTrace::unrecorded`]) for an application of `app_time_s`: one on its
+/// one-sided calls and one on its MPI-IO calls, each where it made some. O(ranks × kinds).
+fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Vec<String> {
     let all = mpiskel_trace::summary::unrecorded(set);
-    let calls: u64 = all.values().map(|u| u.calls).sum();
-    if calls == 0 {
-        return None;
-    }
-    let mut kinds: Vec<(&String, u64)> = all.iter().map(|(k, u)| (k, u.calls)).collect();
-    kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let shown: Vec<String> = kinds.iter().take(4).map(|(k, n)| format!("MPI_{k} {n}")).collect();
-    let more = if kinds.len() > 4 { ", …" } else { "" };
-    let bytes: u64 = all.values().map(|u| u.bytes).sum();
+    let (io, one_sided): (Vec<_>, Vec<_>) = all.iter().partition(|(k, _)| k.starts_with("File_"));
+    let groups = [
+        (one_sided, "one-sided calls", "moved", "a network"),
+        (io, "MPI-IO calls", "read or written", "a file system"),
+    ];
     let ranks = set.n_ranks().max(1) as f64;
-    let per_rank_s = all.values().map(|u| u.ns).sum::<u64>() as f64 * 1e-9 / ranks;
-    let share = if app_time_s > 0.0 { 100.0 * per_rank_s / app_time_s } else { 0.0 };
-    Some(format!(
-        "the application made {calls} one-sided calls that the trace counts but does not record \
-         ({}{more}; {:.1} MiB moved; {per_rank_s:.6} s inside them per rank on average, \
-         {share:.1} % of the application's time): the skeleton does not make them, and their \
-         time stays in the computation before the next recorded call, so the prediction \
-         counts it as computation and does not follow a network that is faster or slower for \
-         them",
-        shown.join(", "),
-        bytes as f64 / (1024.0 * 1024.0),
-    ))
+    let mut notes = Vec::new();
+    for (mut kinds, what, moved, where_) in groups {
+        let calls: u64 = kinds.iter().map(|(_, u)| u.calls).sum();
+        if calls == 0 {
+            continue;
+        }
+        kinds.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(b.0)));
+        let shown: Vec<String> =
+            kinds.iter().take(4).map(|(k, u)| format!("MPI_{k} {}", u.calls)).collect();
+        let more = if kinds.len() > 4 { ", …" } else { "" };
+        let mib = kinds.iter().map(|(_, u)| u.bytes).sum::<u64>() as f64 / (1024.0 * 1024.0);
+        let per_rank_s = kinds.iter().map(|(_, u)| u.ns).sum::<u64>() as f64 * 1e-9 / ranks;
+        let share = if app_time_s > 0.0 { 100.0 * per_rank_s / app_time_s } else { 0.0 };
+        notes.push(format!(
+            "the application made {calls} {what} that the trace counts but does not record \
+             ({}{more}; {mib:.1} MiB {moved}; {per_rank_s:.6} s inside them per rank on \
+             average, {share:.1} % of the application's time): the skeleton does not make \
+             them, and their time stays in the computation before the next recorded call, so \
+             the prediction counts it as computation and does not follow {where_} that is \
+             faster or slower for them",
+            shown.join(", "),
+        ));
+    }
+    notes
 }
 
 /// Builds the skeleton of `o.trace` into the folder `o.output`.
@@ -212,9 +220,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
         notes.push(note);
     }
-    if let Some(note) = describe_unrecorded(&set, set.app_time_s()) {
-        notes.push(note);
-    }
+    notes.extend(describe_unrecorded(&set, set.app_time_s()));
     let unstarted = completed_unstarted(&set);
     if unstarted > 0 {
         notes.push(describe_unstarted(unstarted));
