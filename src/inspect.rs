@@ -195,7 +195,7 @@ fn render(r: &Report<'_>) -> String {
         s.events, s.span_s, mpi_s, comp_s
     );
     let (io, one_sided): (Vec<_>, Vec<_>) =
-        s.unrecorded.iter().partition(|(k, _)| k.starts_with("File_"));
+        s.unrecorded.iter().partition(|(k, _)| mpiskel_trace::summary::is_file_io(k));
     for (label, kinds, what) in [("rma", one_sided, "one-sided"), ("io", io, "MPI-IO")] {
         if kinds.is_empty() {
             continue;

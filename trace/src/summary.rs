@@ -100,6 +100,12 @@ pub struct TraceSummary {
     pub unrecorded: BTreeMap<String, Unrecorded>,
 }
 
+/// Whether a call counted but not recorded ([`RankTrace::unrecorded`], named without `MPI_`) is
+/// MPI-IO rather than one-sided communication.
+pub fn is_file_io(name: &str) -> bool {
+    name.starts_with("File_")
+}
+
 /// The calls of `set` counted but not recorded ([`RankTrace::unrecorded`]), by name, summed over
 /// its ranks. O(ranks × kinds).
 pub fn unrecorded(set: &TraceSet) -> BTreeMap<String, Unrecorded> {

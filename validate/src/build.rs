@@ -138,7 +138,8 @@ fn describe_unstarted(n: u64) -> String {
 /// one-sided calls and one on its MPI-IO calls, each where it made some. O(ranks × kinds).
 fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Vec<String> {
     let all = mpiskel_trace::summary::unrecorded(set);
-    let (io, one_sided): (Vec<_>, Vec<_>) = all.iter().partition(|(k, _)| k.starts_with("File_"));
+    let (io, one_sided): (Vec<_>, Vec<_>) =
+        all.iter().partition(|(k, _)| mpiskel_trace::summary::is_file_io(k));
     let groups = [
         (one_sided, "one-sided calls", "moved", "a network"),
         (io, "MPI-IO calls", "read or written", "a file system"),
