@@ -1651,6 +1651,39 @@ fn a_rank_that_finishes_first_waits_asleep() {
     }
 }
 
+/// A self-consistent-field loop (`fixtures/programs/scf.c`, 4 ranks): 12 iterations of 4
+/// k-points, each k-point an eigensolver whose iterations vary in number and in what they do,
+/// so that every k-point is a kind of step of its own and one step of each would take most of
+/// the run. The skeleton samples families of kinds (the same calls, the largest messages of one
+/// size) instead: it runs a few steps, leaves the other kinds out of the code, scales the kinds
+/// that run for those of their family that do not, and still stands for its trace on a fast
+/// and a slow modelled cluster (within 10 %), running an eighth of its time or less there (a
+/// twelfth here, where the network is faster); it runs under both libraries.
+#[test]
+fn steps_of_kinds_of_their_own_are_sampled_by_family() {
+    let trace = fixture("scf");
+    let out = scratch("scf-families");
+    let dir = out.join("skel");
+    let err = build_named(&trace, &dir, "scf");
+    assert!(err.contains("too many to run one of each"), "{err}");
+    let doc = document(&dir);
+    let scaling = &doc["scaling"];
+    let full = scaling["main_full"].as_u64().unwrap();
+    let steps = scaling["main_run"].as_u64().unwrap();
+    assert_eq!(full, 48 + 12, "a step per k-point and per SCF iteration: {scaling}");
+    let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    let cases = code.lines().filter(|l| l.trim_start().starts_with("case ")).count() as u64;
+    assert!(cases <= steps && steps < full / 4, "{cases} kinds emitted, {steps} of {full} steps");
+    assert!(code.contains("stands for the kinds of its family that do not run too"), "{code}");
+    stands_for_its_trace_on_two_clusters(&trace, &dir, &out, 0.1, 1.0 / 8.0);
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 300), mpi, 4);
+    }
+}
+
 /// Messages of two tags between the same ranks, received in another order than they were sent
 /// (`fixtures/programs/tagged.c`, LAMMPS's tiled communication: a receive for the data posted
 /// before the partner's empty "ready" message, tag 0, arrives; partners that change every ten

@@ -3,6 +3,7 @@
 //!
 //! - [`symbols`]: a class's logical program as symbols for loop discovery;
 //! - [`timesteps`]: each class's loop nest, with an irregular time-step loop folded into steps;
+//! - [`families`]: kinds of steps that repeat the same work a different number of times;
 //! - [`program`]: the program IR (classes, phases, statements, calls), built from the logical
 //!   trace and the nests;
 //! - [`matching`]: global and local sends and receives (Xu & Subhlok 2008, Fig. 3), size balancing;
@@ -31,6 +32,7 @@ pub mod correspond;
 pub mod cut_runs;
 pub mod deadlock;
 pub mod document;
+pub mod families;
 pub mod instantiate;
 pub mod matching;
 pub mod physical;

@@ -361,7 +361,21 @@ fn untried(n: u64) -> String {
     )
 }
 
-fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]) -> String {
+/// How a time-step main loop's steps were sampled.
+#[derive(Debug, Clone, Copy)]
+enum Steps {
+    /// By kind: every kind runs.
+    Kinds,
+    /// By family ([`crate::families`]): `kinds` kinds of `families` families.
+    Pooled { kinds: usize, families: usize },
+}
+
+fn over_target(
+    s: &Scaling,
+    sampled: bool,
+    steps: Option<Steps>,
+    stretches: &[StretchCut],
+) -> String {
     let pct = |x: f64| 100.0 * x / s.app_time_s;
     let kept_s: f64 = stretches.iter().map(|c| c.span_s - c.removed_s()).sum();
     let removed_s: f64 = stretches.iter().map(StretchCut::removed_s).sum();
@@ -446,12 +460,23 @@ fn over_target(s: &Scaling, sampled: bool, steps: bool, stretches: &[StretchCut]
             s.main_full,
             pct(s.main_share * s.app_time_s / s.main_full as f64)
         ));
-    } else if steps && sampled && s.main_full > s.main_run {
+    } else if let (Some(Steps::Kinds), true, true) = (steps, sampled, s.main_full > s.main_run) {
         parts.push(format!(
             "the main loop runs {} of its {} time steps: each kind of step at least \
              {MIN_SAMPLED} times (every step of a kind with fewer), as far as they fit in a \
              twelfth of the application's time, so that the durations the steps of a kind \
              replay average out",
+            s.main_run, s.main_full
+        ));
+    } else if let (Some(Steps::Pooled { kinds, families }), true) =
+        (steps, s.main_full > s.main_run)
+    {
+        parts.push(format!(
+            "the main loop runs {} of its {} time steps: they are of {kinds} kinds, too many to \
+             run one of each, and of {families} families (kinds that make the same calls, their \
+             largest messages of one size), each of which runs at least one step, up to \
+             {MIN_SAMPLED} as far as they fit in a twelfth of the application's time; the kinds \
+             of a family that run stand for those that do not, by their recorded time",
             s.main_run, s.main_full
         ));
     }
@@ -612,9 +637,21 @@ fn make_with(
         }
     }
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
-    let steps = crate::scale::lead_class_index(&skeleton)
+    let main = crate::scale::lead_class_index(&skeleton)
         .and_then(|ci| skeleton.classes[ci].main_loop())
-        .is_some_and(|p| p.steps.is_some());
+        .filter(|p| p.steps.is_some());
+    let steps = main.map(|p| match p.body.as_slice() {
+        [Stmt::Steps { cases }] if cases.iter().any(|c| c.run == 0) => Steps::Pooled {
+            kinds: cases.len(),
+            families: {
+                let mut f = crate::families::families(cases);
+                f.sort_unstable();
+                f.dedup();
+                f.len()
+            },
+        },
+        _ => Steps::Kinds,
+    });
     let over = over_target(&scaling, sampled_within.is_some(), steps, &lt.stretches);
     scaling.note = match (scaling.note.is_empty(), over.is_empty()) {
         (true, _) => over,

@@ -377,6 +377,14 @@ fn cut_inner(
 /// timed on its own and predicted as its time × its steps in the application / its steps run,
 /// so a kind that runs more (or less) than its share does not bias the prediction.
 ///
+/// Where one step of every group would take longer than the whole skeleton may (`longest_s`,
+/// application seconds: the target, or a twelfth of the application's time where that is
+/// longer; an SCF code whose iterations are each a kind of their own) and the families are
+/// fewer than the groups, the steps
+/// are grouped by the families of their kinds instead ([`crate::families`]): the kinds of a
+/// family that run are timed ×(the family's recorded time / theirs) for those that do not, and
+/// those are not emitted.
+///
 /// With `sampled_within` (application seconds: the longer default target less the rest of the
 /// program), each group then runs at least [`MIN_SAMPLED`] of its steps (all where it has
 /// fewer), the groups that take most of the loop's time first, as far as they fit: the steps of
@@ -390,7 +398,7 @@ fn cut_inner(
 /// steps differ in number).
 fn sample_steps(
     skel: &mut Skeleton,
-    budget_s: f64,
+    (budget_s, longest_s): (f64, f64),
     sampled_within: Option<f64>,
     seconds_of: &dyn Fn(f64) -> f64,
 ) -> Option<(f64, f64)> {
@@ -416,18 +424,75 @@ fn sample_steps(
         }
         cost_of_kind.push(cases.iter().map(|c| seconds_of(recorded_of(&c.body, split))).collect());
     }
-    // Groups: the kinds a step has in every class.
-    let mut groups: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
-    for i in 0..n {
-        let key: Vec<u32> = mains
+    // Groups: the kinds a step has in every class; where one step of each would take longer
+    // than the whole skeleton may (`longest_s`), the families of those kinds
+    // ([`crate::families`]).
+    let families: Vec<Vec<u32>> = mains
+        .iter()
+        .map(|&(ci, pi)| match skel.classes[ci].phases[pi].body.as_slice() {
+            [Stmt::Steps { cases }] => crate::families::families(cases),
+            _ => Vec::new(),
+        })
+        .collect();
+    let kinds_of = |i: usize| -> Vec<u32> {
+        mains
             .iter()
             .map(|&(ci, pi)| skel.classes[ci].phases[pi].steps.as_ref().map_or(0, |s| s.kinds[i]))
+            .collect()
+    };
+    let step_cost: Vec<f64> = (0..n)
+        .map(|i| {
+            kinds_of(i).iter().zip(&cost_of_kind).map(|(&k, c)| c[k as usize]).fold(0.0, f64::max)
+        })
+        .collect();
+    let group_by = |key: &dyn Fn(&[u32]) -> Vec<u32>| -> BTreeMap<Vec<u32>, Vec<u32>> {
+        let mut groups: BTreeMap<Vec<u32>, Vec<u32>> = BTreeMap::new();
+        for i in 0..n {
+            groups.entry(key(&kinds_of(i))).or_default().push(i as u32);
+        }
+        groups
+    };
+    let mut groups = group_by(&|kinds| kinds.to_vec());
+    let one_each = |groups: &BTreeMap<Vec<u32>, Vec<u32>>| -> f64 {
+        groups.values().map(|m| step_cost[m[m.len() / 2] as usize]).sum()
+    };
+    let pooled = group_by(&|kinds| {
+        kinds.iter().zip(&families).map(|(&k, f)| f.get(k as usize).copied().unwrap_or(k)).collect()
+    });
+    // Only where families are fewer than the groups of kinds (else nothing is gained).
+    let by_family = one_each(&groups) > longest_s && pooled.len() < groups.len();
+    if by_family {
+        // A family's steps, the least network-bound first (bytes sent per recorded second, the
+        // most of any class): spread over that order, the steps that run send about the
+        // family's share, so its ratio estimate holds on a network of other speed.
+        let bytes: Vec<Vec<f64>> = mains
+            .iter()
+            .map(|&(ci, pi)| match skel.classes[ci].phases[pi].body.as_slice() {
+                [Stmt::Steps { cases }] => {
+                    cases.iter().map(|c| crate::families::bytes_sent(&c.body)).collect()
+                }
+                _ => Vec::new(),
+            })
             .collect();
-        groups.entry(key).or_default().push(i as u32);
+        let intensity = |i: usize| -> f64 {
+            let sent = kinds_of(i)
+                .iter()
+                .zip(&bytes)
+                .map(|(&k, b)| b.get(k as usize).copied().unwrap_or(0.0))
+                .fold(0.0, f64::max);
+            sent / step_cost[i].max(f64::MIN_POSITIVE)
+        };
+        groups = pooled;
+        for m in groups.values_mut() {
+            m.sort_by(|&a, &b| {
+                intensity(a as usize).total_cmp(&intensity(b as usize)).then(a.cmp(&b))
+            });
+        }
     }
+    // A group's cost: the mean of its steps' (the same for all where they are of one kind).
     let cost: Vec<f64> = groups
-        .keys()
-        .map(|key| key.iter().zip(&cost_of_kind).map(|(&k, c)| c[k as usize]).fold(0.0, f64::max))
+        .values()
+        .map(|m| m.iter().map(|&i| step_cost[i as usize]).sum::<f64>() / m.len() as f64)
         .collect();
     let runs = |f: f64| -> Vec<usize> {
         groups.values().map(|m| ((f * m.len() as f64).round() as usize).clamp(1, m.len())).collect()
@@ -470,10 +535,42 @@ fn sample_steps(
         })
         .collect();
     sample.sort_unstable();
-    for &(ci, pi) in &mains {
-        set_steps(&mut skel.classes[ci].phases[pi], sample.clone());
+    for (m, &(ci, pi)) in mains.iter().enumerate() {
+        let p = &mut skel.classes[ci].phases[pi];
+        set_steps(p, sample.clone());
+        if by_family {
+            if let [Stmt::Steps { cases }] = p.body.as_mut_slice() {
+                scale_families(cases, &families[m], &cost_of_kind[m]);
+            }
+        }
     }
     Some((total(&r), total(&r) - for_target))
+}
+
+/// Sets each kind's [`crate::program::StepCase::scale`] for the families of `cases`
+/// (`families`, per kind) of which the skeleton runs only some kinds: the family's recorded
+/// time (`cost`, per kind and step) over that of the kinds it runs, each kind counted with
+/// all its steps (its own time × `full / run` stands for them). Where the kinds that run
+/// recorded no time, by their counts of steps.
+fn scale_families(cases: &mut [crate::program::StepCase], families: &[u32], cost: &[f64]) {
+    let mut sums: BTreeMap<u32, [f64; 4]> = BTreeMap::new();
+    for (k, c) in cases.iter().enumerate() {
+        let Some(&f) = families.get(k) else { return };
+        let e = sums.entry(f).or_default();
+        let t = c.full as f64 * cost.get(k).copied().unwrap_or(0.0);
+        e[0] += t;
+        e[1] += c.full as f64;
+        if c.run > 0 {
+            e[2] += t;
+            e[3] += c.full as f64;
+        }
+    }
+    for (k, c) in cases.iter_mut().enumerate() {
+        let [all_t, all_n, ran_t, ran_n] = sums[&families[k]];
+        if c.run > 0 {
+            c.scale = if ran_t > 0.0 { all_t / ran_t } else { all_n / ran_n };
+        }
+    }
 }
 
 /// Makes a time-step phase run `sample` (indices into its steps), with each kind's count.
@@ -483,6 +580,7 @@ fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
     };
     for c in cases.iter_mut() {
         c.run = 0;
+        c.scale = 1.0;
     }
     for &i in &sample {
         cases[st.kinds[i as usize] as usize].run += 1;
@@ -851,13 +949,18 @@ pub fn scale(
     let mut sampled_extra_s = 0.0;
     let lead_recorded = lead_recorded(skel);
     let steps_within = sampled_within.map(|t| t - sample_rest);
-    if let Some(main) = sample_steps(skel, target_s - rest, steps_within, &|recorded: f64| {
-        if lead_recorded > 0.0 {
-            recorded / lead_recorded * app_time_s
-        } else {
-            per_iter
-        }
-    }) {
+    if let Some(main) = sample_steps(
+        skel,
+        (target_s - rest, target_s.max(twelfth(app_time_s))),
+        steps_within,
+        &|recorded: f64| {
+            if lead_recorded > 0.0 {
+                recorded / lead_recorded * app_time_s
+            } else {
+                per_iter
+            }
+        },
+    ) {
         estimate = rest + main.0;
         sampled_extra_s = main.1;
     }
@@ -888,5 +991,30 @@ pub fn scale(
         note: String::new(),
         cuts_untried: 0,
         traffic: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scale_families;
+    use crate::program::StepCase;
+
+    fn case(full: u64, run: u64) -> StepCase {
+        StepCase { full, run, body: Vec::new(), note: String::new(), scale: 1.0 }
+    }
+
+    #[test]
+    fn the_kinds_of_a_family_that_run_stand_for_those_that_do_not_by_recorded_time() {
+        // Family 0: kinds of 1, 2 and 3 steps recorded at 1, 2 and 4 s a step, of which the
+        // first two run; family 1: one kind, all of whose steps run.
+        let mut cases = [case(1, 1), case(2, 1), case(3, 0), case(5, 5)];
+        scale_families(&mut cases, &[0, 0, 0, 1], &[1.0, 2.0, 4.0, 1.0]);
+        // (1 + 4 + 12) s recorded by the family, 5 s of it by the kinds that run.
+        let scales: Vec<f64> = cases.iter().map(|c| c.scale).collect();
+        assert_eq!(scales, [17.0 / 5.0, 17.0 / 5.0, 1.0, 1.0]);
+        // Kinds that recorded no time stand for the others by their counts of steps.
+        let mut cases = [case(2, 1), case(6, 0)];
+        scale_families(&mut cases, &[0, 0], &[0.0, 0.0]);
+        assert_eq!(cases[0].scale, 4.0);
     }
 }

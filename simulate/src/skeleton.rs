@@ -80,6 +80,10 @@ pub struct PhaseMarks {
     pub simulated: Option<(Vec<u64>, Vec<u32>)>,
     /// Kind of each application iteration of a time-step loop (empty for other loops).
     pub kinds: Vec<u32>,
+    /// Per kind of a time-step loop whose skeleton runs only some kinds of a family
+    /// (`mpiskel_emit::families`): what the kind's time is multiplied by, for the kinds of
+    /// its family that do not run, 0 for those; empty otherwise.
+    pub kind_scales: Vec<f64>,
     /// Index into the rank's marks of the phase's start; of each simulated iteration's start
     /// (where `simulated`); of its end.
     pub start: usize,
@@ -551,11 +555,33 @@ fn unsimulated(p: &PhaseMarks, positions: &[u64], kinds: &[u32], d: &[f64]) -> f
             *x = true;
         }
     }
-    p.kinds
+    if p.kind_scales.is_empty() {
+        return p
+            .kinds
+            .iter()
+            .zip(&ran)
+            .filter(|(_, &r)| !r)
+            .map(|(k, _)| pace.get(k).copied().unwrap_or(overall))
+            .sum();
+    }
+    // Kinds of families of which only some kinds run: each kind that runs, simulated and
+    // priced, times its scale; those that do not run are in those scales.
+    let mut of_kind: std::collections::BTreeMap<u32, f64> = std::collections::BTreeMap::new();
+    for (j, &k) in kinds.iter().enumerate() {
+        *of_kind.entry(k).or_default() += d[j];
+    }
+    for (k, _) in p.kinds.iter().zip(&ran).filter(|(_, &r)| !r) {
+        if let Some(&x) = pace.get(k) {
+            *of_kind.entry(*k).or_default() += x;
+        }
+    }
+    of_kind
         .iter()
-        .zip(&ran)
-        .filter(|(_, &r)| !r)
-        .map(|(k, _)| pace.get(k).copied().unwrap_or(overall))
+        .map(|(&k, &t)| {
+            let scale = p.kind_scales.get(k as usize).copied().unwrap_or(1.0);
+            let simulated: f64 = (0..n).filter(|&j| kinds[j] == k).map(|j| d[j]).sum();
+            t * scale - simulated
+        })
         .sum()
 }
 
@@ -732,6 +758,12 @@ impl RankLowering<'_> {
             warmup: p.warmup,
             simulated: cut.then_some((positions, kinds)),
             kinds: p.steps.as_ref().filter(|_| cut).map(|s| s.kinds.clone()).unwrap_or_default(),
+            kind_scales: match p.body.as_slice() {
+                [Stmt::Steps { cases }] if cut && cases.iter().any(|c| c.run == 0) => {
+                    cases.iter().map(|c| if c.run == 0 { 0.0 } else { c.scale }).collect()
+                }
+                _ => Vec::new(),
+            },
             start,
             iterations,
             end,
@@ -764,6 +796,7 @@ impl RankLowering<'_> {
             warmup: 0,
             simulated: None,
             kinds: Vec::new(),
+            kind_scales: Vec::new(),
             start,
             iterations: Vec::new(),
             end,

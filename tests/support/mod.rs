@@ -226,6 +226,7 @@ macro_rules! skeleton_fixture_tests {
             irregular => "irregular", fixture("irregular");
             eager => "eager", fixture("eager");
             tagged => "tagged", fixture("tagged");
+            scf => "scf", fixture("scf");
             npb_bt => "bt.S.16", npb("bt.S.16");
             npb_cg => "cg.S.16", npb("cg.S.16");
             npb_lu => "lu.S.16", npb("lu.S.16");

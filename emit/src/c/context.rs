@@ -75,6 +75,9 @@ struct TimerCtx {
     first_apart: u8,
     /// Warm-up iterations skipped that this phase prices ([`crate::warmup`]).
     warmup: u64,
+    /// For a kind of time step that stands for kinds of its family the skeleton does not run
+    /// ([`crate::program::StepCase::scale`]): its scale as C; `None` where it is 1.
+    scale: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -436,6 +439,7 @@ fn phase_ctx(
         full: p.full,
         run: p.run,
         warmup: p.warmup,
+        scale: None,
         parent: -1,
         inner_run: 0,
         first_apart: u8::from(crate::replay::replays_first(&p.body, &skel.replays)),
@@ -483,9 +487,14 @@ fn time_steps(
     let table = format!("{prefix}{}_kind", p.name);
     let kinds = steps.run_kinds();
     pre_lines.push(String::new());
+    let every = if cases.iter().any(|c| c.run == 0) {
+        "every family of kinds runs"
+    } else {
+        "every kind runs"
+    };
     pre_lines.push(format!(
         "/* The kind of each time step {} runs: {} of the application's {},\n * \
-         chosen so that every kind runs. */",
+         chosen so that {every}. */",
         p.name,
         kinds.len(),
         steps.kinds.len()
@@ -503,6 +512,7 @@ fn time_steps(
             inner_run: 0,
             first_apart: 0,
             warmup: 0,
+            scale: (case.scale != 1.0).then(|| format!("{:.6}", case.scale)),
         });
     }
     lines.push(
@@ -511,8 +521,17 @@ fn time_steps(
     let rows = kinds.len();
     lines.push(format!("switch ({table}[it % {rows}]) {{"));
     for (k, case) in cases.iter().enumerate() {
+        if case.run == 0 {
+            // Never run: a kind of a family whose other kinds stand for it.
+            continue;
+        }
+        let family = if case.scale == 1.0 {
+            String::new()
+        } else {
+            format!(", timed ×{:.3} for the steps of its family that do not run", case.scale)
+        };
         lines.push(format!(
-            "case {k}: /* {} of the application's steps are of this kind, {} run: {} */",
+            "case {k}: /* {} of the application's steps are of this kind, {} run{family}: {} */",
             case.full, case.run, case.note
         ));
         names.stmts(&case.body, &mut lines, 1);
@@ -548,6 +567,7 @@ fn body_lines(
                     inner_run: ic.run,
                     first_apart: 0,
                     warmup: 0,
+                    scale: None,
                 });
                 lines.push(format!(
                     "double t_inner = sk_part_begin(); /* the inner loop runs {} of its {} iterations, timed on its own (its first apart) */",

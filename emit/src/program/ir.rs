@@ -400,6 +400,11 @@ pub struct StepCase {
     pub body: Vec<Stmt>,
     /// The kind's body in the notation of Xu & Subhlok (2008, §3).
     pub note: String,
+    /// What the kind's prediction (its time × `full / run`) is multiplied by: where the
+    /// skeleton runs only some kinds of a family ([`crate::families`]), the family's recorded
+    /// time over that of the kinds it runs; 1 otherwise.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub scale: f64,
 }
 
 /// Which steps a time-step loop runs: the kind of every step of the application, and the steps

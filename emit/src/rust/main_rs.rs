@@ -374,7 +374,13 @@ fn phase_calls(
             let t = Literal::usize_unsuffixed(timer);
             for (k, c) in cases.iter().enumerate() {
                 let (n, f, r) = (format!("{}.kind{k}", p.name), int(c.full), int(c.run));
-                timers.push(quote! { Phase::inner(#n, #f, #r, #t) });
+                if c.scale == 1.0 {
+                    timers.push(quote! { Phase::inner(#n, #f, #r, #t) });
+                } else {
+                    // It stands for the kinds of its family that do not run too.
+                    let x = Literal::f64_unsuffixed((c.scale * 1e6).round() / 1e6);
+                    timers.push(quote! { Phase::inner(#n, #f, #r, #t).stretch(#x) });
+                }
             }
         }
         if let Some(ic) = p.inner {

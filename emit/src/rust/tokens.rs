@@ -548,16 +548,26 @@ impl Gen<'_> {
             let kinds: Vec<Literal> =
                 steps.run_kinds().iter().map(|&k| Literal::u8_unsuffixed(k as u8)).collect();
             let n = Literal::usize_unsuffixed(kinds.len());
+            let every = if cases.iter().any(|c| c.run == 0) {
+                "every family of kinds runs"
+            } else {
+                "every kind runs"
+            };
             let table = note(&format!(
                 "the kind of each time step this loop runs: {} of the application's {}, chosen so \
-                 that every kind runs; each kind is timed on its own",
+                 that {every}; each kind is timed on its own",
                 kinds.len(),
                 steps.kinds.len()
             ));
-            let arms = cases.iter().enumerate().map(|(k, c)| {
+            let arms = cases.iter().enumerate().filter(|(_, c)| c.run > 0).map(|(k, c)| {
                 let k = Literal::u8_unsuffixed(k as u8);
+                let family = if c.scale == 1.0 {
+                    String::new()
+                } else {
+                    format!(", timed ×{:.3} for the steps of its family that do not run", c.scale)
+                };
                 let n = note(&format!(
-                    "{} of the application's steps are of this kind, {} run: {}",
+                    "{} of the application's steps are of this kind, {} run{family}: {}",
                     c.full, c.run, c.note
                 ));
                 let b = self.stmts(&c.body);
