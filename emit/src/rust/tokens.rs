@@ -559,20 +559,26 @@ impl Gen<'_> {
                 kinds.len(),
                 steps.kinds.len()
             ));
-            let arms = cases.iter().enumerate().filter(|(_, c)| c.run > 0).map(|(k, c)| {
-                let k = Literal::u8_unsuffixed(k as u8);
-                let family = if c.scale == 1.0 {
-                    String::new()
-                } else {
-                    format!(", timed ×{:.3} for the steps of its family that do not run", c.scale)
-                };
-                let n = note(&format!(
-                    "{} of the application's steps are of this kind, {} run{family}: {}",
-                    c.full, c.run, c.note
-                ));
-                let b = self.stmts(&c.body);
-                quote! { #k => { #n #b } }
-            });
+            let arms: Vec<_> = cases
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.run > 0)
+                .map(|(k, c)| {
+                    let family = if c.scale == 1.0 {
+                        String::new()
+                    } else {
+                        format!(
+                            ", timed ×{:.3} for the steps of its family that do not run",
+                            c.scale
+                        )
+                    };
+                    let n = note(&format!(
+                        "{} of the application's steps are of this kind, {} run{family}: {}",
+                        c.full, c.run, c.note
+                    ));
+                    (Literal::u8_unsuffixed(k as u8), n, self.stmts(&c.body))
+                })
+                .collect();
             let first = Literal::usize_unsuffixed(sub_timer);
             let n_kinds = Literal::usize_unsuffixed(cases.len());
             let again = note("more steps than the table's read it over again");
@@ -582,13 +588,26 @@ impl Gen<'_> {
                 #again
                 sk.steps_count(#first, #n_kinds, &KIND, run);
             });
+            // One kind runs (a family sampled once): its body, without a match.
+            let (kind, steps) = match arms.as_slice() {
+                [(_, n, b)] => (quote! { KIND[0] }, quote! { #n #b }),
+                _ => {
+                    let arms = arms.iter().map(|(k, n, b)| quote! { #k => { #n #b } });
+                    (
+                        quote! { KIND[it as usize % #n] },
+                        quote! {
+                            match KIND[it as usize % #n] {
+                                #(#arms)*
+                                _ => {}
+                            }
+                        },
+                    )
+                }
+            };
             body.extend(quote! {
                 let t_step = sk.part_begin();
-                match KIND[it as usize % #n] {
-                    #(#arms)*
-                    _ => {}
-                }
-                sk.phase_add(#first + usize::from(KIND[it as usize % #n]), mpi::time() - t_step);
+                #steps
+                sk.phase_add(#first + usize::from(#kind), mpi::time() - t_step);
             });
         }
         for (i, st) in p.body.iter().enumerate().filter(|_| p.steps.is_none()) {
