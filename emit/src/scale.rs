@@ -380,10 +380,9 @@ fn cut_inner(
 /// Where one step of every group would take longer than the whole skeleton may (`longest_s`,
 /// application seconds: the target, or a twelfth of the application's time where that is
 /// longer; an SCF code whose iterations are each a kind of their own) and the families are
-/// fewer than the groups, the steps
-/// are grouped by the families of their kinds instead ([`crate::families`]): the kinds of a
-/// family that run are timed ×(the family's recorded time / theirs) for those that do not, and
-/// those are not emitted.
+/// fewer than the groups, the steps are grouped by the families of their kinds instead
+/// ([`crate::families`]): the kinds of a family that run are timed ×(the family's recorded
+/// time / theirs) for those that do not, and those are not emitted.
 ///
 /// With `sampled_within` (application seconds: the longer default target less the rest of the
 /// program), each group then runs at least [`MIN_SAMPLED`] of its steps (all where it has
@@ -427,13 +426,6 @@ fn sample_steps(
     // Groups: the kinds a step has in every class; where one step of each would take longer
     // than the whole skeleton may (`longest_s`), the families of those kinds
     // ([`crate::families`]).
-    let families: Vec<Vec<u32>> = mains
-        .iter()
-        .map(|&(ci, pi)| match skel.classes[ci].phases[pi].body.as_slice() {
-            [Stmt::Steps { cases }] => crate::families::families(cases),
-            _ => Vec::new(),
-        })
-        .collect();
     let kinds_of = |i: usize| -> Vec<u32> {
         mains
             .iter()
@@ -453,27 +445,38 @@ fn sample_steps(
         groups
     };
     let mut groups = group_by(&|kinds| kinds.to_vec());
-    let one_each = |groups: &BTreeMap<Vec<u32>, Vec<u32>>| -> f64 {
-        groups.values().map(|m| step_cost[m[m.len() / 2] as usize]).sum()
+    let one_each: f64 = groups.values().map(|m| step_cost[m[m.len() / 2] as usize]).sum();
+    // Per class, each kind's family and bytes sent; only where one step of each kind is too
+    // long.
+    let (families, bytes): (Vec<Vec<u32>>, Vec<Vec<f64>>) = if one_each > longest_s {
+        mains
+            .iter()
+            .map(|&(ci, pi)| match skel.classes[ci].phases[pi].body.as_slice() {
+                [Stmt::Steps { cases }] => (
+                    crate::families::families(cases),
+                    cases.iter().map(|c| crate::families::bytes_sent(&c.body)).collect(),
+                ),
+                _ => (Vec::new(), Vec::new()),
+            })
+            .unzip()
+    } else {
+        (Vec::new(), Vec::new())
     };
-    let pooled = group_by(&|kinds| {
-        kinds.iter().zip(&families).map(|(&k, f)| f.get(k as usize).copied().unwrap_or(k)).collect()
+    let pooled = (!families.is_empty()).then(|| {
+        group_by(&|kinds| {
+            kinds
+                .iter()
+                .zip(&families)
+                .map(|(&k, f)| f.get(k as usize).copied().unwrap_or(k))
+                .collect()
+        })
     });
     // Only where families are fewer than the groups of kinds (else nothing is gained).
-    let by_family = one_each(&groups) > longest_s && pooled.len() < groups.len();
-    if by_family {
+    let by_family = pooled.as_ref().is_some_and(|p| p.len() < groups.len());
+    if let Some(pooled) = pooled.filter(|_| by_family) {
         // A family's steps, the least network-bound first (bytes sent per recorded second, the
         // most of any class): spread over that order, the steps that run send about the
         // family's share, so its ratio estimate holds on a network of other speed.
-        let bytes: Vec<Vec<f64>> = mains
-            .iter()
-            .map(|&(ci, pi)| match skel.classes[ci].phases[pi].body.as_slice() {
-                [Stmt::Steps { cases }] => {
-                    cases.iter().map(|c| crate::families::bytes_sent(&c.body)).collect()
-                }
-                _ => Vec::new(),
-            })
-            .collect();
         let intensity = |i: usize| -> f64 {
             let sent = kinds_of(i)
                 .iter()
