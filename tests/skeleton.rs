@@ -105,6 +105,17 @@ fn compile_strict(dir: &Path, cc: &str, extra: &[&str]) {
     );
 }
 
+/// The 4-rank skeleton in `dir` compiles with `-Wall -Wextra -Werror` under Open MPI and MPICH
+/// and runs to its report under both.
+fn compiles_strictly_and_runs_under_both(dir: &Path) {
+    compile_strict(dir, "mpicc.openmpi", &[]);
+    compile_strict(dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(dir, mpi, 300), mpi, 4);
+    }
+}
+
 /// The whole check for one trace.
 fn skeleton(name: &str, trace: &Path) {
     let dir = build(name, trace);
@@ -561,12 +572,7 @@ fn calls_nothing_matches_are_left_out_unless_strict() {
     assert_eq!(local["completions"].as_u64(), Some(4), "{local}");
     assert_eq!(local["sends"].as_u64(), Some(0), "{local}");
     assert_eq!(doc["scaling"]["main_full"].as_u64(), Some(30), "{}", doc["scaling"]);
-    compile_strict(&dir, "mpicc.openmpi", &[]);
-    compile_strict(&dir, "mpicc.mpich", &[]);
-    let _lock = mpi_lock();
-    for mpi in ["openmpi", "mpich"] {
-        check_report(&run(&dir, mpi, 300), mpi, 4);
-    }
+    compiles_strictly_and_runs_under_both(&dir);
 }
 
 /// Exchanges in pairs as Quantum ESPRESSO makes them on 4 ranks (`fixtures/programs/pairwise.c`):
@@ -597,12 +603,7 @@ fn waits_for_sends_the_run_buffered_are_buffered_unless_strict() {
     let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
     assert!(source.contains("MPI_Ibsend(") && !source.contains("MPI_Isend("), "{source}");
     assert!(source.contains("sk_buffer_attach(") && source.contains("sk_buffer_detach()"));
-    compile_strict(&dir, "mpicc.openmpi", &[]);
-    compile_strict(&dir, "mpicc.mpich", &[]);
-    let _lock = mpi_lock();
-    for mpi in ["openmpi", "mpich"] {
-        check_report(&run(&dir, mpi, 300), mpi, 4);
-    }
+    compiles_strictly_and_runs_under_both(&dir);
 }
 
 /// A ring whose messages go by buffered and persistent requests (`fixtures/programs/persistent.c`:
@@ -1676,12 +1677,49 @@ fn steps_of_kinds_of_their_own_are_sampled_by_family() {
     assert!(cases <= steps && steps < full / 4, "{cases} kinds emitted, {steps} of {full} steps");
     assert!(code.contains("stands for the kinds of its family that do not run too"), "{code}");
     stands_for_its_trace_on_two_clusters(&trace, &dir, &out, 0.1, 1.0 / 8.0);
-    compile_strict(&dir, "mpicc.openmpi", &[]);
-    compile_strict(&dir, "mpicc.mpich", &[]);
-    let _lock = mpi_lock();
-    for mpi in ["openmpi", "mpich"] {
-        check_report(&run(&dir, mpi, 300), mpi, 4);
+    compiles_strictly_and_runs_under_both(&dir);
+}
+
+/// A long set-up that opens with the call every time step opens with
+/// (`fixtures/programs/setupstep.c`, 4 ranks: a broadcast, a set-up computation of half of the
+/// run and a barrier, then 60 light steps of a broadcast and a reduction of drawn sizes): folded
+/// on the broadcast, the first of 61 steps holds the set-up. It is left before the steps, where
+/// its compute blocks are cut, rather than run as a step: the main loop holds the 60 steps, the
+/// set-up phase before it the barrier and the computation cut. On a fast modelled cluster the
+/// skeleton stands for its trace within 10 %, and on a fast and a slow one it runs less than a
+/// twelfth of it (the set-up as a step ran a quarter). (On the slow one, where the steps'
+/// messages take their time, the one step run, timed on its own, loses the overlap of
+/// neighbouring steps: +13 %, the same with the set-up as a step.) It runs under Open MPI and
+/// MPICH.
+#[test]
+fn a_first_step_that_holds_the_set_up_is_left_before_the_steps() {
+    let trace = fixture("setupstep");
+    let out = scratch("setupstep");
+    let dir = out.join("skel");
+    build_named(&trace, &dir, "setupstep");
+    let doc = document(&dir);
+    assert_eq!(doc["scaling"]["main_full"].as_u64(), Some(60), "{}", doc["scaling"]);
+    let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap();
+    let main = phases.iter().position(|p| p["name"] == "main_loop").unwrap();
+    let calls = |p: &serde_json::Value| p["calls"].as_u64().unwrap() * p["full"].as_u64().unwrap();
+    assert_eq!(phases[..main].iter().map(calls).sum::<u64>(), 2, "{:?}", &phases[..main]);
+    let before = serde_json::to_string(&phases[..main]).unwrap();
+    assert!(before.contains("Barrier") && before.contains("\"removed\""), "{before}");
+    assert!(!phases[main].to_string().contains("Barrier"), "{}", phases[main]);
+    for (name, bandwidth, latency) in [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")] {
+        let toml = out.join(format!("{name}.toml"));
+        let cluster = format!(
+            "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \"{latency}\"\n"
+        );
+        std::fs::write(&toml, cluster).unwrap();
+        let (app, skel) = (simulated(&trace, &toml, &[]), simulated(&dir, &toml, &[]));
+        if name == "fast" {
+            assert!((skel / app - 1.0).abs() < 0.1, "{name}: skeleton {skel} s, trace {app} s");
+        }
+        let own = simulated(&dir, &toml, &["--as-run"]);
+        assert!(own < app / 12.0, "{name}: the skeleton runs {own} s of {app} s");
     }
+    compiles_strictly_and_runs_under_both(&dir);
 }
 
 /// Messages of two tags between the same ranks, received in another order than they were sent
@@ -1710,10 +1748,5 @@ fn messages_received_out_of_order_keep_their_tags() {
     let source = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
     assert!(source.contains("TAG_MSG0") && source.contains("TAG_MSG1"), "{source}");
     assert!(!source.contains("TAG_LEFT") && !source.contains("TAG_RIGHT"));
-    compile_strict(&dir, "mpicc.openmpi", &[]);
-    compile_strict(&dir, "mpicc.mpich", &[]);
-    let _lock = mpi_lock();
-    for mpi in ["openmpi", "mpich"] {
-        check_report(&run(&dir, mpi, 300), mpi, 4);
-    }
+    compiles_strictly_and_runs_under_both(&dir);
 }

@@ -55,6 +55,56 @@ impl StepFold {
         self.schedule.len()
     }
 
+    /// The position where step `i` begins.
+    pub fn step_start(&self, i: usize) -> usize {
+        self.start + self.schedule[..i].iter().map(|&k| self.kinds[k as usize].1).sum::<usize>()
+    }
+
+    /// The length of step `i`, in positions.
+    pub fn step_len(&self, i: usize) -> usize {
+        self.kinds[self.schedule[i] as usize].1
+    }
+
+    /// The fold without its first step, which is left before the steps: `None` where fewer
+    /// than three steps would remain.
+    pub fn without_first(&self) -> Option<StepFold> {
+        (self.steps() > 3).then(|| {
+            let start = self.start + self.step_len(0);
+            self.renumbered(start, self.end, &self.schedule[1..])
+        })
+    }
+
+    /// The fold without its last step, which is left after the steps: `None` where fewer than
+    /// three steps would remain.
+    pub fn without_last(&self) -> Option<StepFold> {
+        (self.steps() > 3).then(|| {
+            let n = self.steps();
+            let end = self.end - self.step_len(n - 1);
+            self.renumbered(self.start, end, &self.schedule[..n - 1])
+        })
+    }
+
+    /// The fold of the steps `schedule` (kinds of this fold) from `start` to `end`, its kinds
+    /// numbered anew in order of first appearance, as [`find_steps`] numbers them.
+    fn renumbered(&self, start: usize, end: usize, schedule: &[u32]) -> StepFold {
+        let mut new_of: HashMap<u32, u32> = HashMap::new();
+        let (mut kinds, mut at) = (Vec::new(), start);
+        let schedule = schedule
+            .iter()
+            .map(|&k| {
+                let len = self.kinds[k as usize].1;
+                let next = new_of.len() as u32;
+                let id = *new_of.entry(k).or_insert_with(|| {
+                    kinds.push((at, len));
+                    next
+                });
+                at += len;
+                id
+            })
+            .collect();
+        StepFold { start, end, anchor: self.anchor, schedule, kinds }
+    }
+
     /// The loop-nest node: each kind's body compressed (over the shapes) on its own.
     pub fn node(&self, shapes: &[Sym]) -> Node {
         let kinds =
@@ -174,6 +224,27 @@ mod tests {
         assert!(find_steps(&s, &s, &[1], 64).is_some());
         assert_eq!(find_steps(&[1, 2, 1, 2, 1], &[1, 2, 1, 2, 1], &[1], 8), None);
         assert_eq!(find_steps(&program(12), &program(12), &[5], 8), None);
+    }
+
+    #[test]
+    fn a_first_or_last_step_of_its_own_is_left_out_and_the_kinds_renumbered() {
+        // `9 9 1 7 7 | 1 2 | 1 2 | 1 2 3 | 1 2 | 1 5 5 5 | 1 0`: a long first step, a longer last.
+        let s: Vec<Sym> = vec![9, 9, 1, 7, 7, 1, 2, 1, 2, 1, 2, 3, 1, 2, 1, 5, 5, 5, 1, 0];
+        let f = find_steps(&s, &s, &[1], 8).unwrap();
+        assert_eq!((f.start, f.end, f.steps()), (2, 18, 6));
+        assert_eq!(f.schedule, vec![0, 1, 1, 2, 1, 3]);
+        let first = f.without_first().unwrap();
+        assert_eq!((first.start, first.end), (5, 18));
+        assert_eq!(first.schedule, vec![0, 0, 1, 0, 2]);
+        assert_eq!(first.kinds, vec![(5, 2), (9, 3), (14, 4)]);
+        let both = first.without_last().unwrap();
+        assert_eq!((both.start, both.end), (5, 14));
+        assert_eq!(both.schedule, vec![0, 0, 1, 0]);
+        assert_eq!(both.kinds, vec![(5, 2), (9, 3)]);
+        assert_eq!((both.step_start(3), both.step_len(3)), (12, 2));
+        // Three steps are the fewest a fold keeps.
+        let three = both.without_first().unwrap();
+        assert_eq!(three.without_last(), None);
     }
 
     #[test]

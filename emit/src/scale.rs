@@ -302,10 +302,14 @@ pub fn cut_verified(
     let (saved, mut kept) = (made.saved, made.kept);
     scaling.cuts_untried += made.untried as u64;
     let mut estimate = start - saved;
-    if estimate > target_s && scaling.main_run == 1 {
+    let plan = (estimate > target_s && scaling.main_run == 1)
+        .then(|| plan_inner(skel, estimate, target_s, &seconds_of))
+        .flatten()
+        .filter(|plan| plan.estimate < estimate);
+    if let Some(plan) = plan {
         let mut trial = skel.clone();
-        let cut = cut_inner(&mut trial, estimate, target_s, &seconds_of);
-        if cut < estimate && accept(&trial).is_ok() {
+        let cut = apply_inner(&mut trial, &plan);
+        if accept(&trial).is_ok() {
             *skel = trial;
             estimate = cut;
             kept += 1;
@@ -320,29 +324,51 @@ pub fn cut_verified(
 
 /// Cuts the heaviest inner loop of the main loop's body (one iteration of the main loop runs)
 /// so that the estimate meets the target, when every class has that loop at the same place
-/// with the same count; returns the new estimate.
+/// with the same count ([`plan_inner`]); returns the new estimate.
 fn cut_inner(
     skel: &mut Skeleton,
     estimate: f64,
     target_s: f64,
     seconds_of: &dyn Fn(f64) -> f64,
 ) -> f64 {
+    plan_inner(skel, estimate, target_s, seconds_of)
+        .map_or(estimate, |plan| apply_inner(skel, &plan))
+}
+
+/// A cut of the main loop's heaviest inner loop ([`plan_inner`]).
+struct InnerPlan {
+    /// The loop's index in the main loop's body.
+    index: usize,
+    /// Its iterations.
+    count: u64,
+    /// The iterations it keeps.
+    run: u64,
+    /// The skeleton's estimate with the cut made.
+    estimate: f64,
+}
+
+/// The cut of the main loop's heaviest inner loop that brings the estimate to the target (at
+/// least [`MIN_INNER`] iterations stay), where every class has that loop at the same place with
+/// the same count; `None` where there is none. Made apart from [`apply_inner`] so that a program
+/// with nothing to cut is not copied to try it.
+fn plan_inner(
+    skel: &Skeleton,
+    estimate: f64,
+    target_s: f64,
+    seconds_of: &dyn Fn(f64) -> f64,
+) -> Option<InnerPlan> {
     let main_of = ClassProgram::main_loop_index;
     let split = by_span(skel);
-    let Some(lead) = lead_class(skel) else { return estimate };
-    let Some(mi) = main_of(lead) else { return estimate };
-    let body = &lead.phases[mi].body;
-    let Some((index, count, compute)) = body
+    let lead = lead_class(skel)?;
+    let body = &lead.phases[main_of(lead)?].body;
+    let (index, count, compute) = body
         .iter()
         .enumerate()
         .filter_map(|(i, s)| match s {
             Stmt::Loop { count, body, .. } => Some((i, *count, recorded_of(body, split))),
             _ => None,
         })
-        .max_by(|a, b| (a.1 as f64 * a.2).total_cmp(&(b.1 as f64 * b.2)))
-    else {
-        return estimate;
-    };
+        .max_by(|a, b| (a.1 as f64 * a.2).total_cmp(&(b.1 as f64 * b.2)))?;
     let same = skel.classes.iter().all(|c| {
         main_of(c).is_some_and(|m| {
             matches!(c.phases[m].body.get(index), Some(Stmt::Loop { count: n, .. }) if *n == count)
@@ -350,14 +376,20 @@ fn cut_inner(
     });
     let per_inner = seconds_of(compute);
     if !same || per_inner <= 0.0 || count <= MIN_INNER {
-        return estimate;
+        return None;
     }
     // At least eight iterations stay: a steady state to time, and enough draws to average.
     let over = estimate - target_s;
     let drop = ((over / per_inner).ceil() as u64).min(count.saturating_sub(MIN_INNER));
-    let run = count - drop;
+    let estimate = estimate - drop as f64 * per_inner;
+    Some(InnerPlan { index, count, run: count - drop, estimate })
+}
+
+/// Makes the cut `plan` in every class; returns the new estimate.
+fn apply_inner(skel: &mut Skeleton, plan: &InnerPlan) -> f64 {
+    let &InnerPlan { index, count, run, .. } = plan;
     for c in &mut skel.classes {
-        let Some(m) = main_of(c) else { continue };
+        let Some(m) = ClassProgram::main_loop_index(c) else { continue };
         let p = &mut c.phases[m];
         if let Some(Stmt::Loop { count: n, body, .. }) = p.body.get_mut(index) {
             *n = run;
@@ -365,7 +397,7 @@ fn cut_inner(
         }
         p.inner = Some(InnerCut { index, full: count, run });
     }
-    estimate - drop as f64 * per_inner
+    plan.estimate
 }
 
 /// Chooses the steps a time-step main loop runs (see [`crate::timesteps`]): every kind of step

@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 
-use mpiskel_compress::{find_steps, greedy, LoopNest, Node, Sym};
+use mpiskel_compress::{find_steps, greedy, LoopNest, Node, StepFold, Sym};
 use mpiskel_logicalize::LogicalTrace;
 
 use crate::symbols::{symbolize_class, Symbolized};
@@ -110,6 +110,8 @@ struct Candidate {
     kinds: usize,
     /// Whether the steps cover clearly more than the exact main loop.
     better: bool,
+    /// The fold the nest holds.
+    fold: StepFold,
     nest: LoopNest,
 }
 
@@ -144,17 +146,14 @@ fn anchors_made(
 /// iterations: at most one made once per iteration (the span between two rebuilds of a particle
 /// code, say), and up to [`MAX_FINE`] made several times per iteration (each time step of that
 /// span, or pieces of one).
-fn folds_from(
-    s: &Symbolized,
-    (a, b, count): (usize, usize, u64),
-) -> Vec<mpiskel_compress::StepFold> {
+fn folds_from(s: &Symbolized, (a, b, count): (usize, usize, u64)) -> Vec<StepFold> {
     if count < 2 {
         return Vec::new();
     }
     // Anchors: shapes made a whole number of times per iteration of the loop, or else runs of k
     // shapes (k = 2, 3, 4, 6, 8), in order of first appearance.
     let mut coarse = None;
-    let mut fine: Vec<mpiskel_compress::StepFold> = Vec::new();
+    let mut fine: Vec<StepFold> = Vec::new();
     for k in [1usize, 2, 3, 4, 6, 8] {
         let marks: Vec<Sym> = if k == 1 {
             s.shapes.clone()
@@ -186,9 +185,7 @@ fn folds_from(
         let anchors = anchors_made(&seen, &first, s, count, 1);
         if !anchors.is_empty() {
             if let Some(f) = find_steps(&s.shapes, &marks, &anchors, MAX_KINDS) {
-                let key = |f: &mpiskel_compress::StepFold| {
-                    (f.kinds.len(), std::cmp::Reverse(f.end - f.start))
-                };
+                let key = |f: &StepFold| (f.kinds.len(), std::cmp::Reverse(f.end - f.start));
                 if coarse.as_ref().is_none_or(|c| key(&f) < key(c)) {
                     coarse = Some(f);
                 }
@@ -203,9 +200,7 @@ fn folds_from(
             if fine.len() >= MAX_FINE {
                 break;
             }
-            let taken = |f: &mpiskel_compress::StepFold| {
-                fine.iter().chain(&coarse).any(|g| g.steps() == f.steps())
-            };
+            let taken = |f: &StepFold| fine.iter().chain(&coarse).any(|g| g.steps() == f.steps());
             let fold =
                 find_steps(&s.shapes, &marks, &anchors_made(&seen, &first, s, count, p), MAX_KINDS);
             if let Some(f) = fold.filter(|f| !taken(f)) {
@@ -256,14 +251,21 @@ fn candidates(s: &Symbolized, exact: &LoopNest, world: World) -> Vec<Candidate> 
             // predict worse than its iterations do: run apart, they lose the overlap between
             // neighbouring steps; NPB BT S 16 +3.5 % against +0.3 %.)
             let better = steps >= 0.5 * total && (steps >= 1.5 * main || pair && fold.steps() > 2);
-            let mut items = greedy(&s.symbols[..fold.start]).items;
-            items.push(fold.node(&s.shapes));
-            items.extend(greedy(&s.symbols[fold.end..]).items);
-            let mut nest = LoopNest { items };
-            nest.attach_weights(&s.gaps_s);
-            Candidate { steps: fold.steps(), kinds: fold.kinds.len(), better, nest }
+            let nest = folded_nest(s, &fold);
+            Candidate { steps: fold.steps(), kinds: fold.kinds.len(), better, fold, nest }
         })
         .collect()
+}
+
+/// The nest of a class whose program folds into `fold`: the calls before and after the steps
+/// in their exact nests, the steps between them.
+fn folded_nest(s: &Symbolized, fold: &StepFold) -> LoopNest {
+    let mut items = greedy(&s.symbols[..fold.start]).items;
+    items.push(fold.node(&s.shapes));
+    items.extend(greedy(&s.symbols[fold.end..]).items);
+    let mut nest = LoopNest { items };
+    nest.attach_weights(&s.gaps_s);
+    nest
 }
 
 /// Which folds anchored on the collectives over every rank ([`world_folds`]) a class offers.
@@ -298,7 +300,7 @@ const MIN_WORLD_STEPS: usize = 8;
 /// and the caller keeps those every class shares (CP2K: the most frequent collective folds
 /// one class into 7,772 steps of 199 kinds and the others into more than 256 kinds; the next
 /// folds every class into 2,764 steps).
-fn world_folds(s: &Symbolized) -> Vec<mpiskel_compress::StepFold> {
+fn world_folds(s: &Symbolized) -> Vec<StepFold> {
     let mut made: HashMap<Sym, (usize, usize)> = HashMap::new();
     for (i, &sh) in s.shapes.iter().enumerate() {
         if s.shape_is_world_collective[sh as usize] {
@@ -358,6 +360,7 @@ pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
             symbolized.iter().zip(&exact).map(|(s, e)| candidates(s, e, world)).collect();
         choose(per_class)
             .into_iter()
+            .map(|chosen| peel_ends(&symbolized, chosen))
             .filter(|nests| nests.iter().zip(&bounds).all(|(n, b)| respects(n, b)))
             .collect()
     };
@@ -379,9 +382,59 @@ pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
     }
 }
 
+/// Where the first step of a fold is a kind of its own, holds more than a twelfth of its class's
+/// time and more than twice as much as the fold's other steps on average, in some class, it is
+/// left before the steps in every class, and likewise the last step after them: such a step is
+/// the set-up (finish) that happens to begin with the anchor (ABINIT: the first of 114 steps is
+/// the wave functions' set-up, 3.0 of 6.1 s, and the output steps follow). As a step, it would
+/// run whole in any skeleton (one step of every kind, or of every family, runs), and one step
+/// over a twelfth is more than the whole skeleton may take; as set-up, its compute blocks can be
+/// cut ([`crate::compute_cut`]). A first step whose calls other steps make too is a step like
+/// them, only longer (the first and largest panel of an LU factorization): it stays. Each
+/// class's chosen fold and nest come in; the nests go out.
+///
+/// # Complexity
+/// O(steps + positions) per class.
+fn peel_ends(symbolized: &[Symbolized], chosen: Vec<(StepFold, LoopNest)>) -> Vec<LoopNest> {
+    // The time of step `i` of `f`: its calls and the compute between them, and the compute
+    // before the next step's anchor (that before its own anchor is the previous step's).
+    let heavy = |s: &Symbolized, f: &StepFold, i: usize| {
+        let k = f.schedule[i];
+        let alone = f.schedule.iter().filter(|&&x| x == k).count() == 1;
+        let at = f.step_start(i);
+        let end = (at + f.step_len(i) + 1).min(s.symbols.len());
+        let step = weight(s, at + 1..end);
+        let all_steps = weight(s, f.start + 1..(f.end + 1).min(s.symbols.len()));
+        let others = (all_steps - step) / (f.steps() - 1).max(1) as f64;
+        alone && 12.0 * step > weight(s, 0..s.symbols.len()) && step > 2.0 * others
+    };
+    let any = |f: &dyn Fn(&Symbolized, &StepFold) -> bool| {
+        symbolized.iter().zip(&chosen).any(|(s, (fold, _))| f(s, fold))
+    };
+    let first = any(&|s, f| heavy(s, f, 0));
+    let last = any(&|s, f| heavy(s, f, f.steps() - 1));
+    if !first && !last {
+        return chosen.into_iter().map(|(_, nest)| nest).collect();
+    }
+    let peeled = |f: &StepFold| {
+        let f = if first { f.without_first()? } else { f.clone() };
+        if last {
+            f.without_last()
+        } else {
+            Some(f)
+        }
+    };
+    let folds: Option<Vec<StepFold>> = chosen.iter().map(|(f, _)| peeled(f)).collect();
+    match folds {
+        Some(folds) => symbolized.iter().zip(&folds).map(|(s, f)| folded_nest(s, f)).collect(),
+        None => chosen.into_iter().map(|(_, nest)| nest).collect(),
+    }
+}
+
 /// The numbers of steps every class folds into, where one class's steps cover clearly more than
-/// its exact main loop, the fewest kinds in all first: each class's nest with those steps.
-fn choose(mut per_class: Vec<Vec<Candidate>>) -> Vec<Vec<LoopNest>> {
+/// its exact main loop, the fewest kinds in all first: each class's fold and nest with those
+/// steps.
+fn choose(mut per_class: Vec<Vec<Candidate>>) -> Vec<Vec<(StepFold, LoopNest)>> {
     let mut options: Vec<(usize, Vec<usize>)> = per_class
         .first()
         .into_iter()
@@ -405,7 +458,10 @@ fn choose(mut per_class: Vec<Vec<Candidate>>) -> Vec<Vec<LoopNest>> {
             per_class
                 .iter_mut()
                 .zip(picks)
-                .map(|(cs, i)| std::mem::replace(&mut cs[i].nest, LoopNest { items: Vec::new() }))
+                .map(|(cs, i)| {
+                    let nest = std::mem::replace(&mut cs[i].nest, LoopNest { items: Vec::new() });
+                    (cs[i].fold.clone(), nest)
+                })
                 .collect()
         })
         .collect()
@@ -493,9 +549,40 @@ mod tests {
         );
         let nests = choose(vec![found]).swap_remove(0);
         assert_eq!(
-            nests[0].notation(),
+            nests[0].1.notation(),
             format!("(1)^2 + {{2 + (1)^2 + 1 ×18 | 3 ×{}}}^{} + 1", steps - 18, steps)
         );
+    }
+
+    /// A set-up of 40 calls that opens with the anchor of the 20 steps after it: the first
+    /// step, a kind of its own that holds a third of the time, is left before the steps; a
+    /// light one is not.
+    #[test]
+    fn a_first_step_of_its_own_that_holds_a_twelfth_is_left_before_the_steps() {
+        let program = |setup: usize| {
+            let mut shapes = vec![9, 1];
+            shapes.extend(vec![5; setup]);
+            for i in 0..20 {
+                shapes.push(1);
+                shapes.extend(vec![2; 1 + i * 7 % 3]);
+            }
+            shapes.extend([1, 9]);
+            shapes
+        };
+        let peeled = |setup: usize| {
+            let shapes = program(setup);
+            let s = symbolized(&shapes, &vec![0; shapes.len()], 1e-3);
+            let fold = find_steps(&s.shapes, &s.shapes, &[1], MAX_KINDS).unwrap();
+            assert_eq!(fold.steps(), 21);
+            let nest = folded_nest(&s, &fold);
+            peel_ends(&[s], vec![(fold, nest)]).swap_remove(0).notation()
+        };
+        assert_eq!(
+            peeled(40),
+            "2 + (1)^40 + {2 ×7 | 1 + (1)^2 ×7 | 1 + (1)^3 ×6}^20 + 2".to_owned()
+        );
+        let light = peeled(2);
+        assert!(light.starts_with("1 + {1 + (1)^2 ×1 |") && light.ends_with("}^21 + 2"), "{light}");
     }
 
     #[test]
