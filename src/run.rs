@@ -169,10 +169,44 @@ pub fn run(c: RunCommand) -> Result<ExitCode> {
             p.name, p.run, p.full, p.seconds, p.predicted_s
         );
     }
+    let figures = Figures {
+        skeleton_s: r.skeleton_s,
+        predicted_s: r.predicted_s,
+        predicted_ratio_s: r.predicted_ratio_s,
+    };
+    if let Some(note) = disagreement_note(&figures, r.factor, r.recorded_app_s) {
+        println!("{note}");
+    }
     if let Some(note) = r.node.as_ref().and_then(shared_processors_note) {
         println!("{note}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the two predictions differ by more than half of the smaller: what the prediction by
+/// ratio rests on, and which one to read. The ratio assumes the skeleton runs for the time the
+/// build estimated from the trace (the factor's denominator); where the skeleton's cuts remove
+/// what that estimate kept — the waiting of ranks on computation that the compute cut shortens,
+/// or time the traced ranks spent off the processor (descheduled, or writing files) — it runs
+/// far shorter, and only the prediction by phase, each phase's own measured time, follows
+/// (ABINIT's skeleton: 0.06 s run against 1.32 s estimated; 5.8 s by phase against 6.2 s, 0.26 s
+/// by ratio).
+fn disagreement_note(f: &Figures, factor: f64, recorded_s: f64) -> Option<String> {
+    let (lo, hi) = (f.predicted_s.min(f.predicted_ratio_s), f.predicted_s.max(f.predicted_ratio_s));
+    if !(lo > 0.0 && hi > 1.5 * lo && factor > 0.0) {
+        return None;
+    }
+    Some(format!(
+        "note: the predictions differ by ×{:.1}, as the skeleton's run ({:.6} s) differs from the \
+         build's estimate of it ({:.6} s, the recorded time / ×{factor:.4}), on which the \
+         prediction by ratio rests; the prediction by phase rests on each phase's own measured \
+         time, and is the one to read where the skeleton's cuts remove what that estimate kept \
+         (ranks waiting on computation that is cut, time the traced ranks spent off the \
+         processor)",
+        hi / lo,
+        f.skeleton_s,
+        recorded_s / factor,
+    ))
 }
 
 /// Where a node's ranks outnumber its processors, what a single run is worth: ranks that spin
@@ -276,5 +310,29 @@ fn repeated(a: &RunArgs, n: u32) -> Result<ExitCode> {
         spread(q)
     );
     println!("  recorded application time:  {:.6} s (where the trace was made)", r0.recorded_app_s);
+    if let Some(note) = disagreement_note(&pick(0), r0.factor, r0.recorded_app_s) {
+        println!("{note}");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{disagreement_note, Figures};
+
+    /// Predictions within half of each other say nothing more; ABINIT's, ×22 apart, name the
+    /// skeleton's run and the build's estimate behind the ratio.
+    #[test]
+    fn predictions_far_apart_say_which_to_read() {
+        let near = Figures { skeleton_s: 1.0, predicted_s: 10.0, predicted_ratio_s: 14.0 };
+        assert_eq!(disagreement_note(&near, 14.0, 13.0), None);
+        let far = Figures { skeleton_s: 0.057862, predicted_s: 5.82, predicted_ratio_s: 0.2684 };
+        let note = disagreement_note(&far, 4.6382, 6.129971).unwrap();
+        assert!(note.starts_with("note: the predictions differ by ×21.7"), "{note}");
+        assert!(note.contains("(0.057862 s)") && note.contains("(1.321627 s,"), "{note}");
+        assert!(
+            note.contains("read the prediction by phase")
+                || note.contains("prediction by phase rests")
+        );
+    }
 }
