@@ -247,6 +247,47 @@ mod tests {
         assert_eq!(three.without_last(), None);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// Steps of drawn kinds (each the anchor and a drawn body) between a set-up and a
+        /// tear-down: without its first or last step, a fold covers the same steps at the same
+        /// positions, its kinds numbered anew in order of first appearance, each kind's first
+        /// step where it now first runs, and its node expands to the positions it covers.
+        #[test]
+        fn a_fold_without_an_end_step_covers_the_others_where_they_were(
+            bodies in proptest::collection::vec(proptest::collection::vec(2u32..6, 0..4), 1..5),
+            picks in proptest::collection::vec(0usize..5, 4..30),
+        ) {
+            let mut s: Vec<Sym> = vec![9, 9];
+            for &p in &picks {
+                s.push(1);
+                s.extend(&bodies[p % bodies.len()]);
+            }
+            s.extend([1, 0]);
+            let f = find_steps(&s, &s, &[1], 64).unwrap();
+            for (g, dropped) in [(f.without_first(), 0), (f.without_last(), f.steps() - 1)] {
+                let g = g.unwrap();
+                let kept: Vec<usize> = (0..f.steps()).filter(|&i| i != dropped).collect();
+                proptest::prop_assert_eq!(g.steps(), kept.len());
+                let mut first_seen = Vec::new();
+                for (j, &i) in kept.iter().enumerate() {
+                    proptest::prop_assert_eq!(g.step_start(j), f.step_start(i));
+                    let (at, len) = (g.step_start(j), g.step_len(j));
+                    proptest::prop_assert_eq!(&s[at..at + len], &s[f.step_start(i)..f.step_start(i) + f.step_len(i)]);
+                    let k = g.schedule[j] as usize;
+                    if k == first_seen.len() {
+                        first_seen.push(at);
+                    }
+                    proptest::prop_assert!(k < first_seen.len(), "kinds numbered by first appearance");
+                    proptest::prop_assert_eq!(g.kinds[k].0, first_seen[k]);
+                }
+                proptest::prop_assert_eq!(g.kinds.len(), first_seen.len());
+                proptest::prop_assert_eq!(g.end, g.step_start(g.steps() - 1) + g.step_len(g.steps() - 1));
+                proptest::prop_assert_eq!(g.node(&s).expanded_len() as usize, g.end - g.start);
+            }
+        }
+    }
+
     #[test]
     fn leaves_of_a_kind_share_their_statistics() {
         let s = program(8);
