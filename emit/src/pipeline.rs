@@ -157,8 +157,16 @@ fn make_sends(
     shorter_by: f64,
 ) -> Result<Built, PipelineError> {
     let once = |lt: &LogicalTrace, choices: &Choices, buffer: bool, tags: Tags| {
-        let goal =
-            Goal { app_time_s, app_time_source, target_s, shorter_by, compute_cut, buffer, tags };
+        let goal = Goal {
+            app_time_s,
+            app_time_source,
+            target_s,
+            shorter_by,
+            compute_cut,
+            buffer,
+            tags,
+            kept_statements: KEPT_STATEMENTS,
+        };
         make_once(lt, choices, &goal)
     };
     // The loop nests depend on the trace, not on the remedies below: found once for it, and
@@ -533,7 +541,7 @@ fn make_once(
                 }
                 seen_cut = true;
                 if shortest.as_ref().is_none_or(|(_, s, _)| estimate < *s) {
-                    let small = statements(&b.skeleton) <= KEPT_STATEMENTS;
+                    let small = statements(&b.skeleton) <= goal.kept_statements;
                     shortest = Some((i, estimate, small.then_some(b)));
                 }
             }
@@ -605,6 +613,9 @@ struct Goal<'a> {
     buffer: bool,
     /// How messages are tagged (see [`make`]).
     tags: Tags,
+    /// Statements of a program above which [`make_once`] makes it again rather than keep it
+    /// ([`KEPT_STATEMENTS`]).
+    kept_statements: usize,
 }
 
 fn make_with(
@@ -868,4 +879,39 @@ fn cut_and_check(
         scaling.note = SOME_LOOPS_WHOLE.into();
     }
     (skeleton, scaling, programs, reused, verdict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `setupstep` (`fixtures/traces`) offers two nest choices, and the first is over its
+    /// target: it is the shortest so far while the second is made, and the one kept. Kept
+    /// whole, or made again as a large program would be, it is the same program.
+    #[test]
+    fn the_shortest_choice_made_again_is_the_one_kept_whole() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/traces/setupstep");
+        let set =
+            mpiskel_trace::TraceSet::open(&path, &mpiskel_trace::ReadOptions::default()).unwrap();
+        let lt = mpiskel_logicalize::logicalize(&set);
+        let choices = Choices::of(&lt);
+        assert_eq!(choices.nests.len(), 2);
+        let goal = |kept_statements| Goal {
+            app_time_s: 0.1,
+            app_time_source: "given",
+            target_s: None,
+            shorter_by: 0.0,
+            compute_cut: true,
+            buffer: true,
+            tags: Tags::Channels,
+            kept_statements,
+        };
+        let kept = make_once(&lt, &choices, &goal(KEPT_STATEMENTS)).unwrap();
+        assert!(statements(&kept.skeleton) > 0);
+        assert!(kept.scaling.skeleton_estimate_s > kept.scaling.target_s, "{:?}", kept.scaling);
+        let again = make_once(&lt, &choices, &goal(0)).unwrap();
+        assert_eq!(kept.skeleton, again.skeleton);
+        assert_eq!(kept.scaling, again.scaling);
+    }
 }
