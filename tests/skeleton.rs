@@ -1392,8 +1392,20 @@ fn a_drawn_set_up_block_before_a_barrier_is_cut_to_a_short_part_on_every_rank() 
     set_up_cut_against_whole(&cut, &whole, u64::from(n), 0.05);
 }
 
-/// Simulates `input` (a trace or a skeleton folder) on the cluster of `toml`; returns
-/// `predicted_s`.
+/// A fast (10 Gb/s, 1 µs) and a slow (100 Mb/s, 50 µs) modelled cluster of 4 hosts, written
+/// into `out`: each one's name and platform file.
+fn two_clusters(out: &Path) -> [(&'static str, PathBuf); 2] {
+    [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")].map(|(name, bandwidth, latency)| {
+        let toml = out.join(format!("{name}.toml"));
+        let cluster = format!(
+            "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \
+             \"{latency}\"\n"
+        );
+        std::fs::write(&toml, cluster).unwrap();
+        (name, toml)
+    })
+}
+
 /// Simulated on a cluster of 4 one-core hosts at 10 Gb/s and 1 µs, and at 100 Mb/s and 50 µs
 /// (TOML files written in `out`), the skeleton's program in `dir` predicts the `trace`'s time
 /// within `tolerance`, and the skeleton as it runs takes under `length` of it.
@@ -1404,16 +1416,7 @@ fn stands_for_its_trace_on_two_clusters(
     tolerance: f64,
     length: f64,
 ) {
-    for (name, bandwidth, latency) in [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")] {
-        let toml = out.join(format!("{name}.toml"));
-        std::fs::write(
-            &toml,
-            format!(
-                "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \
-                 \"{latency}\"\n"
-            ),
-        )
-        .unwrap();
+    for (name, toml) in two_clusters(out) {
         let (app, skel) = (simulated(trace, &toml, &[]), simulated(dir, &toml, &[]));
         assert!((skel / app - 1.0).abs() < tolerance, "{name}: skeleton {skel} s, trace {app} s");
         let own = simulated(dir, &toml, &["--as-run"]);
@@ -1421,6 +1424,8 @@ fn stands_for_its_trace_on_two_clusters(
     }
 }
 
+/// Simulates `input` (a trace or a skeleton folder) on the cluster of `toml`; returns
+/// `predicted_s`.
 fn simulated(input: &Path, toml: &Path, extra: &[&str]) -> f64 {
     support::simulate_json(input, toml, extra)["predicted_s"].as_f64().unwrap()
 }
@@ -1706,12 +1711,7 @@ fn a_first_step_that_holds_the_set_up_is_left_before_the_steps() {
     let before = serde_json::to_string(&phases[..main]).unwrap();
     assert!(before.contains("Barrier") && before.contains("\"removed\""), "{before}");
     assert!(!phases[main].to_string().contains("Barrier"), "{}", phases[main]);
-    for (name, bandwidth, latency) in [("fast", "10Gbps", "1us"), ("slow", "100Mbps", "50us")] {
-        let toml = out.join(format!("{name}.toml"));
-        let cluster = format!(
-            "[cluster]\nhosts = 4\nspeed = \"1Gf\"\nbandwidth = \"{bandwidth}\"\nlatency = \"{latency}\"\n"
-        );
-        std::fs::write(&toml, cluster).unwrap();
+    for (name, toml) in two_clusters(&out) {
         let (app, skel) = (simulated(&trace, &toml, &[]), simulated(&dir, &toml, &[]));
         if name == "fast" {
             assert!((skel / app - 1.0).abs() < 0.1, "{name}: skeleton {skel} s, trace {app} s");
