@@ -1685,6 +1685,54 @@ fn steps_of_kinds_of_their_own_are_sampled_by_family() {
     compiles_strictly_and_runs_under_both(&dir);
 }
 
+/// SCF iterations that are each a step of their own and each longer than the skeleton may take
+/// (`fixtures/programs/scf.c`, 4 ranks: 6 iterations of 96 k-points, 3.7 s, then 100 short output
+/// steps that broadcast the density as an iteration does). Folded on that broadcast, every
+/// iteration is a kind of step of its own, all of one family, and a sixth of the run: one
+/// whole step would be more than the whole skeleton may take. The first iteration, the
+/// longest, stays a step (other steps make its calls too). The step that runs is cut short at
+/// the same collective of all ranks in every class, its time scaled by the step's recorded
+/// time over the part's: the skeleton's program stands for its trace on a fast and a slow
+/// modelled cluster within 10 %, and runs under a twelfth of it on both (a sixth or more with
+/// the whole step). It runs under Open MPI and MPICH.
+#[test]
+fn a_step_longer_than_the_skeleton_may_take_is_cut_short() {
+    let trace = fixture("scf-iterations");
+    let out = scratch("scf-iterations");
+    let dir = out.join("skel");
+    let err = build_named(&trace, &dir, "scf-iterations");
+    assert!(err.contains("1 time step that the skeleton runs takes longer"), "{err}");
+    let doc = document(&dir);
+    let scaling = &doc["scaling"];
+    assert_eq!(scaling["main_full"].as_u64(), Some(6 + 100), "{scaling}");
+    assert_eq!(scaling["steps_cut"]["steps"].as_u64(), Some(1), "{scaling}");
+    let phases = doc["program"]["classes"][0]["phases"].as_array().unwrap();
+    let main = phases.iter().find(|p| p["name"] == "main_loop").unwrap();
+    let cut: Vec<&serde_json::Value> =
+        main["body"][0]["cases"].as_array().unwrap().iter().filter_map(|c| c.get("cut")).collect();
+    assert_eq!(cut.len(), 1, "{main}");
+    let (kept, calls) = (cut[0]["kept_calls"].as_u64().unwrap(), cut[0]["calls"].as_u64().unwrap());
+    assert!((400..calls / 2).contains(&kept), "{kept} of {calls} calls kept");
+    let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
+    assert!(code.contains(&format!("cut short: its first {kept} of {calls} calls run")), "{code}");
+    // The kinds that run, what each stands for, and the scales that say so.
+    let excerpt: String = code
+        .lines()
+        .filter(|l| l.trim_start().starts_with("case ") || l.contains("sk_phase_scale("))
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join("\n");
+    insta::with_settings!({
+        description => "mpiskel build fixtures/traces/scf-iterations (skeleton.c, kinds that run)",
+        omit_expression => true,
+        snapshot_path => root().join("tests").join("snapshots"),
+    }, {
+        insta::assert_snapshot!("skeleton__scf_iterations_kinds", excerpt);
+    });
+    stands_for_its_trace_on_two_clusters(&trace, &dir, &out, 0.1, 1.0 / 12.0);
+    compiles_strictly_and_runs_under_both(&dir);
+}
+
 /// A long set-up that opens with the call every time step opens with
 /// (`fixtures/programs/setupstep.c`, 4 ranks: a broadcast, a set-up computation of half of the
 /// run and a barrier, then 60 light steps of a broadcast and a reduction of drawn sizes): folded

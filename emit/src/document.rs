@@ -276,6 +276,25 @@ pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
     )
 }
 
+/// One line on the time steps cut short ([`crate::step_cut`]).
+pub fn describe_steps_cut(c: &crate::step_cut::StepsCut, app_time_s: f64) -> String {
+    let share = if app_time_s > 0.0 { 100.0 * c.removed_s / app_time_s } else { 0.0 };
+    let (n, take, each) = match c.steps {
+        1 => ("1 time step".to_owned(), "takes", "it"),
+        n => (format!("{n} time steps"), "take", "each"),
+    };
+    format!(
+        "{n} that the skeleton runs {take} longer than the whole skeleton may: {each} runs, in \
+         every class, up to the same collective of all ranks and leaves the rest of the step \
+         out (at least {:.1} % of its recorded time and {} calls kept), and its time is \
+         multiplied by the step's recorded time over the part's; {:.6} s of the application's \
+         time ({share:.1} %) are not run",
+        100.0 * c.least_share,
+        crate::step_cut::MIN_KEPT_CALLS,
+        c.removed_s
+    )
+}
+
 /// One line on the local calls left out, with their share of the application's time.
 pub fn describe_local(l: &LocalCalls, app_time_s: f64, ranks: usize) -> String {
     let seconds = l.ns as f64 * 1e-9;
@@ -480,6 +499,9 @@ pub fn render(doc: &SkeletonDocument) -> String {
             "           warm-up: the iteration of the main loop before it ({:.1} % of the time) is not run, priced as one more",
             100.0 * sc.warmup_s / sc.app_time_s
         );
+    }
+    if let Some(c) = &sc.steps_cut {
+        let _ = writeln!(s, "           steps: {}", describe_steps_cut(c, sc.app_time_s));
     }
     if sc.compute_removed_s > 0.0 {
         let _ = writeln!(

@@ -142,7 +142,7 @@ mod tests {
     }
 
     fn case(body: Vec<Stmt>) -> StepCase {
-        StepCase { full: 1, run: 1, body, note: String::new(), scale: 1.0 }
+        StepCase { full: 1, run: 1, body, note: String::new(), scale: 1.0, cut: None }
     }
 
     #[test]

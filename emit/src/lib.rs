@@ -44,6 +44,7 @@ pub mod rust;
 pub mod sampling;
 pub mod scale;
 pub mod spread;
+pub mod step_cut;
 pub mod stretches;
 pub mod symbols;
 pub mod tails;

@@ -488,6 +488,14 @@ fn over_target(
             s.main_run, s.main_full
         ));
     }
+    if let Some(c) = &s.steps_cut {
+        parts.push(format!(
+            "the time steps cut short keep at least {} calls each (a shorter sample sets their \
+             pace by chance), {:.1} % of their time or more",
+            crate::step_cut::MIN_KEPT_CALLS,
+            100.0 * c.least_share
+        ));
+    }
     if parts.is_empty() {
         parts.push("the loops left run whole and their compute blocks are too short to cut".into());
     }
@@ -658,6 +666,16 @@ fn make_with(
     let (mut skeleton, mut scaling, mut programs, mut reused, verdict) = cut;
     if let Some(d) = verdict {
         return Err(PipelineError::Deadlock(d));
+    }
+    // Steps longer than the skeleton may take: each that runs is cut short
+    // ([`crate::step_cut`]) where the program so cut passes the check.
+    let mut passed = None;
+    if crate::step_cut::cut_short(&mut skeleton, &mut scaling, &mut |s| {
+        checked(s).map(|p| passed = Some(p)).is_ok()
+    }) {
+        if let Some((p, r)) = passed {
+            (programs, reused) = (p, r);
+        }
     }
     if compute_cut {
         cut_compute(&mut skeleton, &mut scaling);

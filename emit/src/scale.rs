@@ -570,6 +570,9 @@ fn sample_steps(
         })
         .collect();
     sample.sort_unstable();
+    // What the steps that run take: by family, the steps chosen are not of the family's mean
+    // (an SCF code's iterations grow and shrink), so each is counted at its own cost.
+    let run_s: f64 = sample.iter().map(|&i| step_cost[i as usize]).sum();
     for (m, &(ci, pi)) in mains.iter().enumerate() {
         let p = &mut skel.classes[ci].phases[pi];
         set_steps(p, sample.clone());
@@ -579,7 +582,7 @@ fn sample_steps(
             }
         }
     }
-    Some((total(&r), total(&r) - for_target))
+    Some((run_s, total(&r) - for_target))
 }
 
 /// Sets each kind's [`crate::program::StepCase::scale`] for the families of `cases`
@@ -801,6 +804,9 @@ pub struct Scaling {
     /// its floor where communication is most of the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<crate::traffic::Traffic>,
+    /// The time steps run that the skeleton cuts short ([`crate::step_cut`]), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_cut: Option<crate::step_cut::StepsCut>,
 }
 
 impl Scaling {
@@ -1026,6 +1032,7 @@ pub fn scale(
         note: String::new(),
         cuts_untried: 0,
         traffic: None,
+        steps_cut: None,
     }
 }
 
@@ -1035,7 +1042,7 @@ mod tests {
     use crate::program::StepCase;
 
     fn case(full: u64, run: u64) -> StepCase {
-        StepCase { full, run, body: Vec::new(), note: String::new(), scale: 1.0 }
+        StepCase { full, run, body: Vec::new(), note: String::new(), scale: 1.0, cut: None }
     }
 
     #[test]

@@ -382,7 +382,14 @@ pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
     }
 }
 
-/// Where the first step of a fold is a kind of its own, holds more than a twelfth of its class's
+/// The distinct shapes (calls without their sizes) step `i` of `f` makes.
+fn shapes_of(s: &Symbolized, f: &StepFold, i: usize) -> std::collections::BTreeSet<Sym> {
+    let at = f.step_start(i).min(s.shapes.len());
+    s.shapes[at..(at + f.step_len(i)).min(s.shapes.len())].iter().copied().collect()
+}
+
+/// Where the first step of a fold is a kind of its own, makes calls of shapes no other step makes
+/// all of (alone), holds more than a twelfth of its class's
 /// time and more than twice as much as the fold's other steps on average, in some class, it is
 /// left before the steps in every class, and likewise the last step after them: such a step is
 /// the set-up (finish) that happens to begin with the anchor (ABINIT: the first of 114 steps is
@@ -390,17 +397,22 @@ pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
 /// run whole in any skeleton (one step of every kind, or of every family, runs), and one step
 /// over a twelfth is more than the whole skeleton may take; as set-up, its compute blocks can be
 /// cut ([`crate::compute_cut`]). A first step whose calls other steps make too is a step like
-/// them, only longer (the first and largest panel of an LU factorization): it stays. Each
+/// them, only longer: it stays, whether another step is of its kind (the first and largest
+/// panel of an LU factorization) or only makes the same shapes of calls (an SCF code's first
+/// iteration, which runs more solver iterations than the later ones). Each
 /// class's chosen fold and nest come in; the nests go out.
 ///
 /// # Complexity
-/// O(steps + positions) per class.
+/// O(steps + positions × log shapes) per class.
 fn peel_ends(symbolized: &[Symbolized], chosen: Vec<(StepFold, LoopNest)>) -> Vec<LoopNest> {
     // The time of step `i` of `f`: its calls and the compute between them, and the compute
     // before the next step's anchor (that before its own anchor is the previous step's).
     let heavy = |s: &Symbolized, f: &StepFold, i: usize| {
         let k = f.schedule[i];
-        let alone = f.schedule.iter().filter(|&&x| x == k).count() == 1;
+        let alone = f.schedule.iter().filter(|&&x| x == k).count() == 1 && {
+            let mine = shapes_of(s, f, i);
+            !(0..f.steps()).any(|j| j != i && shapes_of(s, f, j) == mine)
+        };
         let at = f.step_start(i);
         let end = (at + f.step_len(i) + 1).min(s.symbols.len());
         let step = weight(s, at + 1..end);
@@ -556,12 +568,12 @@ mod tests {
 
     /// A set-up of 40 calls that opens with the anchor of the 20 steps after it: the first
     /// step, a kind of its own that holds a third of the time, is left before the steps; a
-    /// light one is not.
+    /// light one is not, nor one as heavy whose calls the other steps make.
     #[test]
     fn a_first_step_of_its_own_that_holds_a_twelfth_is_left_before_the_steps() {
-        let program = |setup: usize| {
+        let program = |setup: usize, shape: Sym| {
             let mut shapes = vec![9, 1];
-            shapes.extend(vec![5; setup]);
+            shapes.extend(vec![shape; setup]);
             for i in 0..20 {
                 shapes.push(1);
                 shapes.extend(vec![2; 1 + i * 7 % 3]);
@@ -569,20 +581,25 @@ mod tests {
             shapes.extend([1, 9]);
             shapes
         };
-        let peeled = |setup: usize| {
-            let shapes = program(setup);
+        let peeled_as = |setup: usize, shape: Sym| {
+            let shapes = program(setup, shape);
             let s = symbolized(&shapes, &vec![0; shapes.len()], 1e-3);
             let fold = find_steps(&s.shapes, &s.shapes, &[1], MAX_KINDS).unwrap();
             assert_eq!(fold.steps(), 21);
             let nest = folded_nest(&s, &fold);
             peel_ends(&[s], vec![(fold, nest)]).swap_remove(0).notation()
         };
+        let peeled = |setup: usize| peeled_as(setup, 5);
         assert_eq!(
             peeled(40),
             "2 + (1)^40 + {2 ×7 | 1 + (1)^2 ×7 | 1 + (1)^3 ×6}^20 + 2".to_owned()
         );
         let light = peeled(2);
         assert!(light.starts_with("1 + {1 + (1)^2 ×1 |") && light.ends_with("}^21 + 2"), "{light}");
+        // As heavy, but of the calls the other steps make, only more of them (an SCF code's
+        // first iteration, whose solver runs longest): a step like them.
+        let like = peeled_as(40, 2);
+        assert!(like.starts_with("1 + {1 + (1)^40 ×1 |") && like.ends_with("}^21 + 2"), "{like}");
     }
 
     #[test]

@@ -121,7 +121,11 @@ fn pass(body: &[Stmt], inner: Option<(usize, u64)>, app: bool, top: bool) -> (f6
                 let (mut c, mut b) = (0.0, 0.0);
                 for case in cases {
                     let k = if app { case.full } else { case.run } as f64;
-                    let (cc, bb) = pass(&case.body, None, app, false);
+                    // A step cut short stands for the whole step in the application.
+                    let (cc, bb) = match case.cut {
+                        Some(cut) if app => (cut.calls as f64, cut.bytes),
+                        _ => pass(&case.body, None, app, false),
+                    };
                     c += k * cc;
                     b += k * bb;
                 }

@@ -408,6 +408,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             100.0 * s.warmup_s / s.app_time_s
         ));
     }
+    if let Some(c) = &s.steps_cut {
+        notes.push(document::describe_steps_cut(c, s.app_time_s));
+    }
     if s.compute_removed_s > 0.0 {
         notes.push(format!(
             "{:.6} s of computation per rank are not run; the skeleton adds their time back to \

@@ -75,9 +75,12 @@ struct TimerCtx {
     first_apart: u8,
     /// Warm-up iterations skipped that this phase prices ([`crate::warmup`]).
     warmup: u64,
-    /// For a kind of time step that stands for kinds of its family the skeleton does not run
-    /// ([`crate::program::StepCase::scale`]): its scale as C; `None` where it is 1.
+    /// For a kind of time step that stands for kinds of its family the skeleton does not run,
+    /// or for the rest of its step cut short ([`crate::program::StepCase::scale`]): its scale
+    /// as C; `None` where it is 1.
     scale: Option<String>,
+    /// What the scale stands for, for the comment beside it.
+    stands_for: &'static str,
 }
 
 #[derive(Serialize)]
@@ -440,6 +443,7 @@ fn phase_ctx(
         run: p.run,
         warmup: p.warmup,
         scale: None,
+        stands_for: "",
         parent: -1,
         inner_run: 0,
         first_apart: u8::from(crate::replay::replays_first(&p.body, &skel.replays)),
@@ -513,6 +517,13 @@ fn time_steps(
             first_apart: 0,
             warmup: 0,
             scale: (case.scale != 1.0).then(|| format!("{:.6}", case.scale)),
+            stands_for: match case.cut {
+                Some(cut) if case.scale != cut.factor => {
+                    "the rest of its step, cut short, and the kinds of its family that do not run"
+                }
+                Some(_) => "the rest of its step, cut short",
+                None => "the kinds of its family that do not run",
+            },
         });
     }
     lines.push(
@@ -525,11 +536,7 @@ fn time_steps(
             // Never run: a kind of a family whose other kinds stand for it.
             continue;
         }
-        let family = if case.scale == 1.0 {
-            String::new()
-        } else {
-            format!(", timed ×{:.3} for the steps of its family that do not run", case.scale)
-        };
+        let family = case.pricing();
         lines.push(format!(
             "case {k}: /* {} of the application's steps are of this kind, {} run{family}: {} */",
             case.full, case.run, case.note
@@ -568,6 +575,7 @@ fn body_lines(
                     first_apart: 0,
                     warmup: 0,
                     scale: None,
+                    stands_for: "",
                 });
                 lines.push(format!(
                     "double t_inner = sk_part_begin(); /* the inner loop runs {} of its {} iterations, timed on its own (its first apart) */",

@@ -405,6 +405,35 @@ pub struct StepCase {
     /// time over that of the kinds it runs; 1 otherwise.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,
+    /// Where the skeleton runs only the first part of the kind's step
+    /// ([`crate::step_cut`]): what it keeps and what the rest is priced at (in `scale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<crate::step_cut::StepCut>,
+}
+
+impl StepCase {
+    /// How the kind's time is priced beyond the steps it runs, for the comment above its code:
+    /// the rest of a step cut short ([`crate::step_cut`]) and the kinds of its family that do
+    /// not run ([`crate::families`]); empty where neither.
+    pub fn pricing(&self) -> String {
+        let mut s = String::new();
+        let family = match &self.cut {
+            Some(cut) => {
+                s = format!(
+                    ", cut short: its first {} of {} calls run, to its collective of all ranks \
+                     no. {}, timed ×{:.3} for the rest of the step",
+                    cut.kept_calls, cut.calls, cut.collective, cut.factor
+                );
+                let f = self.scale / cut.factor;
+                ((f - 1.0).abs() > 1e-9).then_some(f)
+            }
+            None => (self.scale != 1.0).then_some(self.scale),
+        };
+        if let Some(f) = family {
+            s += &format!(", timed ×{f:.3} for the steps of its family that do not run");
+        }
+        s
+    }
 }
 
 /// Which steps a time-step loop runs: the kind of every step of the application, and the steps

@@ -198,7 +198,7 @@ pub(super) fn phases_of(
                         let mut body = Vec::new();
                         lower(k, 1, 0, calls, gaps, &mut leaf, &mut body);
                         let note = LoopNest { items: k.clone() }.notation();
-                        StepCase { full, run: full, body, note, scale: 1.0 }
+                        StepCase { full, run: full, body, note, scale: 1.0, cut: None }
                     })
                     .collect();
                 n_loops += 1;

@@ -377,7 +377,8 @@ fn phase_calls(
                 if c.scale == 1.0 {
                     timers.push(quote! { Phase::inner(#n, #f, #r, #t) });
                 } else {
-                    // It stands for the kinds of its family that do not run too.
+                    // It stands for the kinds of its family that do not run, or the rest of
+                    // its step cut short, too.
                     let x = Literal::f64_unsuffixed((c.scale * 1e6).round() / 1e6);
                     timers.push(quote! { Phase::inner(#n, #f, #r, #t).stretch(#x) });
                 }

@@ -564,14 +564,7 @@ impl Gen<'_> {
                 .enumerate()
                 .filter(|(_, c)| c.run > 0)
                 .map(|(k, c)| {
-                    let family = if c.scale == 1.0 {
-                        String::new()
-                    } else {
-                        format!(
-                            ", timed ×{:.3} for the steps of its family that do not run",
-                            c.scale
-                        )
-                    };
+                    let family = c.pricing();
                     let n = note(&format!(
                         "{} of the application's steps are of this kind, {} run{family}: {}",
                         c.full, c.run, c.note
