@@ -1702,6 +1702,9 @@ fn a_step_longer_than_the_skeleton_may_take_is_cut_short() {
     let dir = out.join("skel");
     let err = build_named(&trace, &dir, "scf-iterations");
     assert!(err.contains("1 time step that the skeleton runs takes longer"), "{err}");
+    let shown = mpiskel().arg("inspect").arg(&dir).output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("steps: 1 time step that the skeleton runs"), "{shown}");
     let doc = document(&dir);
     let scaling = &doc["scaling"];
     assert_eq!(scaling["main_full"].as_u64(), Some(6 + 100), "{scaling}");

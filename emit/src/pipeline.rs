@@ -490,10 +490,13 @@ fn over_target(
     }
     if let Some(c) = &s.steps_cut {
         parts.push(format!(
-            "the time steps cut short keep at least {} calls each (a shorter sample sets their \
-             pace by chance), {:.1} % of their time or more",
+            "the time steps cut short keep {:.1} % of their time or more: at least {} calls each \
+             (a shorter sample sets their pace by chance), and enough time that a scheduler \
+             tick, multiplied by the kind's scale, stays within {:.0} % of the application's \
+             time",
+            100.0 * c.least_share,
             crate::step_cut::MIN_KEPT_CALLS,
-            100.0 * c.least_share
+            100.0 * crate::sampling::PRECISION
         ));
     }
     if parts.is_empty() {

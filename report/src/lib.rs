@@ -369,6 +369,18 @@ impl Page {
                 ),
             ));
         }
+        if let Some(c) = &s.steps_cut {
+            self.scaling.push((
+                "time steps cut short".into(),
+                format!(
+                    "{} run up to a collective of all ranks, {:.1} % of their time kept or more; \
+                     {} of the application's time not run, priced from the parts kept",
+                    c.steps,
+                    100.0 * c.least_share,
+                    pct(c.removed_s)
+                ),
+            ));
+        }
         if s.compute_removed_s > 0.0 {
             self.scaling.push((
                 "computation not run".into(),
