@@ -673,12 +673,11 @@ fn make_with(
     // Steps longer than the skeleton may take: each that runs is cut short
     // ([`crate::step_cut`]) where the program so cut passes the check.
     let mut passed = None;
-    if crate::step_cut::cut_short(&mut skeleton, &mut scaling, &mut |s| {
+    crate::step_cut::cut_short(&mut skeleton, &mut scaling, &mut |s| {
         checked(s).map(|p| passed = Some(p)).is_ok()
-    }) {
-        if let Some((p, r)) = passed {
-            (programs, reused) = (p, r);
-        }
+    });
+    if let Some((p, r)) = passed {
+        (programs, reused) = (p, r);
     }
     if compute_cut {
         cut_compute(&mut skeleton, &mut scaling);

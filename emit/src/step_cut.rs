@@ -30,7 +30,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{Call, Comm, Skeleton, StepCase, Stmt};
+use crate::program::{calls_in, Call, Comm, Skeleton, StepCase, Stmt};
 use crate::scale::{by_span, lead_recorded, recorded_of, Scaling};
 
 /// The least share of a step's recorded time that its cut keeps.
@@ -126,18 +126,6 @@ fn collectives(of_all: &dyn Fn(usize) -> bool, body: &[Stmt]) -> Option<Vec<Opti
     Some(marks)
 }
 
-/// Calls of one pass over `body`, each loop's as often as it runs.
-fn calls_of(body: &[Stmt]) -> u64 {
-    body.iter()
-        .map(|s| match s {
-            Stmt::Call { .. } => 1,
-            Stmt::Loop { count, body, .. } => count.saturating_mul(calls_of(body)),
-            Stmt::Guard { body, .. } => calls_of(body),
-            Stmt::Steps { .. } | Stmt::Compute { .. } => 0,
-        })
-        .sum()
-}
-
 /// One step the skeleton runs, where it is cut: per class, the phase, the kind and the
 /// top-level statement that ends the part kept (the `collective`-th collective of all ranks).
 struct Planned {
@@ -171,22 +159,13 @@ pub fn cut_short(
         for &(ci, pi, k, end) in &p.at {
             let Some(case) = case_mut(skel, ci, pi, k) else { continue };
             let whole = recorded_of(&case.body, split);
-            let (calls, bytes) = (calls_of(&case.body), crate::families::bytes_sent(&case.body));
+            let (calls, bytes) = (calls_in(&case.body), crate::families::bytes_sent(&case.body));
             let tail = case.body.split_off(end + 1);
-            let kept = recorded_of(&case.body, split);
-            let factor = if kept > 0.0 {
-                whole / kept
-            } else {
-                calls as f64 / calls_of(&case.body).max(1) as f64
-            };
+            let (kept, kept_calls) = (recorded_of(&case.body, split), calls_in(&case.body));
+            let factor =
+                if kept > 0.0 { whole / kept } else { calls as f64 / kept_calls.max(1) as f64 };
             case.scale *= factor;
-            case.cut = Some(StepCut {
-                calls,
-                kept_calls: calls_of(&case.body),
-                bytes,
-                collective: p.collective,
-                factor,
-            });
+            case.cut = Some(StepCut { calls, kept_calls, bytes, collective: p.collective, factor });
             whole_s = whole_s.max(seconds(whole));
             kept_s = kept_s.max(seconds(kept));
             if whole > 0.0 {
@@ -307,7 +286,7 @@ fn plan(
             };
             let end = ends[lead];
             kept += recorded_of(&body[upto..=end], split);
-            calls += calls_of(&body[upto..=end]);
+            calls += calls_in(&body[upto..=end]);
             upto = end + 1;
             let whole = step.whole[lead];
             if kept >= share * whole && kept * step.most >= whole && calls >= MIN_KEPT_CALLS {
@@ -357,7 +336,7 @@ mod tests {
         // The loop's three collectives of all ranks stand inside it; the others at 1 and 4.
         let marks = collectives(&world, &body).unwrap();
         assert_eq!(marks, [Some(1), None, None, None, Some(4)]);
-        assert_eq!(calls_of(&body), 1 + 3 * 2 + 2);
+        assert_eq!(calls_in(&body), 1 + 3 * 2 + 2);
         // A guarded one runs in some iterations only: no count holds.
         let mut guarded = body.clone();
         let when = When::First;
