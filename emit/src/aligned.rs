@@ -168,7 +168,7 @@ mod tests {
 
     fn call(op: mpiskel_trace::Op, comm: usize) -> Stmt {
         let call = Call::Collective { op, traced: op, comm, root: None, bytes: 8, slot: None };
-        Stmt::Call { call, polls: 0, wait_s: 0.0 }
+        Stmt::Call { call, polls: 0, wait_s: 0.0, off_s: 0.0 }
     }
 
     fn phase(name: &str, full: u64, body: Vec<Stmt>) -> Phase {

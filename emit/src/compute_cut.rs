@@ -10,7 +10,7 @@
 //! # Complexity
 //! O(size of the program), and the Monte Carlo of [`crate::removal`] for drawn blocks.
 
-use crate::program::{PhaseIndex, Skeleton, Stmt};
+use crate::program::{wall_per_compute, PhaseIndex, Skeleton, Stmt};
 use crate::scale::{lead_recorded, twelfth, Scaling};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
@@ -139,6 +139,9 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
         can: f64,
         /// Executions run, times the share of a loss that is saved.
         runs: f64,
+        /// Wall seconds per second of the blocks' computation ([`wall_per_compute`]), the most
+        /// of the first class's blocks of the group.
+        wall: f64,
     }
     let index = PhaseIndex::new(&skel.classes);
     let mut blocks: Vec<Small> = Vec::new();
@@ -205,16 +208,22 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
             let saves = if shrunk { scaling.compute_shrink } else { 1.0 };
             if can.is_finite() && can >= MIN_SMALL {
                 let runs = saves * (p.run * g.runs) as f64;
-                blocks.push(Small { phase: p.name.clone(), paths: g.paths, before, can, runs });
+                let wall = g.paths.first().map_or(1.0, |paths| {
+                    paths.iter().map(|path| wall_at(&p.body, path)).fold(1.0, f64::max)
+                });
+                let phase = p.name.clone();
+                blocks.push(Small { phase, paths: g.paths, before, can, runs, wall });
             }
         }
     }
     let total: f64 = blocks.iter().map(|b| b.can * b.runs).sum();
+    let total_wall: f64 = blocks.iter().map(|b| b.can * b.runs * b.wall).sum();
     let seconds_of = |compute: f64| compute / lead_recorded * scaling.app_time_s;
     if total <= 0.0 || seconds_of(total) < 0.01 * scaling.target_s {
         return;
     }
-    let share = ((scaling.skeleton_estimate_s - scaling.target_s) / seconds_of(total)).min(1.0);
+    let share =
+        ((scaling.skeleton_estimate_s - scaling.target_s) / seconds_of(total_wall)).min(1.0);
     for b in &blocks {
         for (ci, (c, paths)) in skel.classes.iter_mut().zip(&b.paths).enumerate() {
             let Some(p) = index.get(ci, &b.phase).map(|i| &mut c.phases[i]) else { continue };
@@ -225,10 +234,22 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
             }
         }
     }
-    scaling.skeleton_estimate_s -= share * seconds_of(total);
+    scaling.skeleton_estimate_s -= share * seconds_of(total_wall);
     scaling.compute_removed_s += share * total;
     if scaling.skeleton_estimate_s > 0.0 {
         scaling.factor = scaling.app_time_s / scaling.skeleton_estimate_s;
+    }
+}
+
+/// [`wall_per_compute`] of the block at `path` of `body` (a path of [`crate::correspond`]).
+fn wall_at(body: &[Stmt], path: &[usize]) -> f64 {
+    match path.split_last() {
+        Some((&last, [])) => wall_per_compute(body, last),
+        Some((&last, parent)) => match crate::correspond::at(body, parent) {
+            Some(Stmt::Loop { body, .. }) => wall_per_compute(body, last),
+            _ => 1.0,
+        },
+        None => 1.0,
     }
 }
 
@@ -378,10 +399,13 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             if p.is_loop && most - least <= least {
                 continue;
             }
-            // The estimate counts the block at its mean (the recorded computation's share), in
-            // every iteration the skeleton runs.
+            // The estimate counts the block at its mean (the recorded computation's share, with
+            // the time off the processor that goes with it), in every iteration the skeleton
+            // runs.
             if let Some(Stmt::Compute { seconds, .. }) = p.body.get(at) {
-                counted += (seconds - keep(*seconds)).max(0.0) * p.run as f64;
+                counted += (seconds - keep(*seconds)).max(0.0)
+                    * p.run as f64
+                    * wall_per_compute(&p.body, at);
             }
             saved += skip * p.run as f64;
             chosen.push((p.name.clone(), at));
@@ -508,9 +532,10 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
         Some((least - (KEEP_SHARE * least).max(KEEP_MIN)).max(0.0))
     };
     let Some(first) = skel.classes.first() else { return };
-    // Blocks every class has, with what all of them can lose per execution, and how often the
-    // skeleton runs them.
-    let mut blocks: Vec<(String, usize, f64, f64)> = Vec::new();
+    // Blocks every class has, with what all of them can lose per execution, how often the
+    // skeleton runs them, and the wall seconds per second of their computation
+    // ([`wall_per_compute`]).
+    let mut blocks: Vec<(String, usize, f64, f64, f64)> = Vec::new();
     for p in first.phases.iter().filter(|p| main || p.name != "main_loop") {
         let runs = p.run as f64;
         for at in 0..p.body.len() {
@@ -521,11 +546,12 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
             if let Some(can) =
                 can.filter(|&c| c >= MIN_REMOVED && seconds_of(c * runs) >= 0.01 * target_s)
             {
-                blocks.push((p.name.clone(), at, can, runs));
+                blocks.push((p.name.clone(), at, can, runs, wall_per_compute(&p.body, at)));
             }
         }
     }
     let total: f64 = blocks.iter().map(|b| b.2 * b.3).sum();
+    let total_wall: f64 = blocks.iter().map(|b| b.2 * b.3 * b.4).sum();
     // No block common to all classes: where a loop was cut, the rest stays whole (LU's corner
     // classes cut apart lose the waiting of their wavefront: S 16 at half CPU speed −7.9 %
     // against −4.4 %); a program with no loop to cut has nothing else to shrink.
@@ -553,11 +579,11 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
         cut_each_class(skel, scaling, &seconds_of, &per_class);
         return;
     }
-    let share = ((scaling.skeleton_estimate_s - target_s) / seconds_of(total)).min(1.0);
+    let share = ((scaling.skeleton_estimate_s - target_s) / seconds_of(total_wall)).min(1.0);
     // What the cut blocks still run, on average and on the rank that computes most of each,
     // over the run.
     let (mut kept, mut kept_mean) = (0.0, 0.0);
-    for (name, at, can, runs) in &blocks {
+    for (name, at, can, runs, wall) in &blocks {
         let (mut most, mut mean) = (0.0f64, 0.0f64);
         let weights: Vec<Vec<f64>> = skel
             .classes
@@ -585,10 +611,10 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
                 }
             }
         }
-        kept += most.max(0.0) * runs;
-        kept_mean += mean.max(0.0) * runs;
+        kept += most.max(0.0) * runs * wall;
+        kept_mean += mean.max(0.0) * runs * wall;
     }
-    scaling.skeleton_estimate_s -= share * seconds_of(total);
+    scaling.skeleton_estimate_s -= share * seconds_of(total_wall);
     scaling.compute_removed_s += share * total;
     // Still over: losing the same seconds everywhere keeps every rank's difference from the
     // lightest (NPB EP's ranks compute 0.90–1.08 times the mean). Each rank then runs the same
@@ -627,10 +653,17 @@ fn cut_each_class(
     per_class: &[Vec<(usize, usize, f64, f64)>],
 ) {
     let target_s = scaling.target_s;
-    let most = per_class
+    // The class that can lose most, by the wall time its blocks take ([`wall_per_compute`]),
+    // and what that class can lose, by its computation.
+    let (most, most_compute) = per_class
         .iter()
-        .map(|b| b.iter().map(|&(_, _, can, runs)| can * runs).sum::<f64>())
-        .fold(0.0, f64::max);
+        .zip(&skel.classes)
+        .map(|(b, c)| {
+            b.iter().fold((0.0, 0.0), |(w, s), &(pi, at, can, runs)| {
+                (w + can * runs * wall_per_compute(&c.phases[pi].body, at), s + can * runs)
+            })
+        })
+        .fold((0.0f64, 0.0f64), |m, x| if x.0 > m.0 { x } else { m });
     if most <= 0.0 || seconds_of(most) < 0.01 * target_s {
         return;
     }
@@ -643,7 +676,7 @@ fn cut_each_class(
         }
     }
     scaling.skeleton_estimate_s -= share * seconds_of(most);
-    scaling.compute_removed_s += share * most;
+    scaling.compute_removed_s += share * most_compute;
     if scaling.skeleton_estimate_s > 0.0 {
         scaling.factor = scaling.app_time_s / scaling.skeleton_estimate_s;
     }

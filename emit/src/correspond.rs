@@ -284,6 +284,7 @@ mod tests {
             },
             polls: 0,
             wait_s: 0.0,
+            off_s: 0.0,
         }
     }
 
@@ -365,6 +366,7 @@ mod tests {
             },
             polls: 0,
             wait_s: 0.0,
+            off_s: 0.0,
         }
     }
 
@@ -381,6 +383,7 @@ mod tests {
             },
             polls: 0,
             wait_s: 0.0,
+            off_s: 0.0,
         }
     }
 

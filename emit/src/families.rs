@@ -122,7 +122,7 @@ mod tests {
             count: bytes,
             sizes: None,
         };
-        Stmt::Call { call, polls: 0, wait_s: 0.0 }
+        Stmt::Call { call, polls: 0, wait_s: 0.0, off_s: 0.0 }
     }
 
     fn reduce(comm: usize) -> Stmt {
@@ -134,7 +134,7 @@ mod tests {
             bytes: 8,
             slot: None,
         };
-        Stmt::Call { call, polls: 0, wait_s: 0.0 }
+        Stmt::Call { call, polls: 0, wait_s: 0.0, off_s: 0.0 }
     }
 
     fn repeat(count: u64, body: Vec<Stmt>) -> Stmt {

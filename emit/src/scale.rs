@@ -41,8 +41,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cut_runs::{Cuts, Stopped};
 use crate::program::{
-    compute_of, is_zero, kept_compute_of, span_of, ClassProgram, InnerCut, Phase, PhaseIndex,
-    Skeleton, Stmt,
+    compute_of, is_zero, kept_compute_of, removed_wall_of, span_of, ClassProgram, InnerCut, Phase,
+    PhaseIndex, Skeleton, Stmt,
 };
 
 /// Iterations of a cut loop that always run: a steady state to time, and enough draws of each
@@ -666,13 +666,13 @@ fn recorded_phase(p: &Phase, by_span: bool) -> f64 {
 }
 
 /// [`recorded_of`] less the computation the computation cut takes out of `body`
-/// ([`kept_compute_of`]).
+/// ([`kept_compute_of`]); by span, with the time off the processor that went with it
+/// ([`removed_wall_of`]).
 fn kept_recorded(body: &[Stmt], by_span: bool) -> f64 {
-    let kept = kept_compute_of(body);
     if by_span {
-        (span_of(body) - (compute_of(body) - kept)).max(0.0)
+        (span_of(body) - removed_wall_of(body)).max(0.0)
     } else {
-        kept
+        kept_compute_of(body)
     }
 }
 

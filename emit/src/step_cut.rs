@@ -319,7 +319,7 @@ mod tests {
             bytes: 8,
             slot: None,
         };
-        Stmt::Call { call, polls: 0, wait_s: 0.0 }
+        Stmt::Call { call, polls: 0, wait_s: 0.0, off_s: 0.0 }
     }
 
     #[test]

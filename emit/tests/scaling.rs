@@ -742,3 +742,47 @@ fn a_cut_that_changes_nothing_a_rank_ran_before_the_check_stopped_is_not_a_suspe
     assert_eq!((kept, runs_halved), (2, runs));
     assert_eq!(checks, 4);
 }
+
+/// Where the trace holds each gap's processor time and the ranks spent part of a gap off the
+/// processor (more ranks than cores), the computation the cut takes out of a block takes that
+/// time with it: the skeleton's estimate falls by the wall time removed, as for the same program
+/// traced on cores of its own, while the computation not run is counted in processor seconds.
+/// (Counted by its processor time alone, the removed block left its descheduled half in the
+/// estimate: GROMACS's set-up on 4 ranks and 2 cores, an estimate twice the skeleton's run.)
+#[test]
+fn computation_cut_out_takes_the_time_its_ranks_spent_off_the_processor_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // Rank 0 reads the input for 200 ms, the others 10 ms, before a broadcast; then 200
+    // iterations of a ring exchange after 1 ms of computation.
+    let path = ti_trace(dir.path(), 4, |r| {
+        let mut v = ring(4, 200, 1, 1_000_000)(r);
+        v[0] = if r == 0 { "compute 200000000" } else { "compute 10000000" }.into();
+        v.insert(1, "bcast 64".into());
+        v
+    });
+    let own = waiting(&path, 100_000);
+    // The same run with every gap half on the processor, half off it.
+    let mut shared = own.clone();
+    for rt in &mut shared.ranks {
+        rt.info.has_cpu_time = true;
+        for e in &mut rt.events {
+            e.gap_cpu_ns = Some(e.gap_ns / 2);
+        }
+    }
+    let app_s = own.app_time_s();
+    let scaling = |set: &TraceSet| {
+        let lt = mpiskel_logicalize::logicalize(set);
+        assert!(lt.call_times);
+        make(&lt, app_s, "given", None, true).unwrap().scaling
+    };
+    let (a, b) = (scaling(&own), scaling(&shared));
+    assert_eq!((a.main_full, a.main_run), (b.main_full, b.main_run), "{a:?}\n{b:?}");
+    // Rank 0's block runs a short part: 190 ms of computation, 95 ms of processor time.
+    assert!(a.compute_removed_s > 0.15, "{a:?}");
+    assert!(
+        (b.compute_removed_s - a.compute_removed_s / 2.0).abs() < 0.01 * a.compute_removed_s,
+        "{a:?}\n{b:?}"
+    );
+    let (ea, eb) = (a.skeleton_estimate_s, b.skeleton_estimate_s);
+    assert!((eb - ea).abs() < 0.02 * ea, "estimates {ea} (own cores) and {eb} (shared)");
+}

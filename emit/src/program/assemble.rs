@@ -551,7 +551,13 @@ fn gaps_of(
                 s + (f64::from(g.span_mean_s) - g.mean_s).max(0.0) * f64::from(g.n)
             });
             let wait = if lt.call_times && n > 0 { wait_sum / n as f64 } else { 0.0 };
-            Gap { seconds: mean, dist, factors, polls, wait }
+            // Of that, the time off the processor during the block.
+            let off_sum = lm.positions[leaf].iter().fold(0.0, |s, &p| {
+                let g = &class.ops[p].gap;
+                s + f64::from(g.off_mean_s) * f64::from(g.n)
+            });
+            let off = if lt.call_times && n > 0 { (off_sum / n as f64).min(wait) } else { 0.0 };
+            Gap { seconds: mean, dist, factors, polls, wait, off }
         })
         .collect()
 }

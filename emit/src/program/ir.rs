@@ -348,8 +348,8 @@ pub enum Stmt {
         /// many (`MPI_Iprobe` of any source and tag) before it. Each runs the MPI library's
         /// progress engine, which is what a program that polls once per item of its own work
         /// spends its time on.
-        #[serde(default, skip_serializing_if = "is_zero_u64")]
-        polls: u64,
+        #[serde(default, skip_serializing_if = "is_zero_u32")]
+        polls: u32,
         /// Recorded wall seconds from the previous call's return to this call's beyond the
         /// computation before it: the call's own time, waiting included (and the time the rank
         /// was descheduled in the gap, where the gap is processor time); the mean over the
@@ -358,6 +358,12 @@ pub enum Stmt {
         /// [`Phase::span_s`] sum it.
         #[serde(skip)]
         wait_s: f64,
+        /// Of `wait_s`, the seconds the ranks spent off the processor during the compute block
+        /// before the call (descheduled, where they shared cores; 0 where the trace holds no
+        /// processor times): they wait for a core while they compute, so that time shrinks with
+        /// the block where the computation cut takes some of it out. Not serialized.
+        #[serde(skip)]
+        off_s: f32,
     },
     /// A loop.
     Loop {
@@ -533,6 +539,10 @@ fn is_one(x: &f64) -> bool {
 
 /// The name of the phase that holds a warm-up iteration of the main loop ([`crate::warmup`]).
 pub const WARMUP: &str = "warmup";
+
+pub(super) fn is_zero_u32(x: &u32) -> bool {
+    *x == 0
+}
 
 pub(super) fn is_zero_u64(x: &u64) -> bool {
     *x == 0
@@ -858,6 +868,37 @@ pub fn kept_compute_of(body: &[Stmt]) -> f64 {
             Stmt::Loop { count, body, .. } => *count as f64 * kept_compute_of(body),
             Stmt::Guard { body, .. } => kept_compute_of(body),
             Stmt::Steps { cases } => per_step(cases, kept_compute_of),
+        })
+        .sum()
+}
+
+/// Wall seconds that one second of the compute block `body[at]` took in the traced run: 1, and
+/// the time its ranks spent off the processor during it (the `off_s` of the call right after
+/// it) per second of its computation. Where a rank shared its core, the computation the cut
+/// takes out of the block takes that much wall time with it; 1 for anything but a block.
+pub fn wall_per_compute(body: &[Stmt], at: usize) -> f64 {
+    match (body.get(at), body.get(at + 1)) {
+        (Some(Stmt::Compute { seconds, .. }), Some(Stmt::Call { off_s, .. })) if *seconds > 0.0 => {
+            1.0 + f64::from(*off_s) / seconds
+        }
+        _ => 1.0,
+    }
+}
+
+/// The recorded wall seconds of one pass over `body` that the computation cut takes out
+/// ([`crate::compute_cut`]): each block's removed seconds ([`kept_compute_of`]), with the time
+/// off the processor that went with them ([`wall_per_compute`]).
+pub fn removed_wall_of(body: &[Stmt]) -> f64 {
+    body.iter()
+        .enumerate()
+        .map(|(i, s)| match s {
+            Stmt::Compute { seconds, removed, .. } => {
+                removed.min(*seconds).max(0.0) * wall_per_compute(body, i)
+            }
+            Stmt::Call { .. } => 0.0,
+            Stmt::Loop { count, body, .. } => *count as f64 * removed_wall_of(body),
+            Stmt::Guard { body, .. } => removed_wall_of(body),
+            Stmt::Steps { cases } => per_step(cases, removed_wall_of),
         })
         .sum()
 }

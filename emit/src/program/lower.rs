@@ -9,7 +9,8 @@ use super::*;
 /// One compute block of a class program as recorded: its mean, the distribution its durations
 /// are drawn from, its per-rank factors, the failed polls made after it, and the wall time
 /// beyond it until the call after it returns (the means over the ranks and executions of the
-/// leaf; 0 where the trace holds no call times).
+/// leaf; 0 where the trace holds no call times), and of that wall time the part the ranks spent
+/// off the processor during the block (0 where the trace holds no processor times).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Gap {
     pub(super) seconds: f64,
@@ -17,6 +18,7 @@ pub(super) struct Gap {
     pub(super) factors: Option<usize>,
     pub(super) polls: f64,
     pub(super) wait: f64,
+    pub(super) off: f64,
 }
 
 /// Numbers every `Sym` node of a nest in pre-order (the numbering
@@ -253,12 +255,13 @@ pub(super) fn lower(
     leaf: &mut usize,
     out: &mut Vec<Stmt>,
 ) {
-    // The waiting of calls dropped since the last call kept, carried to the next one.
-    let mut dropped_wait = 0.0;
+    // The waiting of calls dropped since the last call kept, and the part of it off the
+    // processor, carried to the next one.
+    let (mut dropped_wait, mut dropped_off) = (0.0, 0.0);
     for n in nodes {
         match n {
             Node::Sym { .. } => {
-                let Gap { seconds: g, dist, factors, polls, wait } = gaps[*leaf];
+                let Gap { seconds: g, dist, factors, polls, wait, off } = gaps[*leaf];
                 if g > 0.0 {
                     // Merge with a preceding plain compute block (dropped calls leave two in a
                     // row).
@@ -287,9 +290,12 @@ pub(super) fn lower(
                 }
                 if let Some(c) = &calls[*leaf] {
                     let wait_s = wait + std::mem::take(&mut dropped_wait);
-                    out.push(Stmt::Call { call: c.clone(), polls: polls.round() as u64, wait_s });
+                    let off_s = (off + std::mem::take(&mut dropped_off)) as f32;
+                    let polls = polls.round() as u32;
+                    out.push(Stmt::Call { call: c.clone(), polls, wait_s, off_s });
                 } else {
                     dropped_wait += wait;
+                    dropped_off += off;
                 }
                 *leaf += 1;
             }

@@ -491,7 +491,7 @@ impl Gen<'_> {
                     if *polls > 0 {
                         let n =
                             note("failed polls of the application before the call that follows");
-                        let p = int(*polls);
+                        let p = int(u64::from(*polls));
                         quote! { #n sk.polls(&k.world, #p); #c }
                     } else {
                         c

@@ -98,6 +98,7 @@ pub(super) struct GapAcc {
     pub(super) samples: super::GapSamples,
     pub(super) polls: u64,
     pub(super) span: f64,
+    pub(super) off: f64,
 }
 
 impl GapAcc {
@@ -107,6 +108,7 @@ impl GapAcc {
         self.sum += g.s;
         self.polls += u64::from(g.polls);
         self.span += f64::from(g.span);
+        self.off += f64::from(g.off);
         match g.work {
             Some(Work::Instructions(i)) => {
                 self.instructions.0 += 1;
@@ -127,6 +129,7 @@ impl GapAcc {
             polls_mean: mean((self.n, self.polls as f64)).unwrap_or(0.0) as f32,
             mean_s: mean((self.n, self.sum)).unwrap_or(0.0),
             span_mean_s: mean((self.n, self.span)).unwrap_or(0.0) as f32,
+            off_mean_s: mean((self.n, self.off)).unwrap_or(0.0) as f32,
             instructions_mean: mean(self.instructions).into(),
             flops_mean: mean(self.flops).into(),
         }

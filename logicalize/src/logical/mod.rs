@@ -157,6 +157,11 @@ pub struct GapStats {
     /// Mean wall seconds from the previous call's return to this call's (the gap and the
     /// call's own time, waiting included); 0 where the trace holds no call times.
     pub span_mean_s: f32,
+    /// Mean wall seconds of the gap the rank spent off the processor, where the trace recorded
+    /// the gap's processor time (`mean_s` is then that processor time): part of `span_mean_s`,
+    /// time a rank that shares its core waits for it while it computes, which shrinks with the
+    /// computation where a skeleton cuts it.
+    pub off_mean_s: f32,
     /// Mean user-space instructions, where the trace counted them.
     pub instructions_mean: OptionalMean,
     /// Mean floating-point operations, where the trace recorded them (SimGrid traces).

@@ -59,6 +59,10 @@ struct GapRecord {
     /// recorded call times.
     #[serde(default, skip_serializing_if = "is_zero")]
     span_mean_s: f32,
+    /// Mean wall seconds of the gap off the processor, where the trace recorded the gap's
+    /// processor time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    off_mean_s: f32,
 }
 
 fn is_zero(x: &f32) -> bool {
@@ -82,6 +86,7 @@ impl From<LogicalOp> for LogicalOpRecord {
                 flops_mean: g.flops_mean.get(),
                 polls_mean: g.polls_mean,
                 span_mean_s: g.span_mean_s,
+                off_mean_s: g.off_mean_s,
             },
             tag_class: op.tag_class,
             traced_tag: op.traced_tag,
@@ -101,6 +106,7 @@ impl From<LogicalOpRecord> for LogicalOp {
                 polls_mean: g.polls_mean,
                 mean_s: g.mean_s,
                 span_mean_s: g.span_mean_s,
+                off_mean_s: g.off_mean_s,
                 instructions_mean: g.instructions_mean.into(),
                 flops_mean: g.flops_mean.into(),
             },
@@ -129,6 +135,7 @@ mod tests {
                 polls_mean: 1.5,
                 mean_s: 2.0,
                 span_mean_s: 2.5,
+                off_mean_s: 0.25,
                 instructions_mean: Some(1e6).into(),
                 flops_mean: OptionalMean::NONE,
             },

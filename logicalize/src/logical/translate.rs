@@ -162,6 +162,9 @@ pub(super) struct Gap {
     /// Wall seconds from the previous call's return to this call's: the gap and the call's
     /// own time, waiting included (0 where the trace holds no call times).
     pub(super) span: f32,
+    /// Wall seconds of the gap the rank spent off the processor (descheduled where ranks share
+    /// cores), where the trace recorded the gap's processor time; 0 elsewhere.
+    pub(super) off: f32,
 }
 
 /// For each call of a rank, the positions of the calls whose requests it completes: one flat
@@ -339,6 +342,7 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
             work: e.gap_work,
             polls: e.gap_polls,
             span: (e.gap_ns + e.exit_ns.saturating_sub(e.enter_ns)) as f32 * 1e-9,
+            off: e.gap_cpu_ns.map_or(0.0, |cpu| e.gap_ns.saturating_sub(cpu) as f32 * 1e-9),
         });
         links.push(completes);
     }
