@@ -170,7 +170,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
     if page.facts.iter().all(|(k, _)| k != "ranks") {
         page.facts.insert(0, ("ranks".into(), n_ranks.to_string()));
     }
-    if polls.polls > 0 {
+    if polls.any() {
         page.notes.push(document::describe_polls(&polls));
     }
     if local.sends + local.receives > 0 {

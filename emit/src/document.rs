@@ -326,18 +326,31 @@ fn is_zero_count(n: &usize) -> bool {
     *n == 0
 }
 
-/// One line on the polling loops folded.
+/// One line on the polling loops and the runs of partial completions folded.
 pub fn describe_polls(p: &PollFolding) -> String {
-    format!(
-        "{} failed polls folded: {} polling loops into the blocking call that ended them, {} kept \
-         as one poll; {:.6} s of polling became waiting, {:.6} s of work between polls stays \
-         compute",
-        p.polls,
-        p.folded_runs,
-        p.kept_runs,
-        p.waiting_ns as f64 * 1e-9,
-        p.work_ns as f64 * 1e-9
-    )
+    let mut parts = Vec::new();
+    if p.polls > 0 {
+        parts.push(format!(
+            "{} failed polls folded: {} polling loops into the blocking call that ended them, {} \
+             kept as one poll; {:.6} s of polling became waiting, {:.6} s of work between polls \
+             stays compute",
+            p.polls,
+            p.folded_runs,
+            p.kept_runs,
+            p.waiting_ns as f64 * 1e-9,
+            p.work_ns as f64 * 1e-9
+        ));
+    }
+    if p.partial_runs > 0 {
+        parts.push(format!(
+            "{} runs of partial completions ({} calls of MPI_Waitsome, MPI_Waitany, or tests \
+             that completed some requests of an array) folded into one MPI_Waitall each: which \
+             requests each call completed was the order the messages arrived in; the \
+             computation between the calls follows the wait",
+            p.partial_runs, p.partial_calls
+        ));
+    }
+    parts.join("; ")
 }
 
 impl SkeletonDocument {
@@ -448,7 +461,7 @@ pub fn render(doc: &SkeletonDocument) -> String {
         let _ =
             writeln!(s, "exceptions: {} calls to peers outside the topology", doc.exception_calls);
     }
-    if doc.polls.polls > 0 {
+    if doc.polls.any() {
         let _ = writeln!(s, "polling:   {}", describe_polls(&doc.polls));
     }
     if !no_local_calls(&doc.local_calls) {

@@ -26,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod atomic;
+pub mod completions;
 pub mod dumpi;
 mod error;
 pub mod local;

@@ -855,9 +855,10 @@ pub fn read_rank_file_folded(path: &Path) -> Result<(RankTrace, PollFolding)> {
     let Folding { folder, check, .. } = folding;
     check.finish(&t.comms)?;
     let mut tail = Vec::new();
-    let stats = folder.finish(&mut tail);
+    let mut stats = folder.finish(&mut tail);
     t.events.extend(tail);
     crate::resolve::resolve_any_source(&mut t.events);
+    stats.add_partial(crate::completions::fold_completions(&mut t));
     t.events.shrink_to_fit();
     Ok((t, stats))
 }

@@ -58,6 +58,13 @@ pub struct PollFolding {
     pub waiting_ns: u64,
     /// Nanoseconds of work between polls kept as compute, over all ranks.
     pub work_ns: u64,
+    /// Runs of partial completions (`MPI_Waitsome`, `MPI_Waitany`, and tests that completed
+    /// something) folded into one `MPI_Waitall` each ([`crate::completions`]), over all ranks.
+    #[serde(default)]
+    pub partial_runs: u64,
+    /// The calls those runs held.
+    #[serde(default)]
+    pub partial_calls: u64,
 }
 
 impl PollFolding {
@@ -68,6 +75,19 @@ impl PollFolding {
         self.kept_runs += other.kept_runs;
         self.waiting_ns += other.waiting_ns;
         self.work_ns += other.work_ns;
+        self.partial_runs += other.partial_runs;
+        self.partial_calls += other.partial_calls;
+    }
+
+    /// Whether anything was folded.
+    pub fn any(&self) -> bool {
+        self.polls > 0 || self.partial_runs > 0
+    }
+
+    /// Adds what folding runs of partial completions did ([`crate::completions`]).
+    pub fn add_partial(&mut self, c: crate::completions::CompletionFolding) {
+        self.partial_runs += c.runs;
+        self.partial_calls += c.calls;
     }
 }
 
@@ -246,11 +266,11 @@ impl PollFolder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::{CommId, Completed, Peer, Rank, RankInfo, RequestId};
 
-    fn ev(op: Op, gap: u64, dur: u64, payload: Payload) -> Event {
+    pub(crate) fn ev(op: Op, gap: u64, dur: u64, payload: Payload) -> Event {
         Event {
             op,
             enter_ns: 0,
@@ -281,7 +301,7 @@ mod tests {
         };
         ev(Op::Iprobe, gap, 500, payload)
     }
-    fn send(gap: u64) -> Event {
+    pub(crate) fn send(gap: u64) -> Event {
         let payload = Payload::P2p {
             peer: Peer::Rank(Rank(1)),
             tag: 0,
@@ -293,7 +313,7 @@ mod tests {
         ev(Op::Send, gap, 2_000, payload)
     }
     /// Lays the events out in time, as a tracer would have recorded them.
-    fn trace(mut events: Vec<Event>) -> RankTrace {
+    pub(crate) fn trace(mut events: Vec<Event>) -> RankTrace {
         let mut t = 0;
         for e in &mut events {
             let d = e.duration_ns();

@@ -141,11 +141,13 @@ impl TraceSet {
     }
 
     /// Folds every rank's polling loops into the blocking completions they stand for
-    /// ([`crate::polls`]); returns what was folded, over all ranks.
+    /// ([`crate::polls`]), then its runs of partial completions into the `MPI_Waitall` they
+    /// stand for ([`crate::completions`]); returns what was folded, over all ranks.
     pub fn fold_polls(&mut self) -> crate::polls::PollFolding {
         let mut all = crate::polls::PollFolding::default();
         for r in &mut self.ranks {
             all.add(&crate::polls::fold_polls(r));
+            all.add_partial(crate::completions::fold_completions(r));
         }
         all
     }

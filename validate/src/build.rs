@@ -210,7 +210,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             o.trace.display()
         );
     }
-    if polls.polls > 0 {
+    if polls.any() {
         observer.line(&document::describe_polls(&polls));
     }
     if let Some(note) =
