@@ -86,18 +86,23 @@ fn run_end(events: &[Event], start: usize, seen: &mut HashSet<u32>) -> (usize, b
     (end, end > start + 1 || seen.len() == given as usize)
 }
 
-/// Sums of processor time and counted work that stay known only where every part is.
-fn add_cpu(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    a.zip(b).map(|(a, b)| a + b)
+/// The computation of the gaps between a run's calls, which the fold moves after its wait:
+/// wall time, and processor time and counted work where every gap has them.
+struct Between {
+    ns: u64,
+    cpu: Option<u64>,
+    work: Option<Work>,
 }
 
-fn add_work(a: Option<Work>, b: Option<Work>) -> Option<Work> {
-    match (a, b) {
-        (Some(Work::Instructions(a)), Some(Work::Instructions(b))) => {
-            Some(Work::Instructions(a + b))
-        }
-        (Some(Work::Flops(a)), Some(Work::Flops(b))) => Some(Work::Flops(a + b)),
-        _ => None,
+impl Between {
+    fn of(e: &Event) -> Between {
+        Between { ns: e.gap_ns, cpu: e.gap_cpu_ns, work: e.gap_work }
+    }
+
+    fn add(&mut self, ns: u64, cpu: Option<u64>, work: Option<Work>) {
+        self.ns += ns;
+        self.cpu = self.cpu.zip(cpu).map(|(a, b)| a + b);
+        self.work = Work::sum(self.work, work);
     }
 }
 
@@ -110,70 +115,49 @@ pub fn fold_completions(trace: &mut RankTrace) -> CompletionFolding {
     }
     let mut seen = HashSet::new();
     // The computation between the calls of the run just folded, for the event after it.
-    let mut carry: Option<Event> = None;
+    let mut carry: Option<Between> = None;
     let (mut read, mut write) = (0, 0);
     while read < events.len() {
         let (end, fold) = run_end(events, read, &mut seen);
-        let mut e = std::mem::replace(&mut events[read], placeholder());
+        let (first, later) = events[read..end].split_first_mut().expect("a run holds a call");
         if let Some(c) = carry.take() {
-            e.gap_ns += c.gap_ns;
-            e.gap_cpu_ns = add_cpu(e.gap_cpu_ns, c.gap_cpu_ns);
-            e.gap_work = add_work(e.gap_work, c.gap_work);
+            let mut gap = Between::of(first);
+            gap.add(c.ns, c.cpu, c.work);
+            (first.gap_ns, first.gap_cpu_ns, first.gap_work) = (gap.ns, gap.cpu, gap.work);
         }
         if fold {
-            let mut waited = e.duration_ns();
-            let mut between = Event { gap_ns: 0, gap_cpu_ns: Some(0), ..placeholder() };
-            let mut completed = match std::mem::replace(&mut e.payload, Payload::None) {
+            let mut waited = first.duration_ns();
+            let mut completed = match std::mem::replace(&mut first.payload, Payload::None) {
                 Payload::Completion { completed, .. } => completed,
                 _ => Vec::new(),
             };
-            for (k, later) in events[read + 1..end].iter_mut().enumerate() {
-                waited += later.duration_ns();
-                between.gap_ns += later.gap_ns;
-                between.gap_cpu_ns = add_cpu(between.gap_cpu_ns, later.gap_cpu_ns);
-                between.gap_work = if k == 0 {
-                    later.gap_work
-                } else {
-                    add_work(between.gap_work, later.gap_work)
-                };
-                e.gap_polls = e.gap_polls.saturating_add(later.gap_polls);
-                if let Payload::Completion { completed: more, .. } =
-                    std::mem::replace(&mut later.payload, Payload::None)
-                {
-                    completed.extend(more);
+            for e in later.iter_mut() {
+                waited += e.duration_ns();
+                match &mut carry {
+                    None => carry = Some(Between::of(e)),
+                    Some(c) => c.add(e.gap_ns, e.gap_cpu_ns, e.gap_work),
+                }
+                first.gap_polls = first.gap_polls.saturating_add(e.gap_polls);
+                if let Payload::Completion { completed: more, .. } = &mut e.payload {
+                    completed.append(more);
                 }
             }
             stats.runs += 1;
             stats.calls += (end - read) as u64;
-            e.op = Op::Waitall;
-            e.exit_ns = e.enter_ns + waited;
+            first.op = Op::Waitall;
+            first.exit_ns = first.enter_ns + waited;
             let n_given = u32::try_from(completed.len()).unwrap_or(u32::MAX);
-            e.payload = Payload::Completion { n_given, completed };
-            carry = Some(between);
+            first.payload = Payload::Completion { n_given, completed };
         }
-        events[write] = e;
+        events.swap(write, read);
         write += 1;
         read = end;
     }
     events.truncate(write);
     if let Some(c) = carry {
-        trace.trailing_gap_ns += c.gap_ns;
+        trace.trailing_gap_ns += c.ns;
     }
     stats
-}
-
-/// An event that holds nothing, to take another's place while it moves.
-fn placeholder() -> Event {
-    Event {
-        op: Op::Waitall,
-        enter_ns: 0,
-        exit_ns: 0,
-        gap_ns: 0,
-        gap_work: None,
-        gap_cpu_ns: None,
-        gap_polls: 0,
-        payload: Payload::None,
-    }
 }
 
 #[cfg(test)]

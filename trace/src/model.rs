@@ -276,6 +276,19 @@ pub enum Work {
     Flops(f64),
 }
 
+impl Work {
+    /// The work of two blocks together, where both counted it in the same unit.
+    pub fn sum(a: Option<Work>, b: Option<Work>) -> Option<Work> {
+        match (a, b) {
+            (Some(Work::Instructions(a)), Some(Work::Instructions(b))) => {
+                Some(Work::Instructions(a + b))
+            }
+            (Some(Work::Flops(a)), Some(Work::Flops(b))) => Some(Work::Flops(a + b)),
+            _ => None,
+        }
+    }
+}
+
 /// The arguments of a call that matter for performance.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -174,13 +174,7 @@ impl Sums {
             self.work += e.gap_ns;
             stats.work_ns += e.gap_ns;
             self.work_cpu = self.work_cpu.zip(e.gap_cpu_ns).map(|(a, b)| a + b);
-            self.instr = match (self.instr, e.gap_work) {
-                (Some(Work::Instructions(a)), Some(Work::Instructions(b))) => {
-                    Some(Work::Instructions(a + b))
-                }
-                (Some(Work::Flops(a)), Some(Work::Flops(b))) => Some(Work::Flops(a + b)),
-                _ => None,
-            };
+            self.instr = Work::sum(self.instr, e.gap_work);
         } else {
             self.waiting += e.gap_ns;
         }
