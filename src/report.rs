@@ -145,7 +145,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
     let app_time = set.app_time_s();
     let n_ranks = set.n_ranks();
     let calls: usize = set.ranks.iter().map(|r| r.events.len()).sum();
-    let lt = {
+    let mut lt = {
         let _spinner = stages.spinner("finding the topology and the process classes");
         mpiskel_logicalize::logicalize_owned(set)
     };
@@ -155,7 +155,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
     let made = {
         let _spinner = stages.spinner("finding loops and cutting them");
         mpiskel_emit::pipeline::make(
-            &lt,
+            &mut lt,
             app_time,
             "span of the slowest rank from MPI_Init to MPI_Finalize in the trace",
             None,

@@ -17,8 +17,8 @@ fn skeleton(n: u32, app_s: f64, body: impl Fn(u32) -> Vec<String>) -> Built {
     let dir = tempfile::tempdir().unwrap();
     let path = mpiskel_trace::ti::write_actions(dir.path(), n, body).unwrap();
     let set = TraceSet::open(Path::new(&path), &ReadOptions::default()).unwrap();
-    let lt = mpiskel_logicalize::logicalize(&set);
-    make(&lt, app_s, "given", None, true).unwrap_or_else(|e| panic!("{e}"))
+    let mut lt = mpiskel_logicalize::logicalize(&set);
+    make(&mut lt, app_s, "given", None, true).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A periodic ring: each of `iterations` computes 1 Mflop, receives from the left, sends to the
@@ -320,8 +320,8 @@ fn a_cut_inner_loop_replays_the_inner_iterations_it_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = mpiskel_trace::ti::write_actions(dir.path(), n, body).unwrap();
     let set = TraceSet::open(Path::new(&path), &ReadOptions::default()).unwrap();
-    let lt = mpiskel_logicalize::logicalize(&set);
-    let b = make(&lt, 0.15, "given", Some(0.15 / 40.0), true).unwrap_or_else(|e| panic!("{e}"));
+    let mut lt = mpiskel_logicalize::logicalize(&set);
+    let b = make(&mut lt, 0.15, "given", Some(0.15 / 40.0), true).unwrap_or_else(|e| panic!("{e}"));
     let s = &b.skeleton;
     let main = s.classes[0].main_loop().expect("a main loop");
     let ic = main.inner.expect("the inner loop is cut");

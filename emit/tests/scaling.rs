@@ -43,8 +43,8 @@ fn built(path: &Path, app_s: f64, target_s: f64) -> mpiskel_emit::pipeline::Buil
 /// The same for `target_s` seconds, or the default target.
 fn built_for(path: &Path, app_s: f64, target_s: Option<f64>) -> mpiskel_emit::pipeline::Built {
     let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
-    let lt = mpiskel_logicalize::logicalize(&set);
-    make(&lt, app_s, "given", target_s, true).unwrap()
+    let mut lt = mpiskel_logicalize::logicalize(&set);
+    make(&mut lt, app_s, "given", target_s, true).unwrap()
 }
 
 #[test]
@@ -198,8 +198,8 @@ fn a_skeleton_over_its_target_says_which_parts_hold_it_up() {
     let dir = tempfile::tempdir().unwrap();
     let whole_compute = |path: &Path, app_s: f64| {
         let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
-        let lt = mpiskel_logicalize::logicalize(&set);
-        make(&lt, app_s, "given", None, false).unwrap().scaling
+        let mut lt = mpiskel_logicalize::logicalize(&set);
+        make(&mut lt, app_s, "given", None, false).unwrap().scaling
     };
     // Six iterations of 2 × 5 ms with a heavy tail, every compute block run whole: a loop of so
     // few iterations whose durations spread so widely runs whole.
@@ -558,16 +558,16 @@ fn the_recorded_time_is_split_by_wall_time_where_the_trace_has_call_times() {
     });
     let app_s = 0.56;
     let by_compute = {
-        let lt = mpiskel_logicalize::logicalize(
+        let mut lt = mpiskel_logicalize::logicalize(
             &TraceSet::open(&path, &ReadOptions::default()).unwrap(),
         );
         assert!(!lt.call_times);
-        make(&lt, app_s, "given", None, true).unwrap().scaling
+        make(&mut lt, app_s, "given", None, true).unwrap().scaling
     };
     let by_time = {
-        let lt = mpiskel_logicalize::logicalize(&waiting(&path, 500_000));
+        let mut lt = mpiskel_logicalize::logicalize(&waiting(&path, 500_000));
         assert!(lt.call_times);
-        make(&lt, app_s, "given", None, true).unwrap().scaling
+        make(&mut lt, app_s, "given", None, true).unwrap().scaling
     };
     assert_eq!((by_compute.main_full, by_time.main_full), (1000, 1000));
     assert!((by_compute.main_share - 50.0 / 60.0).abs() < 0.01, "{by_compute:?}");
@@ -771,9 +771,9 @@ fn computation_cut_out_takes_the_time_its_ranks_spent_off_the_processor_with_it(
     }
     let app_s = own.app_time_s();
     let scaling = |set: &TraceSet| {
-        let lt = mpiskel_logicalize::logicalize(set);
+        let mut lt = mpiskel_logicalize::logicalize(set);
         assert!(lt.call_times);
-        make(&lt, app_s, "given", None, true).unwrap().scaling
+        make(&mut lt, app_s, "given", None, true).unwrap().scaling
     };
     let (a, b) = (scaling(&own), scaling(&shared));
     assert_eq!((a.main_full, a.main_run), (b.main_full, b.main_run), "{a:?}\n{b:?}");

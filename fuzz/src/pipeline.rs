@@ -68,9 +68,9 @@ pub fn run(
 
 /// Runs a trace set that its reader accepted through every stage after reading.
 pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Violation> {
-    let lt = mpiskel_logicalize::logicalize(set);
+    let mut lt = mpiskel_logicalize::logicalize(set);
     let app_time = set.app_time_s();
-    let b = match make(&lt, app_time, "the trace", None, true) {
+    let b = match make(&mut lt, app_time, "the trace", None, true) {
         Ok(b) => b,
         Err(e @ PipelineError::Build(_)) => return refused(correct, "program", e.to_string()),
         Err(e @ PipelineError::Deadlock(_)) => return refused(correct, "check", e.to_string()),
@@ -130,7 +130,7 @@ fn stretches_cut(
     again.drop_local_calls();
     let mut lt = mpiskel_logicalize::logicalize(&again);
     lt.stretches = cut;
-    let Ok(b) = make(&lt, app_time, "the trace", None, true) else {
+    let Ok(b) = make(&mut lt, app_time, "the trace", None, true) else {
         return Ok(());
     };
     mpiskel_emit::c::render(&b.skeleton, &b.scaling, meta).map_err(|e| {

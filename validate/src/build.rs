@@ -243,7 +243,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     };
     // The calls themselves go into the logical trace, each rank's freed once translated: their
     // memory is not held while the skeleton is made.
-    let lt = {
+    let mut lt = {
         let _busy = observer.busy("finding the topology and the process classes");
         mpiskel_logicalize::logicalize_owned(set)
     };
@@ -255,7 +255,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     let make = if o.strict { make_strict } else { make };
     let made = {
         let _busy = observer.busy("finding loops, cutting them and checking the program");
-        make(&lt, app_time, &source, o.target_time, !o.whole_compute)
+        make(&mut lt, app_time, &source, o.target_time, !o.whole_compute)
     };
     let mut built = match made {
         Ok(b) => b,
@@ -314,7 +314,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 }
                 let by = hi.map_or(lo + excess, |h| (lo + h) / 2.0);
                 let again = mpiskel_emit::pipeline::make_shorter(
-                    &lt,
+                    &mut lt,
                     app_time,
                     &source,
                     o.target_time,
@@ -475,7 +475,7 @@ fn by_stretches(
     again.stretches = cut;
     let made = {
         let _busy = observer.busy("finding loops, cutting them and checking the program again");
-        make(&again, app_time, source, o.target_time, !o.whole_compute)
+        make(&mut again, app_time, source, o.target_time, !o.whole_compute)
     };
     match made {
         Ok(b) if b.scaling.skeleton_estimate_s < s.skeleton_estimate_s => {
