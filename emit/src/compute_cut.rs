@@ -33,7 +33,10 @@ const MIN_REMOVED: f64 = 1e-5;
 /// without loops, as NPB EP), and the blocks directly in a loop's body (a loop of a few long
 /// iterations, as NPB FT's and MG's; a loop whose iterations cannot be cut because classes do
 /// not correspond). Every rank loses the same seconds from a block, in every class (blocks at
-/// the same place of a phase of the same name in all classes), at most all but
+/// the same place of a phase of the same name in all classes, or right before the same
+/// collective of all ranks in straight-line phases that differ: [`before_world_collectives`];
+/// ABySS on 2 ranks, whose ranks relay messages differently in its set-up, 0.14 → 0.07 of the
+/// run with its 0.3 s blocks before one all-reduce cut), at most all but
 /// max(`KEEP_SHARE`, `KEEP_MIN`) of the block's smallest duration on any rank, so that the
 /// differences between ranks, and the waiting they cause, stay those of the application; the
 /// runtime times the part that runs and adds to the phase's prediction what the removed part
@@ -513,9 +516,9 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     // ranks, or for a drawn block what every rank may skip (see [`crate::removal`]).
     let drawn = crate::removal::drawn_removals(skel);
     let index = PhaseIndex::new(&skel.classes);
-    let can_of = |ci: usize, phase: &str, at: usize| -> Option<f64> {
+    let can_at = |ci: usize, pi: usize, at: usize| -> Option<f64> {
         let c = &skel.classes[ci];
-        let p = &c.phases[index.get(ci, phase)?];
+        let p = c.phases.get(pi)?;
         let Some(Stmt::Compute { seconds, dist, factors, keep_only: false, removed, .. }) =
             p.body.get(at)
         else {
@@ -526,16 +529,18 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
             return None;
         }
         let least = match dist {
-            Some(_) => *drawn.get(phase)?.get(&at)?,
+            Some(_) => *drawn.get(&p.name)?.get(&at)?,
             None => *seconds * weight_min(c, *factors),
         };
         Some((least - (KEEP_SHARE * least).max(KEEP_MIN)).max(0.0))
     };
+    let can_of = |ci: usize, phase: &str, at: usize| can_at(ci, index.get(ci, phase)?, at);
     let Some(first) = skel.classes.first() else { return };
-    // Blocks every class has, with what all of them can lose per execution, how often the
-    // skeleton runs them, and the wall seconds per second of their computation
-    // ([`wall_per_compute`]).
-    let mut blocks: Vec<(String, usize, f64, f64, f64)> = Vec::new();
+    // Blocks every class has, at each class's (phase, position), with what all of them can
+    // lose per execution, how often the skeleton runs them, and the wall seconds per second of
+    // their computation ([`wall_per_compute`]).
+    let mut blocks: Vec<(Vec<Option<Place>>, f64, f64, f64)> = Vec::new();
+    let mut named = std::collections::HashSet::new();
     for p in first.phases.iter().filter(|p| main || p.name != "main_loop") {
         let runs = p.run as f64;
         for at in 0..p.body.len() {
@@ -546,12 +551,36 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
             if let Some(can) =
                 can.filter(|&c| c >= MIN_REMOVED && seconds_of(c * runs) >= 0.01 * target_s)
             {
-                blocks.push((p.name.clone(), at, can, runs, wall_per_compute(&p.body, at)));
+                let places: Vec<_> = (0..skel.classes.len())
+                    .map(|ci| index.get(ci, &p.name).map(|pi| (pi, at)))
+                    .collect();
+                named.insert(places.clone());
+                blocks.push((places, can, runs, wall_per_compute(&p.body, at)));
             }
         }
     }
-    let total: f64 = blocks.iter().map(|b| b.2 * b.3).sum();
-    let total_wall: f64 = blocks.iter().map(|b| b.2 * b.3 * b.4).sum();
+    // Blocks of straight-line phases whose names differ between the classes but that end at
+    // the same collective of all ranks in every class ([`before_world_collectives`]): the
+    // classes' nests differ around them (a rank that relays messages the others do not), and
+    // the collective ends the same computation on every rank.
+    for places in before_world_collectives(skel) {
+        let places: Vec<_> = places.into_iter().map(Some).collect();
+        if named.contains(&places) {
+            continue;
+        }
+        let can = places
+            .iter()
+            .enumerate()
+            .map(|(ci, at)| at.and_then(|(pi, at)| can_at(ci, pi, at)))
+            .try_fold(f64::INFINITY, |m, x| x.map(|x| m.min(x)));
+        if let Some(can) = can.filter(|&c| c >= MIN_REMOVED && seconds_of(c) >= 0.01 * target_s) {
+            let wall =
+                places[0].map_or(1.0, |(pi, at)| wall_per_compute(&first.phases[pi].body, at));
+            blocks.push((places, can, 1.0, wall));
+        }
+    }
+    let total: f64 = blocks.iter().map(|b| b.1 * b.2).sum();
+    let total_wall: f64 = blocks.iter().map(|b| b.1 * b.2 * b.3).sum();
     // No block common to all classes: where a loop was cut, the rest stays whole (LU's corner
     // classes cut apart lose the waiting of their wavefront: S 16 at half CPU speed −7.9 %
     // against −4.4 %); a program with no loop to cut has nothing else to shrink.
@@ -583,24 +612,25 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     // What the cut blocks still run, on average and on the rank that computes most of each,
     // over the run.
     let (mut kept, mut kept_mean) = (0.0, 0.0);
-    for (name, at, can, runs, wall) in &blocks {
+    for (places, can, runs, wall) in &blocks {
         let (mut most, mut mean) = (0.0f64, 0.0f64);
         let weights: Vec<Vec<f64>> = skel
             .classes
             .iter()
-            .enumerate()
-            .map(|(ci, c)| {
-                let factors = index.get(ci, name).and_then(|i| match c.phases[i].body.get(*at) {
+            .zip(places)
+            .map(|(c, place)| {
+                let factors = place.and_then(|(pi, at)| match c.phases[pi].body.get(at) {
                     Some(Stmt::Compute { factors, .. }) => *factors,
                     _ => None,
                 });
                 skel.block_weights(c, factors)
             })
             .collect();
-        for (ci, (c, ws)) in skel.classes.iter_mut().zip(&weights).enumerate() {
+        for ((c, ws), place) in skel.classes.iter_mut().zip(&weights).zip(places) {
             let w = ws.iter().copied().fold(1.0f64, f64::max);
-            let Some(p) = index.get(ci, name).map(|i| &mut c.phases[i]) else { continue };
-            if let Some(Stmt::Compute { removed, seconds, dist, factors, .. }) = p.body.get_mut(*at)
+            let Some((pi, at)) = *place else { continue };
+            if let Some(Stmt::Compute { removed, seconds, dist, factors, .. }) =
+                c.phases[pi].body.get_mut(at)
             {
                 *removed = share * can;
                 // Drawn blocks and blocks with per-rank factors are not shrunk (see the runtime's
@@ -634,6 +664,107 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     if scaling.skeleton_estimate_s > 0.0 {
         scaling.factor = app_time_s / scaling.skeleton_estimate_s;
     }
+}
+
+/// A compute block's place in a class program: its phase's index and its position there.
+type Place = (usize, usize);
+
+/// The compute blocks that end at the same collective of all ranks (on `MPI_COMM_WORLD`) in
+/// every class: per such collective, each class's (phase, position) of the block right before
+/// it, where that block is at the top of a straight-line phase (one that runs once, not the
+/// main loop). Collectives are counted in the order the application makes them, a loop's as
+/// often as it iterates; a class whose count becomes uncertain (time steps of several kinds, a
+/// guarded call, an inner loop cut) offers no block past that point, and a collective that is not the same
+/// operation in every class ends the matching, as the classes then do not make the same
+/// collectives.
+///
+/// # Complexity
+/// O(statements) per class, and O(c × k log k) for c classes of k collectives.
+fn before_world_collectives(skel: &Skeleton) -> Vec<Vec<Place>> {
+    use crate::program::Call;
+    use std::collections::BTreeMap;
+    /// Collectives of all ranks that one pass over `body` makes, `None` where not fixed.
+    fn count(body: &[Stmt]) -> Option<u64> {
+        body.iter().try_fold(0u64, |n, s| {
+            Some(
+                n + match s {
+                    Stmt::Call { call: Call::Collective { comm: 0, .. }, .. } => 1,
+                    Stmt::Loop { count: k, body, .. } => k * count(body)?,
+                    Stmt::Guard { .. } | Stmt::Steps { .. } => {
+                        (count_any(std::slice::from_ref(s)) == 0).then_some(0)?
+                    }
+                    _ => 0,
+                },
+            )
+        })
+    }
+    /// Whether `body` makes any collective of all ranks, at any depth.
+    fn count_any(body: &[Stmt]) -> u64 {
+        body.iter()
+            .map(|s| match s {
+                Stmt::Call { call: Call::Collective { comm: 0, .. }, .. } => 1,
+                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => count_any(body),
+                Stmt::Steps { cases } => cases.iter().map(|c| count_any(&c.body)).sum(),
+                _ => 0,
+            })
+            .sum()
+    }
+    if skel.classes.len() < 2 || !matches!(skel.comms.first(), Some(crate::program::Comm::World)) {
+        return Vec::new();
+    }
+    // Per class: collective number → (its operation, the block before it if any).
+    let per_class: Vec<BTreeMap<u64, (mpiskel_trace::Op, Option<Place>)>> = skel
+        .classes
+        .iter()
+        .map(|c| {
+            let mut at = BTreeMap::new();
+            let mut k = 0u64;
+            'phases: for (pi, p) in c.phases.iter().enumerate() {
+                // An inner loop cut runs fewer iterations than its statement says it made.
+                if p.inner.is_some() {
+                    break;
+                }
+                let straight = !p.is_loop && p.full == 1 && p.name != "main_loop";
+                if !straight {
+                    match count(&p.body) {
+                        Some(n) => k += n * p.full,
+                        None => break 'phases,
+                    }
+                    continue;
+                }
+                for (i, s) in p.body.iter().enumerate() {
+                    match s {
+                        Stmt::Call { call: Call::Collective { comm: 0, op, .. }, .. } => {
+                            let block = matches!(
+                                i.checked_sub(1).and_then(|j| p.body.get(j)),
+                                Some(Stmt::Compute { .. })
+                            );
+                            at.insert(k, (*op, block.then(|| (pi, i - 1))));
+                            k += 1;
+                        }
+                        other => match count(std::slice::from_ref(other)) {
+                            Some(n) => k += n,
+                            None => break 'phases,
+                        },
+                    }
+                }
+            }
+            at
+        })
+        .collect();
+    let mut out = Vec::new();
+    let Some(first) = per_class.first() else { return out };
+    for (k, (op, _)) in first {
+        let same: Option<Vec<_>> = per_class.iter().map(|c| c.get(k).copied()).collect();
+        let Some(same) = same else { continue };
+        if same.iter().any(|(o, _)| o != op) {
+            break;
+        }
+        if let Some(places) = same.iter().map(|(_, b)| *b).collect::<Option<Vec<_>>>() {
+            out.push(places);
+        }
+    }
+    out
 }
 
 /// [`cut_compute`] for a program without a loop to cut, where no compute block is at the same

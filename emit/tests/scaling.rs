@@ -786,3 +786,64 @@ fn computation_cut_out_takes_the_time_its_ranks_spent_off_the_processor_with_it(
     let (ea, eb) = (a.skeleton_estimate_s, b.skeleton_estimate_s);
     assert!((eb - ea).abs() < 0.02 * ea, "estimates {ea} (own cores) and {eb} (shared)");
 }
+
+/// Two ranks whose set-ups differ before the same barrier (rank 0 sends twelve messages in a
+/// loop and then takes one answer; rank 1 answers after the fifth), so that their phases do
+/// not correspond by name, then a main loop of many iterations that runs one: the long block
+/// each computes before the barrier that ends the set-up is cut alike on both, by the seconds
+/// the shorter of the two can lose.
+#[test]
+fn blocks_before_the_same_collective_of_all_ranks_are_cut_where_the_classes_differ_around_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = ti_trace(dir.path(), 2, |r| {
+        let mut v = Vec::new();
+        if r == 0 {
+            for _ in 0..12 {
+                v.push("compute 10000".to_owned());
+                v.push("send 1 0 512".into());
+            }
+            v.push("recv 1 1 8".into());
+        } else {
+            for i in 0..12 {
+                v.push("compute 10000".to_owned());
+                v.push("recv 0 0 512".into());
+                if i == 4 {
+                    v.push("send 0 1 8".into());
+                }
+            }
+        }
+        // The set-up's long block, a tenth longer on rank 1.
+        v.push(format!("compute {}", 20_000_000_000 + 2_000_000_000 * u64::from(r)));
+        v.push("barrier".into());
+        for _ in 0..100 {
+            v.push("compute 10000000".into());
+            v.push(format!("sendrecv 64 {} 64 {}", 1 - r, 1 - r));
+            v.push("allreduce 1 1".into());
+        }
+        v
+    });
+    let b = built_for(&path, 23.5, None);
+    // Per class: the long block's recorded and removed seconds, and its phase's name.
+    let long: Vec<(f64, f64, String)> = b
+        .skeleton
+        .classes
+        .iter()
+        .map(|c| {
+            c.phases
+                .iter()
+                .flat_map(|p| p.body.iter().map(move |s| (p, s)))
+                .find_map(|(p, s)| match s {
+                    Stmt::Compute { seconds, removed, .. } if *seconds > 0.1 => {
+                        Some((*seconds, *removed, p.name.clone()))
+                    }
+                    _ => None,
+                })
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(long.len(), 2, "{long:?}");
+    assert_ne!(long[0].2, long[1].2, "the classes' phases differ: {long:?}");
+    assert!(long[0].1 > 0.5 * long[0].0, "the block is cut: {long:?} {:?}", b.scaling);
+    assert_eq!(long[0].1, long[1].1, "by the same seconds on both: {long:?}");
+    assert!(long[0].1 < long[0].0.min(long[1].0), "{long:?}");
+}
