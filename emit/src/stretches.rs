@@ -53,15 +53,20 @@ fn in_cut_loops(lt: &LogicalTrace, built: &Built, index: usize) -> bool {
     })
 }
 
-/// How many of the positions `a..b` that `phase` covers it runs fewer times than the
-/// application: all of them for a loop cut, but for a time-step loop only those of the steps
-/// it leaves out.
+/// How many of the positions `a..b` that `phase` covers the skeleton leaves out: for a loop
+/// cut, the share of them its iterations left out hold (a loop of three iterations that runs
+/// two leaves a third of its calls out); for a time-step loop, those of the steps it leaves
+/// out; all of them for a loop whose inner loop is cut.
 fn cut_positions(phase: &Phase, a: u64, b: u64) -> u64 {
     let within = (phase.positions.0.max(a), phase.positions.1.min(b));
     let all = within.1.saturating_sub(within.0);
     match &phase.steps {
         Some(schedule) if phase.inner.is_none() => {
             schedule.left_out(phase.positions.0, within).unwrap_or(all)
+        }
+        _ if phase.inner.is_none() && phase.full > 0 => {
+            (all as u128 * u128::from(phase.full.saturating_sub(phase.run))
+                / u128::from(phase.full)) as u64
         }
         _ => all,
     }
@@ -133,4 +138,21 @@ pub fn choose_keeping(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A loop over positions 30..60 that runs 2 of its 3 iterations leaves a third of them out,
+    /// counted only within the stretch; one that runs all leaves none out.
+    #[test]
+    fn a_loop_cut_leaves_out_the_share_of_positions_of_its_iterations_left_out() {
+        let mut p = Phase::new("loop_1".into(), 3, true, Vec::new(), String::new(), (30, 60));
+        p.run = 2;
+        assert_eq!(cut_positions(&p, 0, 100), 10);
+        assert_eq!(cut_positions(&p, 45, 60), 5);
+        p.run = 3;
+        assert_eq!(cut_positions(&p, 0, 100), 0);
+    }
 }

@@ -433,6 +433,12 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
 /// ([`mpiskel_trace::stretch`]): with its logical trace and the local calls left out (those the
 /// cut left without a partner included). `None` where nothing is cut, the program cannot be
 /// made so, or it is not shorter.
+///
+/// The program made with the stretches cut may fold otherwise than `built`: stretches that
+/// `built` held in loops it cut (steps of a time-step loop it left out) can run whole in it. Where
+/// it is still over its target, the stretches it would cut are cut as well, once, and the shorter
+/// program kept (ABySS on 2 ranks: two stretches of 1.5 s that one trace's first program left
+/// out as time steps, and the other traces' cut short).
 fn by_stretches(
     o: &BuildOptions,
     opts: &ReadOptions,
@@ -441,52 +447,75 @@ fn by_stretches(
     (app_time, source): (f64, &str),
     observer: &dyn Observer,
 ) -> Result<Option<(mpiskel_emit::pipeline::Built, mpiskel_logicalize::LogicalTrace, LocalCalls)>> {
-    let s = &built.scaling;
-    let cuts = mpiskel_emit::stretches::choose(lt, built, stretches, app_time);
-    if cuts.is_empty() {
-        return Ok(None);
-    }
-    // Read again as for the first build, the trace has the same stretches.
-    let (mut set, _) = {
-        let _busy = observer.reading("reading again");
-        TraceSet::open_folded(&o.trace, opts)?
-    };
-    let mut local = set.drop_local_calls();
-    let again = set.stretches();
-    if !cuts.iter().all(|(c, _)| again.contains(c)) {
-        return Ok(None);
-    }
-    let cut = set.cut_stretches(&cuts);
-    if cut.iter().any(|c| c.kept_s <= 0.0) {
-        return Ok(None);
-    }
-    local.add(&set.drop_local_calls());
-    observer.line(&format!(
-        "{} stretches between collectives of all ranks fold into no loop: cut short, to {} of \
-         their {} calls",
-        cut.len(),
-        cut.iter().map(|c| c.kept_calls).sum::<u64>(),
-        cut.iter().map(|c| c.calls).sum::<u64>()
-    ));
-    let mut again = {
-        let _busy = observer.busy("finding the topology and the process classes again");
-        mpiskel_logicalize::logicalize_owned(set)
-    };
-    again.stretches = cut;
-    let made = {
-        let _busy = observer.busy("finding loops, cutting them and checking the program again");
-        make(&mut again, app_time, source, o.target_time, !o.whole_compute)
-    };
-    match made {
-        Ok(b) if b.scaling.skeleton_estimate_s < s.skeleton_estimate_s => {
-            Ok(Some((b, again, local)))
+    let mut cuts = mpiskel_emit::stretches::choose(lt, built, stretches, app_time);
+    let mut shortest = built.scaling.skeleton_estimate_s;
+    let mut best = None;
+    for round in 0..2 {
+        if cuts.is_empty() {
+            break;
         }
-        Ok(_) => Ok(None),
-        Err(e) => {
-            observer.line(&format!("the stretches are not cut: {e}"));
-            Ok(None)
+        // Read again as for the first build, the trace has the same stretches.
+        let (mut set, _) = {
+            let _busy = observer.reading("reading again");
+            TraceSet::open_folded(&o.trace, opts)?
+        };
+        let mut local = set.drop_local_calls();
+        let again = set.stretches();
+        if !cuts.iter().all(|(c, _)| again.contains(c)) {
+            break;
+        }
+        let cut = set.cut_stretches(&cuts);
+        if cut.iter().any(|c| c.kept_s <= 0.0) {
+            break;
+        }
+        local.add(&set.drop_local_calls());
+        observer.line(&format!(
+            "{} stretches between collectives of all ranks fold into no loop: cut short, to {} \
+             of their {} calls",
+            cut.len(),
+            cut.iter().map(|c| c.kept_calls).sum::<u64>(),
+            cut.iter().map(|c| c.calls).sum::<u64>()
+        ));
+        let after = set.stretches();
+        let mut lt_cut = {
+            let _busy = observer.busy("finding the topology and the process classes again");
+            mpiskel_logicalize::logicalize_owned(set)
+        };
+        lt_cut.stretches = cut;
+        let made = {
+            let _busy = observer.busy("finding loops, cutting them and checking the program again");
+            make(&mut lt_cut, app_time, source, o.target_time, !o.whole_compute)
+        };
+        let b = match made {
+            Ok(b) if b.scaling.skeleton_estimate_s < shortest => b,
+            Ok(_) => break,
+            Err(e) => {
+                observer.line(&format!("the stretches are not cut: {e}"));
+                break;
+            }
+        };
+        shortest = b.scaling.skeleton_estimate_s;
+        // The stretches this program would cut that are still whole, as the trace read anew
+        // has them (their event ranges are those of the uncut trace).
+        let more: Vec<_> = if round == 0 {
+            mpiskel_emit::stretches::choose(&lt_cut, &b, after, app_time)
+                .into_iter()
+                .filter(|(st, _)| cuts.iter().all(|(c, _)| c.index != st.index))
+                .filter_map(|(st, keep)| {
+                    again.iter().find(|a| a.index == st.index).map(|a| (a.clone(), keep))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        best = Some((b, lt_cut, local));
+        cuts.extend(more);
+        cuts.sort_by_key(|(st, _)| st.index);
+        if round == 0 && cuts.len() == best.as_ref().map_or(0, |(_, l, _)| l.stretches.len()) {
+            break;
         }
     }
+    Ok(best)
 }
 
 /// Builds again, at most, for a target shortened by what the skeleton's messages take on the
