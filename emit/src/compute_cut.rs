@@ -674,9 +674,9 @@ type Place = (usize, usize);
 /// it, where that block is at the top of a straight-line phase (one that runs once, not the
 /// main loop). Collectives are counted in the order the application makes them, a loop's as
 /// often as it iterates; a class whose count becomes uncertain (time steps of several kinds, a
-/// guarded call, an inner loop cut) offers no block past that point, and a collective that is not the same
-/// operation in every class ends the matching, as the classes then do not make the same
-/// collectives.
+/// guarded call, an inner loop cut) offers no block past that point, and a collective that is
+/// not the same operation in every class ends the matching, as the classes then do not make the
+/// same collectives.
 ///
 /// # Complexity
 /// O(statements) per class, and O(c × k log k) for c classes of k collectives.

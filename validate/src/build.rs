@@ -509,11 +509,11 @@ fn by_stretches(
             Vec::new()
         };
         best = Some((b, lt_cut, local));
-        cuts.extend(more);
-        cuts.sort_by_key(|(st, _)| st.index);
-        if round == 0 && cuts.len() == best.as_ref().map_or(0, |(_, l, _)| l.stretches.len()) {
+        if more.is_empty() {
             break;
         }
+        cuts.extend(more);
+        cuts.sort_by_key(|(st, _)| st.index);
     }
     Ok(best)
 }
