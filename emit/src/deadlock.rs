@@ -29,7 +29,7 @@
 //! amortised through per-(source, destination, tag) queues. With wildcard receives, up to
 //! [`WILDCARD_RUNS`] + 1 more executions, each choice scanning the queued sends to its rank.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use rustc_hash::FxBuildHasher;
 use std::fmt;
@@ -301,10 +301,14 @@ impl Matcher {
         if self.delay {
             // A wildcard waits for the choice; so does a receive behind a pending wildcard
             // that would take the same send.
+            // (Without a wildcard pending at `to`, no receive queued there has a send queued for
+            // it, so one behind it finds none either and is queued all the same.)
             let behind = from.is_some_and(|s| {
-                self.recvs
-                    .get(&to)
-                    .is_some_and(|q| q.iter().any(|(src, t, _)| accepts(*src, *t, s, tag)))
+                self.wild_at.contains_key(&to)
+                    && self
+                        .recvs
+                        .get(&to)
+                        .is_some_and(|q| q.iter().any(|(src, t, _)| accepts(*src, *t, s, tag)))
             });
             let is_wild = wild(from, tag);
             if is_wild || behind {
@@ -372,34 +376,103 @@ impl Matcher {
 
     /// Matches the queued sends to `to` that now come first for a receive that is not a
     /// wildcard, until none does.
+    ///
+    /// # Complexity
+    /// One pass over the receives queued at `to`: O(Q + M log K) for Q receives, M matches and
+    /// K (source, tag) keys of queued sends. A receive that is not a wildcard accepts one key,
+    /// so the matches of different keys are independent: for each key, the receives of it
+    /// before the first queued receive that also accepts it and is a wildcard (or that found
+    /// no send left) take its sends in order, as matching them one at a time would.
     fn settle(&mut self, to: u32) {
-        loop {
-            let Some(q) = self.recvs.get(&to) else { return };
-            let found = self.sends.get(&to).into_iter().flat_map(|by| by.keys()).find_map(|&k| {
-                let i = q.iter().position(|(src, t, _)| accepts(*src, *t, k.0, k.1))?;
-                (!wild(q[i].0, q[i].1)).then_some((k, i))
-            });
-            let Some((k, i)) = found else { return };
-            let sent = self.pop(to, k).expect("a head");
-            let (_, _, r) =
-                self.recvs.get_mut(&to).and_then(|q| q.remove(i)).expect("position is valid");
-            self.done(r);
-            self.done(sent);
+        let Some(mut q) = self.recvs.remove(&to) else { return };
+        let Some(mut by) = self.sends.remove(&to) else {
+            self.recvs.insert(to, q);
+            return;
+        };
+        // Keys that a receive still queued comes first for: later receives cannot take them.
+        let mut closed_keys: HashSet<(u32, i32), FxBuildHasher> = HashSet::default();
+        let mut closed_sources: HashSet<u32, FxBuildHasher> = HashSet::default();
+        let mut closed_tags: HashSet<i32, FxBuildHasher> = HashSet::default();
+        let mut all_closed = false;
+        let mut kept = VecDeque::with_capacity(q.len());
+        let mut matched = Vec::new();
+        for (src, t, r) in q.drain(..) {
+            if all_closed || by.is_empty() {
+                kept.push_back((src, t, r));
+                continue;
+            }
+            match src {
+                Some(s) if t >= 0 => {
+                    let key = (s, t);
+                    let open = !closed_keys.contains(&key)
+                        && !closed_sources.contains(&s)
+                        && !closed_tags.contains(&t);
+                    let sent =
+                        if open { by.get_mut(&key).and_then(VecDeque::pop_front) } else { None };
+                    match sent {
+                        Some(p) => {
+                            if by.get(&key).is_some_and(VecDeque::is_empty) {
+                                by.remove(&key);
+                            }
+                            matched.push(r);
+                            matched.push(p);
+                        }
+                        None => {
+                            closed_keys.insert(key);
+                            kept.push_back((src, t, r));
+                        }
+                    }
+                }
+                Some(s) => {
+                    closed_sources.insert(s);
+                    kept.push_back((src, t, r));
+                }
+                None if t >= 0 => {
+                    closed_tags.insert(t);
+                    kept.push_back((src, t, r));
+                }
+                None => {
+                    all_closed = true;
+                    kept.push_back((src, t, r));
+                }
+            }
+        }
+        for p in matched {
+            self.done(p);
+        }
+        if !kept.is_empty() {
+            self.recvs.insert(to, kept);
+        }
+        if !by.is_empty() {
+            self.sends.insert(to, by);
         }
     }
 }
 
-/// The position in `before` (a rank's operations up to a wait) of the standard-mode
-/// non-blocking send that started request `slot`, the last to start it; `None` where the
-/// request is another kind (a receive, a synchronous send).
-pub fn standard_send_of(before: &[CheckOp], slot: Slot) -> Option<usize> {
-    let at = before.iter().rposition(|op| match op {
-        CheckOp::Isend { slot: s, .. }
-        | CheckOp::Issend { slot: s, .. }
-        | CheckOp::Irecv { slot: s, .. } => *s == slot,
-        _ => false,
-    })?;
-    matches!(before[at], CheckOp::Isend { .. }).then_some(at)
+/// The positions in `before` (a rank's operations up to a wait) of the standard-mode
+/// non-blocking sends that started the requests `slots`, each the last to start it; none for a
+/// request of another kind (a receive, a synchronous send).
+///
+/// # Complexity
+/// One backward pass over `before`, ended once every slot is found: O(|before| + |slots|).
+pub fn standard_sends_of(before: &[CheckOp], slots: &[Slot]) -> Vec<usize> {
+    let mut wanted: HashSet<Slot, FxBuildHasher> = slots.iter().copied().collect();
+    let mut found = Vec::new();
+    for (at, op) in before.iter().enumerate().rev() {
+        if wanted.is_empty() {
+            break;
+        }
+        let (CheckOp::Isend { slot, .. }
+        | CheckOp::Issend { slot, .. }
+        | CheckOp::Irecv { slot, .. }) = op
+        else {
+            continue;
+        };
+        if wanted.remove(slot) && matches!(op, CheckOp::Isend { .. }) {
+            found.push(at);
+        }
+    }
+    found
 }
 
 /// Whether a receive from `from` (`None`: any source) with `tag` (negative: any) is a wildcard.
@@ -529,6 +602,9 @@ fn check_in(
     // another kind at the same point (an `MPI_Barrier` where the others reduce) never completes,
     // as in MPI, where mismatched collectives hang or fail.
     let mut kinds: Map<(u32, usize), &str> = Map::default();
+    // With `buffer_stuck`: the position of the operation that last started each request of
+    // each rank ([`standard_sends_of`] without scanning back at every stop).
+    let mut started: Map<(u32, Slot), usize> = Map::default();
     loop {
         let mut progress = false;
         for i in 0..n {
@@ -593,6 +669,15 @@ fn check_in(
                         m.matched.remove(&(rank, *s));
                     }
                 }
+                if order.buffer_stuck {
+                    // (The last start of each request, for the sends a wait is stuck on.)
+                    if let CheckOp::Isend { slot, .. }
+                    | CheckOp::Issend { slot, .. }
+                    | CheckOp::Irecv { slot, .. } = op
+                    {
+                        started.insert((rank, *slot), pc[r]);
+                    }
+                }
                 posted[r] = false;
                 pc[r] += 1;
                 progress = true;
@@ -621,9 +706,10 @@ fn check_in(
                                 if m.is_matched(rank, slot) {
                                     continue;
                                 }
-                                let Some(at) = standard_send_of(&programs[r][..pc[r]], slot) else {
+                                let Some(&at) = started.get(&(rank, slot)) else { continue };
+                                if !matches!(programs[r][at], CheckOp::Isend { .. }) {
                                     continue;
-                                };
+                                }
                                 if m.buffer_request(rank, slot) {
                                     buffered.push((rank, at));
                                 }
@@ -676,4 +762,73 @@ fn check_in(
         })
         .collect();
     (Some(Deadlock { blocked }), choices)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rank 0 posts a receive from any source, then `n` receives from rank 1 and one of
+    /// another tag, and waits for them all; rank 1 sends `sends` messages of the first tag and
+    /// one of the other. The receives behind the wildcard wait for its choice, then take their
+    /// sends at once ([`Matcher::settle`]).
+    fn behind_a_wildcard(n: u32, sends: u32) -> Vec<Vec<CheckOp>> {
+        let mut receiver = vec![CheckOp::Irecv { from: None, tag: 7, slot: 0 }];
+        receiver.extend((1..=n).map(|slot| CheckOp::Irecv { from: Some(1), tag: 7, slot }));
+        receiver.push(CheckOp::Irecv { from: Some(1), tag: 8, slot: n + 1 });
+        receiver.push(CheckOp::Wait { slots: (0..=n + 1).collect() });
+        let mut sender: Vec<CheckOp> =
+            (0..sends).map(|_| CheckOp::Send { to: 0, tag: 7, bytes: 8 }).collect();
+        sender.push(CheckOp::Send { to: 0, tag: 8, bytes: 8 });
+        vec![receiver, sender]
+    }
+
+    #[test]
+    fn receives_behind_a_wildcard_take_their_sends_once_it_has_chosen() {
+        assert_eq!(check(&behind_a_wildcard(20_000, 20_001)), None);
+        let short = check(&behind_a_wildcard(20_000, 20_000)).expect("one receive is left");
+        assert_eq!(short.blocked.len(), 1, "{short}");
+        assert_eq!(short.blocked[0].rank, 0);
+    }
+
+    /// Once a wildcard has chosen its send, the receives queued behind it take theirs in
+    /// order, up to a wildcard still queued that accepts their key.
+    #[test]
+    fn receives_settle_up_to_the_next_wildcard_of_their_key() {
+        let mut m = Matcher { delay: true, ..Matcher::default() };
+        for _ in 0..3 {
+            m.post_send(1, 0, 7, None, false);
+        }
+        m.post_send(2, 0, 8, Some(9), false);
+        m.post_recv(0, None, 7, Some(0));
+        m.post_recv(0, Some(1), 7, Some(1));
+        m.post_recv(0, Some(1), 7, Some(2));
+        m.post_recv(0, None, 8, Some(3));
+        m.post_recv(0, Some(2), 8, Some(4));
+        assert!((0..=4).all(|slot| !m.is_matched(0, slot)), "all wait for the choice");
+        let mut choices = Vec::new();
+        assert!(m.choose(&[], &mut choices));
+        // The first wildcard took (1, 7); the next wildcard's turn is a choice of its own.
+        assert_eq!(choices, vec![(0, 1)]);
+        assert!((0..=2).all(|slot| m.is_matched(0, slot)));
+        assert!(!m.is_matched(0, 3) && !m.is_matched(0, 4), "behind the wildcard of tag 8");
+        assert_eq!(m.recvs[&0].len(), 2);
+        assert!(m.choose(&[], &mut choices));
+        assert!(m.is_matched(0, 3) && !m.is_matched(0, 4), "the send of (2, 8) went to it");
+    }
+
+    #[test]
+    fn the_last_start_of_each_standard_send_is_found_in_one_pass() {
+        let before = [
+            CheckOp::Isend { to: 1, tag: 0, slot: 1, bytes: 8 },
+            CheckOp::Irecv { from: Some(1), tag: 0, slot: 2 },
+            CheckOp::Isend { to: 1, tag: 0, slot: 1, bytes: 8 },
+            CheckOp::Issend { to: 1, tag: 0, slot: 3 },
+            CheckOp::Isend { to: 1, tag: 0, slot: 4, bytes: 8 },
+            CheckOp::Irecv { from: Some(1), tag: 0, slot: 4 },
+        ];
+        let mut found = standard_sends_of(&before, &[1, 2, 3, 4, 5]);
+        found.sort_unstable();
+        assert_eq!(found, vec![2]);
+    }
 }

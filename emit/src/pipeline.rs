@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compute_cut::cut_compute;
 use crate::cut_runs::Stopped;
-use crate::deadlock::{check, standard_send_of, stuck_sends, CheckOp, Deadlock};
+use crate::deadlock::{check, standard_sends_of, stuck_sends, CheckOp, Deadlock};
 use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
 use crate::program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
 use crate::scale::{
@@ -120,7 +120,78 @@ pub fn make(
     target_s: Option<f64>,
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
-    make_sends(lt, app_time_s, app_time_source, target_s, compute_cut, true, 0.0)
+    let plan = Plan::of(lt);
+    make_planned(lt, plan, app_time_s, app_time_source, target_s, compute_cut)
+}
+
+/// The loop nests found in a logical trace, before its program is made ([`Plan::of`]): where a
+/// look at the program they make ([`Plan::program`]) shows that the trace is better cut before
+/// it is made (its stretches between collectives of all ranks, `mpiskel_trace::stretch`),
+/// the program is not made whole and checked for nothing; where it does not, [`make_planned`]
+/// makes it from the nests found.
+#[derive(Debug)]
+pub struct Plan {
+    choices: Choices,
+}
+
+impl Plan {
+    /// The loop nests `lt` offers ([`nest_choices`]).
+    pub fn of(lt: &LogicalTrace) -> Plan {
+        Plan { choices: Choices::of(lt) }
+    }
+
+    /// The program of the first choice of loop nests, scaled as [`make`] scales it with every
+    /// loop cut that any reach of the cut allows ([`Reach::Everything`]), its steps cut short
+    /// and its computation cut (with `compute_cut`), none of it checked: as short as [`make`]'s
+    /// program can be before the cuts the check decides, a look at it rather than the program.
+    ///
+    /// # Complexity
+    /// One lowering of the program and its scaling: O(calls), without instantiation or check.
+    pub fn program(
+        &self,
+        lt: &LogicalTrace,
+        app_time_s: f64,
+        app_time_source: &str,
+        target_s: Option<f64>,
+        compute_cut: bool,
+    ) -> Result<(Skeleton, Scaling), PipelineError> {
+        let nests = self.choices.nests.first().map_or(&[][..], Vec::as_slice);
+        let mut skeleton = build_tagged(lt, nests, Tags::Channels)?;
+        let n_main = main_iterations(&skeleton);
+        let sampled_within = (target_s.is_none() && n_main >= MANY_ITERATIONS)
+            .then(|| crate::scale::twelfth(app_time_s));
+        let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
+        let recorded_spread = crate::scale::lead_class_index(&skeleton)
+            .map_or(0.0, |ci| crate::sampling::recorded_spread(&skeleton, ci, lt, nests));
+        let options = ScaleOptions { skip_warmup: true, recorded_spread };
+        let mut scaling = scale(
+            &mut skeleton,
+            app_time_s,
+            app_time_source,
+            target_s,
+            Reach::Everything,
+            sampled_within,
+            &options,
+        );
+        crate::step_cut::cut_short(&mut skeleton, &mut scaling, &mut |_| true);
+        if compute_cut {
+            cut_compute(&mut skeleton, &mut scaling);
+        }
+        Ok((skeleton, scaling))
+    }
+}
+
+/// [`make`] from the loop nests of `plan`, found in `lt` as it is.
+pub fn make_planned(
+    lt: &mut LogicalTrace,
+    plan: Plan,
+    app_time_s: f64,
+    app_time_source: &str,
+    target_s: Option<f64>,
+    compute_cut: bool,
+) -> Result<Built, PipelineError> {
+    let goal = (app_time_s, app_time_source, target_s);
+    make_sends(lt, plan.choices, goal, compute_cut, true, 0.0)
 }
 
 /// [`make`] without buffered sends: a program that finishes only if the MPI library buffers
@@ -132,7 +203,8 @@ pub fn make_strict(
     target_s: Option<f64>,
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
-    make_sends(lt, app_time_s, app_time_source, target_s, compute_cut, false, 0.0)
+    let choices = Choices::of(lt);
+    make_sends(lt, choices, (app_time_s, app_time_source, target_s), compute_cut, false, 0.0)
 }
 
 /// [`make`] (or [`make_strict`], with `strict`) for a target `shorter_by` seconds shorter than
@@ -147,14 +219,16 @@ pub fn make_shorter(
     strict: bool,
     shorter_by: f64,
 ) -> Result<Built, PipelineError> {
-    make_sends(lt, app_time_s, app_time_source, target_s, true, !strict, shorter_by)
+    let choices = Choices::of(lt);
+    make_sends(lt, choices, (app_time_s, app_time_source, target_s), true, !strict, shorter_by)
 }
 
+/// [`make`] from the loop nests `choices` found in `lt`, for the application's time, where it
+/// comes from and the target given (`goal`).
 fn make_sends(
     lt: &mut LogicalTrace,
-    app_time_s: f64,
-    app_time_source: &str,
-    target_s: Option<f64>,
+    mut choices: Choices,
+    (app_time_s, app_time_source, target_s): (f64, &str, Option<f64>),
     compute_cut: bool,
     buffer: bool,
     shorter_by: f64,
@@ -174,7 +248,6 @@ fn make_sends(
     };
     // The loop nests depend on the trace, not on the remedies below: found once for it, and
     // once more with its wildcard sources pinned.
-    let mut choices = Choices::of(lt);
     // A deadlock is one of the program uncut, whose calls every choice of loop nests makes
     // alike: where the first choice's program deadlocks, the next remedy is tried rather than
     // the other choices (Quantum ESPRESSO MD: 9 of the 12 programs made deadlocked, 10 of its
@@ -257,10 +330,7 @@ fn buffer_blocked_sends(skel: &mut Skeleton) -> (usize, Instantiated, Option<Dea
                 CheckOp::Wait { slots } => {
                     let before = &inst.programs[b.rank as usize][..b.position];
                     sends.extend(
-                        slots
-                            .iter()
-                            .filter_map(|&s| standard_send_of(before, s))
-                            .map(|at| (b.rank, at)),
+                        standard_sends_of(before, slots).into_iter().map(|at| (b.rank, at)),
                     );
                 }
                 _ => {}
@@ -678,6 +748,7 @@ fn statements(skel: &Skeleton) -> usize {
 
 /// The loop nests a trace offers ([`nest_choices`], best first) and the seconds it took to find
 /// them.
+#[derive(Debug)]
 struct Choices {
     nests: Vec<Vec<mpiskel_compress::LoopNest>>,
     seconds: f64,
@@ -1016,6 +1087,35 @@ mod tests {
         let again = make_once(&lt, &choices, &goal(0), true).unwrap();
         assert_eq!(kept.skeleton, again.skeleton);
         assert_eq!(kept.scaling, again.scaling);
+    }
+
+    /// The look at a program before it is made ([`Plan::program`]), cut as far as any reach
+    /// cuts and checked nowhere, picks the stretches to cut that the program made from the
+    /// same loop nests picks (`shuffle` has two, the others none), keeping as much of each.
+    #[test]
+    fn a_look_at_the_program_picks_the_stretches_the_program_made_picks() {
+        for name in ["shuffle", "suite", "setupstep", "ring", "scf", "irregular"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../fixtures/traces")
+                .join(name);
+            let read = mpiskel_trace::ReadOptions::default();
+            let set = mpiskel_trace::TraceSet::open(&path, &read).unwrap();
+            let stretches = set.stretches();
+            let app = set.app_time_s();
+            let mut lt = mpiskel_logicalize::logicalize(&set);
+            let plan = Plan::of(&lt);
+            let (program, scaling) = plan.program(&lt, app, "span", None, true).unwrap();
+            let picked = |lt: &LogicalTrace, program, scaling| {
+                crate::stretches::choose(lt, (program, scaling), stretches.clone(), app)
+                    .into_iter()
+                    .map(|(st, keep)| (st.index, format!("{keep:.9}")))
+                    .collect::<Vec<_>>()
+            };
+            let looked = picked(&lt, &program, &scaling);
+            let built = make_planned(&mut lt, plan, app, "span", None, true).unwrap();
+            assert_eq!(looked, picked(&lt, &built.skeleton, &built.scaling), "{name}");
+            assert_eq!(looked.len(), if name == "shuffle" { 2 } else { 0 }, "{name}");
+        }
     }
 
     /// Receives made wildcard receives (`ring`'s, with their sources resolved) are pinned

@@ -16,8 +16,8 @@
 use mpiskel_logicalize::LogicalTrace;
 use mpiskel_trace::stretch::Stretch;
 
-use crate::pipeline::Built;
-use crate::program::{stretch_range, Phase};
+use crate::program::{stretch_range, Phase, Skeleton};
+use crate::scale::Scaling;
 
 /// The least share of a stretch's span that its cut keeps.
 pub const MIN_KEPT_SHARE: f64 = 0.02;
@@ -30,15 +30,15 @@ pub const MIN_KEPT_SHARE: f64 = 0.02;
 /// trace.
 pub const MIN_KEPT_CALLS: u64 = 400;
 
-/// Whether `built` (made from `lt`, the trace uncut) holds half the calls of the stretch after
+/// Whether `program` (made from `lt`, the trace uncut) holds half the calls of the stretch after
 /// the `index`-th collective of all ranks, or more, in loops it shortened, in some class (there
 /// the loops are the better sample), or a class lacks that stretch. Loops of a few iterations
 /// that an irregular stretch holds by chance do not count for more than their calls, and the
 /// steps of a time-step loop that the skeleton runs do not count at all: a stretch that is one
 /// step of its own kind (a suite's benchmarks, each run once, folded as the steps of one loop)
 /// runs whole however the loop is cut.
-fn in_cut_loops(lt: &LogicalTrace, built: &Built, index: usize) -> bool {
-    lt.classes.iter().zip(&built.skeleton.classes).any(|(class, program)| {
+fn in_cut_loops(lt: &LogicalTrace, program: &Skeleton, index: usize) -> bool {
+    lt.classes.iter().zip(&program.classes).any(|(class, program)| {
         let Some((a, b)) = stretch_range(class, index) else {
             return true;
         };
@@ -73,38 +73,40 @@ fn cut_positions(phase: &Phase, a: u64, b: u64) -> u64 {
 }
 
 /// The stretches of `stretches` (found in the trace `lt` was made from) to cut, each with the
-/// seconds its ranks keep, for `built`, made from the whole trace of an application of
-/// `app_time_s` seconds; empty where `built` is within its target or nothing is to be gained.
+/// seconds its ranks keep, for `program` scaled by `scaling`, made from the whole trace of an
+/// application of `app_time_s` seconds (by [`crate::pipeline::make`], or as
+/// [`crate::pipeline::Plan::program`] has it before); empty where the program is within its
+/// target or nothing is to be gained.
 ///
 /// The longest stretches are taken first, until the share each keeps reaches
 /// [`MIN_KEPT_SHARE`] (the target is then met) or none is left; stretches shorter than that share
 /// of the target are left whole, as not worth a phase of their own.
 pub fn choose(
     lt: &LogicalTrace,
-    built: &Built,
+    (program, scaling): (&Skeleton, &Scaling),
     stretches: Vec<Stretch>,
     app_time_s: f64,
 ) -> Vec<(Stretch, f64)> {
-    choose_keeping(lt, built, stretches, app_time_s, MIN_KEPT_CALLS)
+    choose_keeping(lt, (program, scaling), stretches, app_time_s, MIN_KEPT_CALLS)
 }
 
 /// [`choose`] with `min_calls` instead of [`MIN_KEPT_CALLS`] (the fuzzer cuts the stretches of
 /// short generated programs with it).
 pub fn choose_keeping(
     lt: &LogicalTrace,
-    built: &Built,
+    (program, scaling): (&Skeleton, &Scaling),
     stretches: Vec<Stretch>,
     app_time_s: f64,
     min_calls: u64,
 ) -> Vec<(Stretch, f64)> {
-    let s = &built.scaling;
+    let s = scaling;
     if s.skeleton_estimate_s <= s.target_s || app_time_s <= 0.0 {
         return Vec::new();
     }
     let mut candidates: Vec<Stretch> = stretches
         .into_iter()
         .filter(|st| st.span_s >= MIN_KEPT_SHARE * s.target_s)
-        .filter(|st| !in_cut_loops(lt, built, st.index))
+        .filter(|st| !in_cut_loops(lt, program, st.index))
         .collect();
     candidates.sort_by(|a, b| b.span_s.total_cmp(&a.span_s));
     // What the rest of the application takes in the skeleton: its recorded time (the estimate

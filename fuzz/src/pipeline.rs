@@ -121,7 +121,13 @@ fn stretches_cut(
     meta: &Meta,
 ) -> Result<(), Violation> {
     // Two calls per rank at least: generated programs are short.
-    let cuts = mpiskel_emit::stretches::choose_keeping(lt, b, set.stretches(), app_time, 2);
+    let cuts = mpiskel_emit::stretches::choose_keeping(
+        lt,
+        (&b.skeleton, &b.scaling),
+        set.stretches(),
+        app_time,
+        2,
+    );
     if cuts.is_empty() {
         return Ok(());
     }
