@@ -24,6 +24,7 @@
 //! blocking calls), after hashing each call's directions once.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use mpiskel_logicalize::{LogicalPeer, ProcessClass, Topology};
 use mpiskel_trace::{Op, OpClass};
@@ -46,10 +47,10 @@ pub struct P2pCall {
     pub send: bool,
     /// Whether it is non-blocking.
     pub nonblocking: bool,
-    /// Direction name, e.g. `EAST`.
-    pub dir: String,
+    /// Direction name, e.g. `EAST` (shared with the program's direction, not a copy per call).
+    pub dir: Arc<str>,
     /// The opposite direction, e.g. `WEST` (the direction the partner names this rank by).
-    pub opposite: String,
+    pub opposite: Arc<str>,
     /// Tag class.
     pub tag: i32,
     /// Bytes.
@@ -129,11 +130,10 @@ pub fn match_calls(calls: &[Call]) -> Matching {
     let mut kind_of: Vec<usize> = vec![usize::MAX; n];
     for (i, c) in calls.iter().enumerate() {
         if let Call::P2p(p) = c {
-            let k =
-                *kinds.entry((p.send, p.dir.as_str(), p.opposite.as_str())).or_insert_with(|| {
-                    queues.push(VecDeque::new());
-                    queues.len() - 1
-                });
+            let k = *kinds.entry((p.send, &*p.dir, &*p.opposite)).or_insert_with(|| {
+                queues.push(VecDeque::new());
+                queues.len() - 1
+            });
             queues[k].push_back(i);
             kind_of[i] = k;
         }
@@ -211,10 +211,16 @@ pub fn match_calls(calls: &[Call]) -> Matching {
     }
 }
 
+/// A direction's offset, as the logical trace shares it.
+type Offset = Arc<[i64]>;
+
 /// The calls of a process class's logical program, for [`match_calls`]. Calls whose partner
 /// direction depends on the rank (trees) or that name no neighbour (`NULL`, exceptions) are
 /// treated as having no partner.
 pub fn calls_of_class(class: &ProcessClass, topo: Option<&Topology>) -> Vec<Call> {
+    // The opposite of each direction, found once (a program of millions of calls names a few).
+    let mut opposites: HashMap<(Arc<str>, Offset), Arc<str>> = HashMap::new();
+    let none: Arc<str> = Arc::from("");
     // Where each request is completed.
     let mut wait_at: Vec<Option<usize>> = vec![None; class.ops.len()];
     for (w, op) in class.ops.iter().enumerate() {
@@ -234,13 +240,17 @@ pub fn calls_of_class(class: &ProcessClass, topo: Option<&Topology>) -> Vec<Call
                 _ => return Call::Other,
             };
             let Some(LogicalPeer::Dir(d)) = &k.peer else { return Call::Other };
-            let opposite =
-                topo.and_then(|t| d.opposite(t)).map_or_else(String::new, |o| o.name.to_string());
+            let opposite = opposites
+                .entry((d.name.clone(), d.offset.clone()))
+                .or_insert_with(|| {
+                    topo.and_then(|t| d.opposite(t)).map_or_else(|| none.clone(), |o| o.name)
+                })
+                .clone();
             let nonblocking = matches!(k.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv);
             Call::P2p(P2pCall {
                 send,
                 nonblocking,
-                dir: d.name.to_string(),
+                dir: d.name.clone(),
                 opposite,
                 tag: op.tag_class,
                 bytes: k.bytes,

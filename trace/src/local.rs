@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Event, OpClass, Payload, Peer, Rank, RankTrace, RequestId};
+use crate::model::{OpClass, Payload, Peer, Rank, RankTrace, RequestId};
 
 /// What removing local calls did to one trace.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -157,16 +157,17 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
             out.unmatched_sendrecv += 1;
         }
     }
-    for (r, mut gone) in ranks.iter_mut().zip(per_rank) {
+    for (r, gone) in ranks.iter_mut().zip(per_rank) {
         if gone.is_empty() {
             continue;
         }
-        gone.sort_unstable();
-        let gone: HashSet<usize> = gone.into_iter().collect();
-        let mut requests: HashSet<RequestId> = HashSet::new();
         let mut drop = vec![false; r.events.len()];
+        for i in gone {
+            drop[i] = true;
+        }
+        let mut requests: HashSet<RequestId> = HashSet::new();
         for (i, e) in r.events.iter_mut().enumerate() {
-            if gone.contains(&i) {
+            if drop[i] {
                 if let Payload::P2p { request, bytes, .. } = &e.payload {
                     requests.extend(*request);
                     out.bytes += bytes;
@@ -176,7 +177,6 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
                 } else {
                     out.receives += 1;
                 }
-                drop[i] = true;
             } else if let Payload::Completion { completed, n_given } = &mut e.payload {
                 let before = completed.len();
                 completed.retain(|c| c.request.is_none_or(|q| !requests.contains(&q)));
@@ -199,8 +199,12 @@ pub fn drop_local_calls(ranks: &mut [RankTrace]) -> LocalCalls {
 /// next kept call (or to the trailing gap); returns the nanoseconds moved.
 fn remove_events(r: &mut RankTrace, drop: &[bool]) -> u64 {
     let (mut carry, mut carry_cpu, mut moved) = (0u64, 0u64, 0u64);
-    let mut kept: Vec<Event> = Vec::with_capacity(r.events.len());
-    for (e, &d) in std::mem::take(&mut r.events).into_iter().zip(drop) {
+    // In place: a copy of the kept calls would hold a rank's trace twice (220 MB for one rank
+    // of an ABySS run of 3.7 M calls).
+    let mut i = 0;
+    r.events.retain_mut(|e| {
+        let d = drop.get(i).copied().unwrap_or(false);
+        i += 1;
         // Saturating: a file's times may be anything (a mutated one near u64::MAX), and a
         // time that cannot be represented stays the largest one, not a wrapped small one.
         if d {
@@ -209,25 +213,23 @@ fn remove_events(r: &mut RankTrace, drop: &[bool]) -> u64 {
             carry = carry.saturating_add(e.gap_ns.saturating_add(own));
             carry_cpu =
                 carry_cpu.saturating_add(e.gap_cpu_ns.unwrap_or(e.gap_ns).saturating_add(own));
-            continue;
+            return false;
         }
-        let mut e = e;
         if carry > 0 {
             e.gap_ns = e.gap_ns.saturating_add(carry);
             e.gap_cpu_ns = e.gap_cpu_ns.map(|c| c.saturating_add(carry_cpu));
             (carry, carry_cpu) = (0, 0);
         }
-        kept.push(e);
-    }
+        true
+    });
     r.trailing_gap_ns = r.trailing_gap_ns.saturating_add(carry);
-    r.events = kept;
     moved
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CommId, Completed, Op, RankInfo};
+    use crate::model::{CommId, Completed, Event, Op, RankInfo};
 
     fn p2p(op: Op, gap: u64, peer: Peer, tag: i32, request: Option<u32>) -> Event {
         let payload = Payload::P2p {

@@ -258,12 +258,12 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     // first, and a program of millions of calls that fold into no loop is not made whole,
     // checked and thrown away (ABySS, 3.7 million calls: 2.2 GB and 126 s, of which the
     // program made with its stretches cut took 6 s).
-    let plan = (!o.strict).then(|| {
+    let mut plan = (!o.strict).then(|| {
         let _busy = observer.busy("finding loops");
         Plan::of(&lt)
     });
-    let mut early = None;
     let mut whole = Some(lt);
+    let mut early_cuts = None;
     if let Some((plan, lt)) = plan.as_ref().zip(whole.as_ref()).filter(|_| !stretches.is_empty()) {
         let look = {
             let _busy = observer.busy("looking at the program before it is made");
@@ -276,15 +276,17 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 stretches.clone(),
                 app_time,
             );
-            drop(program);
             if !cuts.is_empty() {
-                // The whole trace's logical form is not held while the cut one is made: it is
-                // made again where the cut fails.
-                whole = None;
-                let estimate = scaling.skeleton_estimate_s;
-                early = by_stretches(o, &opts, cuts, estimate, (app_time, &source), observer)?;
+                early_cuts = Some((cuts, scaling.skeleton_estimate_s));
             }
         }
+    }
+    let mut early = None;
+    if let Some((cuts, estimate)) = early_cuts {
+        // Neither the whole trace's logical form nor its loop nests are held while the cut one
+        // is made: they are made again where the cut fails.
+        (whole, plan) = (None, None);
+        early = by_stretches(o, &opts, cuts, estimate, (app_time, &source), observer)?;
     }
     let (mut built, mut lt, local_calls) = match early {
         Some(made) => made,
@@ -303,7 +305,8 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 let (app, target, compute) = (app_time, o.target_time, !o.whole_compute);
                 match plan {
                     Some(plan) => make_planned(&mut lt, plan, app, &source, target, compute),
-                    None => make_strict(&mut lt, app, &source, target, compute),
+                    None if o.strict => make_strict(&mut lt, app, &source, target, compute),
+                    None => make(&mut lt, app, &source, target, compute),
                 }
             };
             let built = match made {
@@ -495,82 +498,112 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
 /// that it held in loops it cut (steps of a time-step loop it left out) can run whole in it.
 /// Where it is still over its target, the stretches it would cut are cut as well, once, and the
 /// shorter program kept (ABySS on 2 ranks: two stretches of 1.5 s that one trace's first
-/// program left out as time steps, and the other traces' cut short).
+/// program left out as time steps, and the other traces' cut short). The first program is not
+/// held while the trace is read again for the second (both at once were ABySS's peak, 1.03 GB
+/// for 3.7 M calls): where the second is not shorter, the first is made again.
 fn by_stretches(
     o: &BuildOptions,
     opts: &ReadOptions,
-    mut cuts: Vec<(mpiskel_trace::stretch::Stretch, f64)>,
-    mut shortest: f64,
-    (app_time, source): (f64, &str),
+    cuts: Vec<(mpiskel_trace::stretch::Stretch, f64)>,
+    shortest: f64,
+    app: (f64, &str),
     observer: &dyn Observer,
 ) -> Result<Option<(Built, mpiskel_logicalize::LogicalTrace, LocalCalls)>> {
-    let mut best = None;
-    for round in 0..2 {
-        if cuts.is_empty() {
-            break;
-        }
-        // Read again as for the first build, the trace has the same stretches.
-        let (mut set, _) = {
-            let _busy = observer.reading("reading again");
-            TraceSet::open_folded(&o.trace, opts)?
-        };
-        let mut local = set.drop_local_calls();
-        let again = set.stretches();
-        if !cuts.iter().all(|(c, _)| again.contains(c)) {
-            break;
-        }
-        let cut = set.cut_stretches(&cuts);
-        if cut.iter().any(|c| c.kept_s <= 0.0) {
-            break;
-        }
-        local.add(&set.drop_local_calls());
-        observer.line(&format!(
-            "{} stretches between collectives of all ranks fold into no loop: cut short, to {} \
-             of their {} calls",
-            cut.len(),
-            cut.iter().map(|c| c.kept_calls).sum::<u64>(),
-            cut.iter().map(|c| c.calls).sum::<u64>()
-        ));
-        let after = set.stretches();
-        let mut lt_cut = {
-            let _busy = observer.busy("finding the topology and the process classes again");
-            mpiskel_logicalize::logicalize_owned(set)
-        };
-        lt_cut.stretches = cut;
-        let made = {
-            let _busy = observer.busy("finding loops, cutting them and checking the program again");
-            make(&mut lt_cut, app_time, source, o.target_time, !o.whole_compute)
-        };
-        let b = match made {
-            Ok(b) if b.scaling.skeleton_estimate_s < shortest => b,
-            Ok(_) => break,
-            Err(e) => {
-                observer.line(&format!("the stretches are not cut: {e}"));
-                break;
-            }
-        };
-        shortest = b.scaling.skeleton_estimate_s;
-        // The stretches this program would cut that are still whole, as the trace read anew
-        // has them (their event ranges are those of the uncut trace).
-        let more: Vec<_> = if round == 0 {
-            mpiskel_emit::stretches::choose(&lt_cut, (&b.skeleton, &b.scaling), after, app_time)
-                .into_iter()
-                .filter(|(st, _)| cuts.iter().all(|(c, _)| c.index != st.index))
-                .filter_map(|(st, keep)| {
-                    again.iter().find(|a| a.index == st.index).map(|a| (a.clone(), keep))
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        best = Some((b, lt_cut, local));
-        if more.is_empty() {
-            break;
-        }
-        cuts.extend(more);
-        cuts.sort_by_key(|(st, _)| st.index);
+    let Some(first) = cut_round(o, opts, &cuts, shortest, app, true, observer)? else {
+        return Ok(None);
+    };
+    if first.more.is_empty() {
+        return Ok(Some(first.made));
     }
-    Ok(best)
+    let estimate = first.made.0.scaling.skeleton_estimate_s;
+    let mut all = cuts.clone();
+    all.extend(first.more);
+    all.sort_by_key(|(st, _)| st.index);
+    drop(first.made);
+    if let Some(second) = cut_round(o, opts, &all, estimate, app, false, observer)? {
+        return Ok(Some(second.made));
+    }
+    observer.line("the first cut is shorter: made again");
+    Ok(cut_round(o, opts, &cuts, shortest, app, false, observer)?.map(|r| r.made))
+}
+
+/// What one round of [`by_stretches`] made.
+struct CutRound {
+    /// The program, its logical trace and the local calls left out.
+    made: (Built, mpiskel_logicalize::LogicalTrace, LocalCalls),
+    /// The stretches still whole that this program would cut, as the whole trace has them.
+    more: Vec<(mpiskel_trace::stretch::Stretch, f64)>,
+}
+
+/// The program made from the trace of `o`, read anew, with the stretches `cuts` cut short
+/// ([`by_stretches`]); with `look_further`, the stretches it would cut as well. `None` where the
+/// cuts do not apply, or the program cannot be made or is not under `shortest`.
+fn cut_round(
+    o: &BuildOptions,
+    opts: &ReadOptions,
+    cuts: &[(mpiskel_trace::stretch::Stretch, f64)],
+    shortest: f64,
+    (app_time, source): (f64, &str),
+    look_further: bool,
+    observer: &dyn Observer,
+) -> Result<Option<CutRound>> {
+    if cuts.is_empty() {
+        return Ok(None);
+    }
+    // Read again as for the first build, the trace has the same stretches.
+    let (mut set, _) = {
+        let _busy = observer.reading("reading again");
+        TraceSet::open_folded(&o.trace, opts)?
+    };
+    let mut local = set.drop_local_calls();
+    let again = set.stretches();
+    if !cuts.iter().all(|(c, _)| again.contains(c)) {
+        return Ok(None);
+    }
+    let cut = set.cut_stretches(cuts);
+    if cut.iter().any(|c| c.kept_s <= 0.0) {
+        return Ok(None);
+    }
+    local.add(&set.drop_local_calls());
+    observer.line(&format!(
+        "{} stretches between collectives of all ranks fold into no loop: cut short, to {} of \
+         their {} calls",
+        cut.len(),
+        cut.iter().map(|c| c.kept_calls).sum::<u64>(),
+        cut.iter().map(|c| c.calls).sum::<u64>()
+    ));
+    let after = set.stretches();
+    let mut lt_cut = {
+        let _busy = observer.busy("finding the topology and the process classes again");
+        mpiskel_logicalize::logicalize_owned(set)
+    };
+    lt_cut.stretches = cut;
+    let made = {
+        let _busy = observer.busy("finding loops, cutting them and checking the program again");
+        make(&mut lt_cut, app_time, source, o.target_time, !o.whole_compute)
+    };
+    let b = match made {
+        Ok(b) if b.scaling.skeleton_estimate_s < shortest => b,
+        Ok(_) => return Ok(None),
+        Err(e) => {
+            observer.line(&format!("the stretches are not cut: {e}"));
+            return Ok(None);
+        }
+    };
+    // The stretches this program would cut that are still whole, as the trace read anew has
+    // them (their event ranges are those of the uncut trace).
+    let more: Vec<_> = if look_further {
+        mpiskel_emit::stretches::choose(&lt_cut, (&b.skeleton, &b.scaling), after, app_time)
+            .into_iter()
+            .filter(|(st, _)| cuts.iter().all(|(c, _)| c.index != st.index))
+            .filter_map(|(st, keep)| {
+                again.iter().find(|a| a.index == st.index).map(|a| (a.clone(), keep))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Some(CutRound { made: (b, lt_cut, local), more }))
 }
 
 /// Builds again, at most, for a target shortened by what the skeleton's messages take on the
