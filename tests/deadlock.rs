@@ -204,7 +204,7 @@ fn a_trace_with_a_receive_cut_out_is_rejected_with_the_rank_that_hangs() {
 /// which only the deadlock checker of the instantiated program can confirm.
 #[test]
 fn structured_programs_have_no_local_calls() {
-    use mpiskel_emit::{calls_of_class, match_calls};
+    use mpiskel_emit::{balance_class, calls_of_class, match_calls};
     let mut paths: Vec<std::path::PathBuf> =
         ["ring", "ring-fortran", "halo2d-periodic-4x4", "halo2d-open-4x4", "halo3d-2x2x2"]
             .iter()
@@ -222,19 +222,31 @@ fn structured_programs_have_no_local_calls() {
             let m = match_calls(&calls_of_class(class, l.topology()));
             assert!(m.global_pairs > 0, "{} class {k}", p.display());
             assert_eq!((m.local_sends, m.local_recvs), (0, 0), "{} class {k}: {m:?}", p.display());
+            assert_same_balance(&m, &balance_class(class, l.topology()));
         }
     }
 }
 
+/// What a skeleton is built from ([`mpiskel_emit::balance_class`], without the list of calls)
+/// is what matching the list gives: the sizes after balancing and every count.
+fn assert_same_balance(m: &mpiskel_emit::Matching, b: &mpiskel_emit::Balanced) {
+    assert_eq!(m.bytes, b.bytes);
+    assert_eq!(
+        (m.global_pairs, m.balanced, m.local_sends, m.local_recvs),
+        (b.global_pairs, b.balanced, b.local_sends, b.local_recvs)
+    );
+}
+
 #[test]
 fn pipelined_sweeps_are_local_under_the_conservative_rule() {
-    use mpiskel_emit::{calls_of_class, match_calls};
+    use mpiskel_emit::{balance_class, calls_of_class, match_calls};
     let set =
         TraceSet::open(&root().join("fixtures/traces/wavefront-4x4"), &ReadOptions::default())
             .unwrap();
     let l = mpiskel_logicalize::logicalize(&set);
     let m = match_calls(&calls_of_class(&l.classes[0], l.topology()));
     assert!(m.local_sends > 0 && m.local_recvs > 0, "{m:?}");
+    assert_same_balance(&m, &balance_class(&l.classes[0], l.topology()));
     // The sweep itself is deadlock-free: the recorded program replays.
     assert_eq!(check(&programs(&set)), None);
 }

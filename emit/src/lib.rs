@@ -53,6 +53,8 @@ pub mod traffic;
 pub mod warmup;
 
 pub use deadlock::{check, stuck_sends, Blocked, CheckOp, Deadlock};
-pub use matching::{calls_of_class, match_calls, Call, Mark, Matching, P2pCall};
+pub use matching::{
+    balance_class, calls_of_class, match_calls, Balanced, Call, Mark, Matching, P2pCall,
+};
 pub use program::{build, Skeleton};
 pub use scale::{scale, Scaling};

@@ -98,21 +98,65 @@ pub struct Matching {
     pub local_recvs: usize,
 }
 
-fn is_blocking_p2p(c: &Call) -> bool {
-    matches!(c, Call::P2p(p) if !p.nonblocking)
+/// The sizes of a program's calls after balancing and the counts of [`Matching`], without the
+/// marks: what a skeleton is built from ([`balance_class`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Balanced {
+    /// Sizes after balancing, one per call (0 for calls that are not sends or receives).
+    pub bytes: Vec<u64>,
+    /// Global pairs.
+    pub global_pairs: usize,
+    /// Global pairs whose sizes were balanced.
+    pub balanced: usize,
+    /// Local sends.
+    pub local_sends: usize,
+    /// Local receives.
+    pub local_recvs: usize,
 }
 
-/// Every call unmarked but those that are not sends or receives, and the calls' sizes.
-fn unmarked(calls: &[Call]) -> (Vec<Option<Mark>>, Vec<u64>) {
-    let marks = calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
-    let bytes = calls
-        .iter()
-        .map(|c| match c {
-            Call::P2p(p) => p.bytes,
-            Call::Other => 0,
-        })
-        .collect();
-    (marks, bytes)
+/// A call as the matching core sees it, in 24 bytes (a class's program can hold millions): its
+/// kind (send or receive, direction, opposite direction) as a number, [`NOT_P2P`] for the rest.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    bytes: u64,
+    /// For a non-blocking call, the position of the wait that completes it ([`NONE`]: none).
+    wait_at: usize,
+    kind: u32,
+    send: bool,
+    nonblocking: bool,
+}
+
+/// The kind of a call that is not a send or receive.
+const NOT_P2P: u32 = u32::MAX;
+/// No position.
+const NONE: usize = usize::MAX;
+/// Marks of the core, beside a partner's position: not yet marked, local, not a send or receive.
+const UNMARKED: usize = usize::MAX;
+const LOCAL: usize = usize::MAX - 1;
+const OTHER: usize = usize::MAX - 2;
+
+/// Numbers the kinds of calls (send or receive, direction, opposite direction) in order of
+/// first use, and finds the kind each pairs with.
+#[derive(Debug, Default)]
+struct Kinds<K> {
+    ids: HashMap<(bool, K, K), u32>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone> Kinds<K> {
+    fn id(&mut self, send: bool, dir: &K, opposite: &K) -> u32 {
+        let next = self.ids.len() as u32;
+        *self.ids.entry((send, dir.clone(), opposite.clone())).or_insert(next)
+    }
+
+    /// For each kind, the kind it pairs with: the other kind, in the direction by which the
+    /// partner names this rank.
+    fn partners(&self) -> Vec<Option<u32>> {
+        let mut out = vec![None; self.ids.len()];
+        for ((send, dir, opp), &k) in &self.ids {
+            out[k as usize] = self.ids.get(&(!send, opp.clone(), dir.clone())).copied();
+        }
+        out
+    }
 }
 
 /// Marks every send and receive of `calls` global or local (Xu & Subhlok 2008, Fig. 3).
@@ -122,48 +166,105 @@ fn unmarked(calls: &[Call]) -> (Vec<Option<Mark>>, Vec<u64>) {
 /// prefix counts, so that the whole program is matched in O(n) after hashing each call's kind
 /// once (a call without partner no longer scans the rest of the program).
 pub fn match_calls(calls: &[Call]) -> Matching {
-    let n = calls.len();
-    let (mut marks, mut bytes) = unmarked(calls);
-    // Positions of each kind of call, in program order.
-    let mut kinds: HashMap<(bool, &str, &str), usize> = HashMap::new();
-    let mut queues: Vec<VecDeque<usize>> = Vec::new();
-    let mut kind_of: Vec<usize> = vec![usize::MAX; n];
-    for (i, c) in calls.iter().enumerate() {
-        if let Call::P2p(p) = c {
-            let k = *kinds.entry((p.send, &*p.dir, &*p.opposite)).or_insert_with(|| {
-                queues.push(VecDeque::new());
-                queues.len() - 1
-            });
-            queues[k].push_back(i);
-            kind_of[i] = k;
+    let mut kinds = Kinds::default();
+    let items: Vec<Item> = calls
+        .iter()
+        .map(|c| match c {
+            Call::P2p(p) => Item {
+                bytes: p.bytes,
+                wait_at: p.wait_at.unwrap_or(NONE),
+                kind: kinds.id(p.send, &&*p.dir, &&*p.opposite),
+                send: p.send,
+                nonblocking: p.nonblocking,
+            },
+            Call::Other => {
+                Item { bytes: 0, wait_at: NONE, kind: NOT_P2P, send: false, nonblocking: false }
+            }
+        })
+        .collect();
+    let (marks, b) = mark(&items, &kinds.partners());
+    let marks = marks
+        .into_iter()
+        .map(|m| match m {
+            LOCAL | UNMARKED => Mark::Local,
+            OTHER => Mark::NotP2p,
+            j => Mark::Global(j),
+        })
+        .collect();
+    Matching {
+        marks,
+        bytes: b.bytes,
+        global_pairs: b.global_pairs,
+        balanced: b.balanced,
+        local_sends: b.local_sends,
+        local_recvs: b.local_recvs,
+    }
+}
+
+/// [`match_calls`] of [`calls_of_class`] without either's list of calls: the sizes and counts
+/// only, in about 56 bytes a call where the two take 130 while they run (ABySS, 2.5 million
+/// calls a class: 200 MB at the peak of `build`).
+///
+/// # Complexity
+/// O(n) for a class of n calls, as [`match_calls`].
+pub fn balance_class(class: &ProcessClass, topo: Option<&Topology>) -> Balanced {
+    let mut kinds = Kinds::default();
+    let mut items: Vec<Item> = Vec::with_capacity(class.ops.len());
+    each_call(class, topo, |send, nonblocking, dir, opposite, bytes| {
+        items.push(match dir {
+            Some(dir) => Item {
+                bytes,
+                wait_at: NONE,
+                kind: kinds.id(send, &dir, &opposite),
+                send,
+                nonblocking,
+            },
+            None => {
+                Item { bytes: 0, wait_at: NONE, kind: NOT_P2P, send: false, nonblocking: false }
+            }
+        });
+    });
+    for (w, op) in class.ops.iter().enumerate() {
+        for &started in &op.completes {
+            if let Some(x) = items.get_mut(started).filter(|x| x.nonblocking) {
+                x.wait_at = w;
+            }
         }
     }
-    // The kind each kind pairs with: the other kind, in the direction by which the partner
-    // names this rank.
-    let partner_kind: HashMap<usize, usize> = kinds
-        .iter()
-        .filter_map(|(&(send, dir, opp), &k)| kinds.get(&(!send, opp, dir)).map(|&o| (k, o)))
-        .collect();
-    // blocking_before[j]: blocking sends and receives among calls[..j].
+    mark(&items, &kinds.partners()).1
+}
+
+/// The rules of Fig. 3 over `items`, the kinds paired by `partner_kind`: each call's mark (its
+/// partner's position, [`LOCAL`] or [`OTHER`]) and the sizes and counts.
+fn mark(items: &[Item], partner_kind: &[Option<u32>]) -> (Vec<usize>, Balanced) {
+    let n = items.len();
+    let mut marks: Vec<usize> =
+        items.iter().map(|x| if x.kind == NOT_P2P { OTHER } else { UNMARKED }).collect();
+    let mut bytes: Vec<u64> = items.iter().map(|x| x.bytes).collect();
+    // Positions of each kind of call, in program order.
+    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); partner_kind.len()];
+    for (i, x) in items.iter().enumerate().filter(|(_, x)| x.kind != NOT_P2P) {
+        queues[x.kind as usize].push_back(i);
+    }
+    // blocking_before[j]: blocking sends and receives among items[..j].
     let mut blocking_before = Vec::with_capacity(n + 1);
     blocking_before.push(0usize);
-    for c in calls {
-        blocking_before
-            .push(blocking_before.last().copied().unwrap_or(0) + is_blocking_p2p(c) as usize);
+    for x in items {
+        let blocking = x.kind != NOT_P2P && !x.nonblocking;
+        blocking_before.push(blocking_before.last().copied().unwrap_or(0) + blocking as usize);
     }
     let (mut global_pairs, mut balanced) = (0, 0);
-    for i in 0..n {
-        if marks[i].is_some() {
+    for (i, x) in items.iter().enumerate() {
+        if marks[i] != UNMARKED {
             continue;
         }
-        let Call::P2p(x) = &calls[i] else { continue };
         // The next unmarked opposite call. Every position before i is marked by now, so the
         // first unmarked entry of the partner kind's queue comes after i. Tags are not compared
         // (Xu & Subhlok match by direction and datatype; programs such as NPB BT compute tags
         // from their rank).
-        let partner = partner_kind.get(&kind_of[i]).and_then(|&pk| {
-            let q = &mut queues[pk];
-            while q.front().is_some_and(|&j| marks[j].is_some()) {
+        let partner = partner_kind[x.kind as usize].and_then(|pk| {
+            let q = &mut queues[pk as usize];
+            while q.front().is_some_and(|&j| marks[j] != UNMARKED) {
                 q.pop_front();
             }
             q.front().copied()
@@ -171,7 +272,7 @@ pub fn match_calls(calls: &[Call]) -> Matching {
         let ok = partner.is_some_and(|j| {
             if x.nonblocking {
                 // It must come before the wait that completes this call.
-                x.wait_at.is_some_and(|w| j < w)
+                x.wait_at != NONE && j < x.wait_at
             } else {
                 // No other blocking send or receive in between.
                 blocking_before[j] == blocking_before[i + 1]
@@ -179,8 +280,8 @@ pub fn match_calls(calls: &[Call]) -> Matching {
         });
         match (ok, partner) {
             (true, Some(j)) => {
-                marks[i] = Some(Mark::Global(j));
-                marks[j] = Some(Mark::Global(i));
+                marks[i] = j;
+                marks[j] = i;
                 global_pairs += 1;
                 if bytes[i] != bytes[j] && same_message(bytes[i], bytes[j]) {
                     // The median of two sizes is their mean.
@@ -190,25 +291,18 @@ pub fn match_calls(calls: &[Call]) -> Matching {
                     balanced += 1;
                 }
             }
-            _ => marks[i] = Some(Mark::Local),
+            _ => marks[i] = LOCAL,
         }
     }
-    let marks: Vec<Mark> = marks.into_iter().map(|m| m.unwrap_or(Mark::Local)).collect();
     let local = |send: bool| {
         marks
             .iter()
-            .zip(calls)
-            .filter(|(m, c)| **m == Mark::Local && matches!(c, Call::P2p(p) if p.send == send))
+            .zip(items)
+            .filter(|(&m, x)| m == LOCAL && x.kind != NOT_P2P && x.send == send)
             .count()
     };
-    Matching {
-        local_sends: local(true),
-        local_recvs: local(false),
-        marks,
-        bytes,
-        global_pairs,
-        balanced,
-    }
+    let (local_sends, local_recvs) = (local(true), local(false));
+    (marks, Balanced { bytes, global_pairs, balanced, local_sends, local_recvs })
 }
 
 /// A direction's offset, as the logical trace shares it.
@@ -218,9 +312,6 @@ type Offset = Arc<[i64]>;
 /// direction depends on the rank (trees) or that name no neighbour (`NULL`, exceptions) are
 /// treated as having no partner.
 pub fn calls_of_class(class: &ProcessClass, topo: Option<&Topology>) -> Vec<Call> {
-    // The opposite of each direction, found once (a program of millions of calls names a few).
-    let mut opposites: HashMap<(Arc<str>, Offset), Arc<str>> = HashMap::new();
-    let none: Arc<str> = Arc::from("");
     // Where each request is completed.
     let mut wait_at: Vec<Option<usize>> = vec![None; class.ops.len()];
     for (w, op) in class.ops.iter().enumerate() {
@@ -228,41 +319,83 @@ pub fn calls_of_class(class: &ProcessClass, topo: Option<&Topology>) -> Vec<Call
             wait_at[started] = Some(w);
         }
     }
-    class
-        .ops
-        .iter()
-        .enumerate()
-        .map(|(i, op)| {
-            let k = &op.key;
-            let send = match k.op.class() {
-                OpClass::Send => true,
-                OpClass::Recv => false,
-                _ => return Call::Other,
-            };
-            let Some(LogicalPeer::Dir(d)) = &k.peer else { return Call::Other };
-            let opposite = opposites
-                .entry((d.name.clone(), d.offset.clone()))
-                .or_insert_with(|| {
-                    topo.and_then(|t| d.opposite(t)).map_or_else(|| none.clone(), |o| o.name)
-                })
-                .clone();
-            let nonblocking = matches!(k.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv);
-            Call::P2p(P2pCall {
+    let mut calls = Vec::with_capacity(class.ops.len());
+    each_call(class, topo, |send, nonblocking, dir, opposite, bytes| {
+        let i = calls.len();
+        calls.push(match dir {
+            Some(dir) => Call::P2p(P2pCall {
                 send,
                 nonblocking,
-                dir: d.name.clone(),
+                dir,
                 opposite,
-                tag: op.tag_class,
-                bytes: k.bytes,
+                tag: class.ops[i].tag_class,
+                bytes,
                 wait_at: if nonblocking { wait_at[i] } else { None },
+            }),
+            None => Call::Other,
+        });
+    });
+    calls
+}
+
+/// Calls `f` for each call of `class` in order with what matching needs of it: whether it sends,
+/// whether it is non-blocking, its direction (`None` for a call that is not a send or receive
+/// to a direction, which matching skips) and the opposite direction (empty where the topology
+/// has none), and its bytes.
+fn each_call(
+    class: &ProcessClass,
+    topo: Option<&Topology>,
+    mut f: impl FnMut(bool, bool, Option<Arc<str>>, Arc<str>, u64),
+) {
+    // The opposite of each direction, found once (a program of millions of calls names a few).
+    let mut opposites: HashMap<(Arc<str>, Offset), Arc<str>> = HashMap::new();
+    let none: Arc<str> = Arc::from("");
+    for op in &class.ops {
+        let k = &op.key;
+        let send = match k.op.class() {
+            OpClass::Send => true,
+            OpClass::Recv => false,
+            _ => {
+                f(false, false, None, none.clone(), 0);
+                continue;
+            }
+        };
+        let Some(LogicalPeer::Dir(d)) = &k.peer else {
+            f(false, false, None, none.clone(), 0);
+            continue;
+        };
+        let opposite = opposites
+            .entry((d.name.clone(), d.offset.clone()))
+            .or_insert_with(|| {
+                topo.and_then(|t| d.opposite(t)).map_or_else(|| none.clone(), |o| o.name)
             })
-        })
-        .collect()
+            .clone();
+        let nonblocking = matches!(k.op, Op::Isend | Op::Issend | Op::Irsend | Op::Irecv);
+        f(send, nonblocking, Some(d.name.clone()), opposite, k.bytes);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_blocking_p2p(c: &Call) -> bool {
+        matches!(c, Call::P2p(p) if !p.nonblocking)
+    }
+
+    /// Every call unmarked but those that are not sends or receives, and the calls' sizes.
+    fn unmarked(calls: &[Call]) -> (Vec<Option<Mark>>, Vec<u64>) {
+        let marks =
+            calls.iter().map(|c| matches!(c, Call::Other).then_some(Mark::NotP2p)).collect();
+        let bytes = calls
+            .iter()
+            .map(|c| match c {
+                Call::P2p(p) => p.bytes,
+                Call::Other => 0,
+            })
+            .collect();
+        (marks, bytes)
+    }
 
     fn p(send: bool, nb: bool, dir: &str, opp: &str, bytes: u64, wait_at: Option<usize>) -> Call {
         Call::P2p(P2pCall {

@@ -247,6 +247,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         let _busy = observer.busy("finding the topology and the process classes");
         mpiskel_logicalize::logicalize_owned(set)
     };
+    crate::memory::release();
     observer.line(&format!(
         "topology: {}; {} process classes",
         lt.topology_name(),
@@ -260,7 +261,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     // program made with its stretches cut took 6 s).
     let mut plan = (!o.strict).then(|| {
         let _busy = observer.busy("finding loops");
-        Plan::of(&lt)
+        let plan = Plan::of(&lt);
+        crate::memory::release();
+        plan
     });
     let mut whole = Some(lt);
     let mut early_cuts = None;
@@ -550,6 +553,9 @@ fn cut_round(
     if cuts.is_empty() {
         return Ok(None);
     }
+    // What was freed before (the whole trace's logical form, or the program of the round
+    // before) is given back first: the trace read again cannot use it.
+    crate::memory::release();
     // Read again as for the first build, the trace has the same stretches.
     let (mut set, _) = {
         let _busy = observer.reading("reading again");
@@ -577,6 +583,7 @@ fn cut_round(
         let _busy = observer.busy("finding the topology and the process classes again");
         mpiskel_logicalize::logicalize_owned(set)
     };
+    crate::memory::release();
     lt_cut.stretches = cut;
     let made = {
         let _busy = observer.busy("finding loops, cutting them and checking the program again");

@@ -24,6 +24,7 @@ pub mod calibrate;
 pub mod error;
 pub mod harness;
 pub mod load;
+pub mod memory;
 pub mod native;
 pub mod observe;
 pub mod record;

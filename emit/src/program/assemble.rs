@@ -168,7 +168,7 @@ pub fn build_tagged(
                 *x = ci as u32;
             }
         }
-        let m = crate::matching::match_calls(&crate::matching::calls_of_class(class, topo));
+        let m = crate::matching::balance_class(class, topo);
         matching.global_pairs += m.global_pairs;
         matching.balanced += m.balanced;
         matching.local_sends += m.local_sends;
@@ -267,7 +267,10 @@ pub fn build_tagged(
         rank_weights(class, &mut rank_weight);
         let gaps = gaps_of(lt, class, &leaf_nodes, &lm, &rank_weight, &mut tables);
         let stretches = stretch_positions(lt, class, ci)?;
-        programs.push((class, nest, calls, gaps, lm, stretches));
+        // The leaf map is not needed past here: freed before the next class is lowered (a
+        // class of millions of calls that fold into no loop has a leaf per call).
+        drop(lm);
+        programs.push((class, nest, calls, gaps, stretches));
     }
 
     let (classes, send_bytes, recv_bytes) =
@@ -563,9 +566,9 @@ fn gaps_of(
 }
 
 /// One class's calls and compute blocks, by leaf of its nest, before receive counts are set.
-/// A class, its nest, its calls, its gaps, its leaves and its stretches cut short.
+/// A class, its nest, its calls, its gaps and its stretches cut short.
 type ClassCalls<'a> =
-    (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, LeafMap, Vec<(u64, u64, f64)>);
+    (&'a ProcessClass, &'a LoopNest, Vec<Option<Call>>, Vec<Gap>, Vec<(u64, u64, f64)>);
 
 /// Sets receive counts (the largest size each channel carries) and the receive buffer's regions
 /// (one shared by blocking receives and collectives, then the non-blocking receives' slots, a
@@ -581,7 +584,7 @@ fn classes_with_buffers(
     let largest = |c: &Call| largest_send(c, size_tables);
     let mut channel_max: HashMap<i32, u64> = HashMap::new();
     let mut any_max = 0u64;
-    for (_, _, calls, _, _, _) in &programs {
+    for (_, _, calls, _, _) in &programs {
         for c in calls.iter().flatten() {
             if let Call::Send { tag, .. } | Call::SendRecv { tag, .. } = c {
                 let e = channel_max.entry(*tag).or_insert(0);
@@ -592,7 +595,7 @@ fn classes_with_buffers(
     }
     let mut classes = Vec::with_capacity(programs.len());
     let (mut send_bytes, mut recv_bytes) = (0u64, 0u64);
-    for (ci, (class, nest, mut calls, gaps, _, stretches)) in programs.into_iter().enumerate() {
+    for (ci, (class, nest, mut calls, gaps, stretches)) in programs.into_iter().enumerate() {
         // Receive buffer: a region per non-blocking receive slot, one shared region for the
         // rest (blocking receives and collectives).
         let mut region: BTreeMap<u32, (u64, u32)> = BTreeMap::new();

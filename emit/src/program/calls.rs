@@ -115,7 +115,7 @@ pub(super) fn agreed_collective_sizes(
             continue; // reported by the caller
         }
         let ranks = (class.ranks.len() + class.folded.len()).max(1) as f64;
-        for ps in &lm.positions {
+        for ps in lm.positions.iter() {
             let Some(&first) = ps.first() else { continue };
             let key = collective_key(&class.ops[first]);
             if key.is_none() {

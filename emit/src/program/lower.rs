@@ -78,22 +78,61 @@ pub(super) fn leaf_loops(items: &[Node]) -> Vec<Vec<LoopSpan>> {
 
 /// Per leaf of one class's nest: the program positions it stands for.
 pub(crate) struct LeafMap {
-    pub(crate) positions: Vec<Vec<usize>>,
+    pub(crate) positions: Positions,
     pub(crate) leaf_of: Vec<usize>,
+}
+
+/// The positions of each leaf, in one flat list with a start per leaf: a class of millions of
+/// calls that fold into no loop has a leaf per call, and a list of its own per leaf would cost
+/// an allocation and 56 bytes each, 16 bytes so.
+pub(crate) struct Positions {
+    starts: Vec<usize>,
+    flat: Vec<usize>,
+}
+
+impl Positions {
+    /// Number of leaves.
+    pub(crate) fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    /// The positions of `leaf`, ascending.
+    pub(crate) fn get(&self, leaf: usize) -> Option<&[usize]> {
+        let (&a, &b) = (self.starts.get(leaf)?, self.starts.get(leaf + 1)?);
+        Some(&self.flat[a..b])
+    }
+
+    /// The positions of each leaf in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[usize]> + '_ {
+        self.starts.windows(2).map(|w| &self.flat[w[0]..w[1]])
+    }
+}
+
+impl std::ops::Index<usize> for Positions {
+    type Output = [usize];
+
+    fn index(&self, leaf: usize) -> &[usize] {
+        &self.flat[self.starts[leaf]..self.starts[leaf + 1]]
+    }
 }
 
 pub(crate) fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
     let leaf_of = nest.leaf_of_position();
-    // Sized exactly: a class's program can have millions of positions.
-    let mut count = vec![0usize; n_leaves];
+    // Counted first, then placed: one list for all leaves.
+    let mut starts = vec![0usize; n_leaves + 1];
     for &l in &leaf_of {
-        count[l] += 1;
+        starts[l + 1] += 1;
     }
-    let mut positions: Vec<Vec<usize>> = count.into_iter().map(Vec::with_capacity).collect();
+    for i in 0..n_leaves {
+        starts[i + 1] += starts[i];
+    }
+    let mut next = starts.clone();
+    let mut flat = vec![0usize; leaf_of.len()];
     for (p, &l) in leaf_of.iter().enumerate() {
-        positions[l].push(p);
+        flat[next[l]] = p;
+        next[l] += 1;
     }
-    LeafMap { positions, leaf_of }
+    LeafMap { positions: Positions { starts, flat }, leaf_of }
 }
 
 /// Splits a class's nest into phases: each top-level loop is one, straight-line runs between
