@@ -19,7 +19,9 @@
 //! row), its steps are the spans between rebuilds — one kind per number of plain steps in
 //! them (LAMMPS flow: 46 kinds) — while the time steps themselves are of a few kinds (plain,
 //! rebuild, output). Of the folds that every class makes with the same number of steps, the
-//! one with the fewest kinds in all wins.
+//! one with the fewest kinds in all wins, among those whose steps take at most a twelfth of
+//! each class's time (a fold into the intervals between outputs is of one kind, but one
+//! interval can be more than a skeleton may run).
 //!
 //! Steps are folded in every class or in none: the skeleton runs the same steps in every class,
 //! so every class must have as many. When one class would fold and another cannot, or they find
@@ -110,6 +112,9 @@ struct Candidate {
     kinds: usize,
     /// Whether the steps cover clearly more than the exact main loop.
     better: bool,
+    /// Whether a step takes at most a twelfth of the class's time on average: one step of a
+    /// fold whose steps are longer is more than a skeleton of a twelfth may run.
+    short: bool,
     /// The fold the nest holds.
     fold: StepFold,
     nest: LoopNest,
@@ -251,8 +256,9 @@ fn candidates(s: &Symbolized, exact: &LoopNest, world: World) -> Vec<Candidate> 
             // predict worse than its iterations do: run apart, they lose the overlap between
             // neighbouring steps; NPB BT S 16 +3.5 % against +0.3 %.)
             let better = steps >= 0.5 * total && (steps >= 1.5 * main || pair && fold.steps() > 2);
+            let short = 12.0 * steps <= total * fold.steps() as f64;
             let nest = folded_nest(s, &fold);
-            Candidate { steps: fold.steps(), kinds: fold.kinds.len(), better, fold, nest }
+            Candidate { steps: fold.steps(), kinds: fold.kinds.len(), better, short, fold, nest }
         })
         .collect()
 }
@@ -341,7 +347,8 @@ pub fn nests_of(lt: &LogicalTrace) -> Vec<LoopNest> {
 }
 
 /// The loop nests of every class of `lt`, best first: folds into steps that every class shares,
-/// the fewest kinds in all first, then the exact nests. The skeleton takes the first whose main
+/// those of short steps first and the fewest kinds in all first among them ([`choose`]), then
+/// the exact nests. The skeleton takes the first whose main
 /// loop it can cut: steps that split a time step (an anchor made twice in it) may leave a
 /// class's messages in a step the others do not run.
 pub fn nest_choices(lt: &LogicalTrace) -> Vec<Vec<LoopNest>> {
@@ -445,9 +452,12 @@ fn peel_ends(symbolized: &[Symbolized], chosen: Vec<(StepFold, LoopNest)>) -> Ve
 
 /// The numbers of steps every class folds into, where one class's steps cover clearly more than
 /// its exact main loop, the fewest kinds in all first: each class's fold and nest with those
-/// steps.
+/// steps. Folds whose steps take more than a twelfth of a class's time each come after the
+/// others whatever their kinds: LAMMPS melt run for 50,000 steps with output every 5,000 folds
+/// into 9 output intervals of one kind and into 50,000 time steps of three (plain, rebuild,
+/// output), and one interval, 11 % of the run, is more than a skeleton of a twelfth can run.
 fn choose(mut per_class: Vec<Vec<Candidate>>) -> Vec<Vec<(StepFold, LoopNest)>> {
-    let mut options: Vec<(usize, Vec<usize>)> = per_class
+    let mut options: Vec<((bool, usize), Vec<usize>)> = per_class
         .first()
         .into_iter()
         .flatten()
@@ -460,10 +470,11 @@ fn choose(mut per_class: Vec<Vec<Candidate>>) -> Vec<Vec<(StepFold, LoopNest)>> 
             let chosen: Vec<&Candidate> =
                 per_class.iter().zip(&picks).map(|(cs, &i)| &cs[i]).collect();
             let kinds: usize = chosen.iter().map(|c| c.kinds).sum();
-            chosen.iter().any(|c| c.better).then_some((kinds, picks))
+            let long = !chosen.iter().all(|c| c.short);
+            chosen.iter().any(|c| c.better).then_some(((long, kinds), picks))
         })
         .collect();
-    options.sort_by_key(|(kinds, _)| *kinds);
+    options.sort_by_key(|(key, _)| *key);
     options
         .into_iter()
         .map(|(_, picks)| {
@@ -517,6 +528,48 @@ mod tests {
         assert_eq!(c.steps, 40);
         assert_eq!(c.nest.notation(), "(1)^2 + {3 ×32 | 2 + (1)^2 + 1 ×8}^40 + 1");
         assert_eq!(c.nest.report().input_len, shapes.len() as u64);
+    }
+
+    /// Output every 20 time steps, four times: a fold into the output intervals (4 steps,
+    /// each a quarter of the run) and one into the time steps (80). The intervals are too long
+    /// for a skeleton of a twelfth; the time steps are not.
+    #[test]
+    fn steps_longer_than_a_twelfth_are_marked_long() {
+        let interval = std::iter::once(7).chain((0..20).flat_map(|_| [1, 2, 3]));
+        let shapes: Vec<Sym> =
+            [9].into_iter().chain((0..4).flat_map(|_| interval.clone())).chain([9]).collect();
+        let s = symbolized(&shapes, &vec![0; shapes.len()], 1e-3);
+        let exact = exact_nest(&s, &[]);
+        let found = candidates(&s, &exact, World::None);
+        let by_steps = |n: usize| found.iter().find(|c| c.steps == n);
+        assert!(by_steps(4).is_some_and(|c| !c.short), "{}", exact.notation());
+        assert!(by_steps(80).is_some_and(|c| c.short), "{}", exact.notation());
+    }
+
+    /// Of two folds every class shares, the one of fewer kinds comes first only where its
+    /// steps are short: LAMMPS melt's 9 output intervals of one kind over 50,000 steps came
+    /// before its time steps of three kinds, and one interval was more than the skeleton may
+    /// run.
+    #[test]
+    fn short_steps_come_before_long_steps_of_fewer_kinds() {
+        let shapes: Vec<Sym> = (0..12).flat_map(|_| [1, 2, 3]).collect();
+        let s = symbolized(&shapes, &vec![0; shapes.len()], 1e-3);
+        // Told apart by their nests: the long one's is empty.
+        let candidate = |steps: usize, kinds: usize, short: bool| {
+            let fold = find_steps(&s.shapes, &s.shapes, &[1], MAX_KINDS).unwrap();
+            let nest = if short { folded_nest(&s, &fold) } else { LoopNest { items: Vec::new() } };
+            Candidate { steps, kinds, better: true, short, fold, nest }
+        };
+        let first_is_short = |chosen: Vec<Vec<(StepFold, LoopNest)>>| {
+            assert_eq!(chosen.len(), 2);
+            !chosen[0][0].1.items.is_empty()
+        };
+        assert!(first_is_short(choose(vec![vec![candidate(3, 1, false), candidate(60, 3, true)]])));
+        // Both short: the fewest kinds first, as before.
+        assert!(!first_is_short(choose(vec![vec![
+            Candidate { short: true, ..candidate(3, 1, false) },
+            candidate(60, 3, true)
+        ]])));
     }
 
     #[test]
