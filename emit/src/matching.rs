@@ -128,6 +128,12 @@ struct Item {
 
 /// The kind of a call that is not a send or receive.
 const NOT_P2P: u32 = u32::MAX;
+
+impl Item {
+    /// A call that is not a send or receive (which matching skips).
+    const OTHER: Item =
+        Item { bytes: 0, wait_at: NONE, kind: NOT_P2P, send: false, nonblocking: false };
+}
 /// No position.
 const NONE: usize = usize::MAX;
 /// Marks of the core, beside a partner's position: not yet marked, local, not a send or receive.
@@ -177,9 +183,7 @@ pub fn match_calls(calls: &[Call]) -> Matching {
                 send: p.send,
                 nonblocking: p.nonblocking,
             },
-            Call::Other => {
-                Item { bytes: 0, wait_at: NONE, kind: NOT_P2P, send: false, nonblocking: false }
-            }
+            Call::Other => Item::OTHER,
         })
         .collect();
     let (marks, b) = mark(&items, &kinds.partners());
@@ -219,9 +223,7 @@ pub fn balance_class(class: &ProcessClass, topo: Option<&Topology>) -> Balanced 
                 send,
                 nonblocking,
             },
-            None => {
-                Item { bytes: 0, wait_at: NONE, kind: NOT_P2P, send: false, nonblocking: false }
-            }
+            None => Item::OTHER,
         });
     });
     for (w, op) in class.ops.iter().enumerate() {
