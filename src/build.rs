@@ -107,6 +107,20 @@ pub struct BuildArgs {
     /// With --platform: where the ranks ran (SMPI's hostfile format).
     #[arg(long, value_name = "FILE", requires = "platform")]
     hostfile: Option<PathBuf>,
+    /// Skip the fidelity check. By default every build simulates the application's trace and
+    /// the skeleton, as it runs and priced by its own runtime's formula, on a panel of six
+    /// modelled platforms (the --platform given, else a cluster inferred from the trace: one
+    /// host per rank, 10 Gb/s, 1 µs, the recorded compute speed; and its what-ifs: bandwidth
+    /// ÷10 and ÷100, latency ×10, processors at half speed, four ranks to a host); where the
+    /// skeleton's worst error is over --max-error, it measures the other candidates the cuts
+    /// propose (other loop nests, longer targets, computation whole) and keeps the shortest
+    /// within the bound, else the most faithful. The panel is written to skeleton.json
+    /// (`fidelity`) and printed.
+    #[arg(long)]
+    no_check: bool,
+    /// The largest error, in percent, the kept skeleton may show on any platform of the panel.
+    #[arg(long, value_name = "PERCENT", default_value_t = 100.0 * mpiskel_emit::fidelity::DEFAULT_MAX_ERROR)]
+    max_error: f64,
     /// No progress lines on stderr.
     #[arg(short, long)]
     quiet: bool,
@@ -148,6 +162,8 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         strict: a.strict,
         platform: a.platform.clone(),
         hostfile: a.hostfile.clone(),
+        check: !a.no_check,
+        max_error: a.max_error / 100.0,
     };
     let done = build_folder(&o, &Stages::new(a.quiet))?;
     let d = &done.document;
@@ -163,6 +179,8 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
             "recorded_s": s.app_time_s,
             "skeleton_estimate_s": s.skeleton_estimate_s,
             "factor": s.factor,
+            "fidelity": d.fidelity,
+            "fidelity_decision": d.fidelity_decision,
             "notes": done.notes,
         });
         println!("{}", serde_json::to_string_pretty(&summary)?);
@@ -170,6 +188,10 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
     }
     for note in &done.notes {
         eprintln!("note: {note}");
+    }
+    if !d.fidelity.is_empty() {
+        eprintln!("fidelity: {}", mpiskel_emit::fidelity::describe(&d.fidelity));
+        eprint!("{}", mpiskel_emit::fidelity::table(&d.fidelity));
     }
     let (app, skeleton) = if a.platform.is_some() {
         ("application on the platform", "skeleton there")

@@ -3,6 +3,7 @@
 //! This binary glues the stage crates together; each subcommand lives in its own module.
 
 mod build;
+mod check;
 mod compress;
 mod export;
 mod inspect;
@@ -23,7 +24,8 @@ use clap::{Parser, Subcommand};
 ///
 /// Record an application once with `mpiskel trace`, make its skeleton with `mpiskel build`, run
 /// the skeleton anywhere with `mpiskel run` (or its own run.sh) to predict the application's
-/// time there. `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
+/// time there. `mpiskel check` measures a skeleton against its trace on a panel of modelled
+/// platforms; `mpiskel inspect` shows traces and skeletons; `logicalize` and `compress` run
 /// single stages. `mpiskel retune` fits a skeleton's computation to a new machine;
 /// `mpiskel validate` measures predictions across platforms; `mpiskel simulate` predicts a
 /// trace's or a skeleton's time on a modelled cluster without running it; `mpiskel export --ti`
@@ -59,6 +61,7 @@ enum Command {
     Logicalize(logicalize::LogicalizeArgs),
     Compress(compress::CompressArgs),
     Build(build::BuildArgs),
+    Check(check::CheckArgs),
     Run(run::RunCommand),
     Export(export::ExportArgs),
     Tracer(record::TracerArgs),
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
         Command::Tracer(a) => record::tracer(a),
         Command::Validate(a) => validate::validate(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Check(a) => check::run(a),
         Command::Retune(a) => validate::retune(a),
         Command::Synth(a) => synth::synth(a),
         Command::Report(a) => report::report(a),

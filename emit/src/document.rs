@@ -161,6 +161,14 @@ pub struct SkeletonDocument {
     /// What `mpiskel retune` set for the machine the skeleton runs on (absent until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<Tuning>,
+    /// The fidelity check ([`crate::fidelity`]): the application and the skeleton simulated on
+    /// each platform of the panel, the reference first. Empty where the build skipped it
+    /// (`mpiskel build --no-check`).
+    #[serde(default)]
+    pub fidelity: Vec<crate::fidelity::PanelRow>,
+    /// The candidates the fidelity check measured and which was kept (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fidelity_decision: Option<crate::fidelity::Decision>,
 }
 
 /// Compute settings `mpiskel retune` chose; `mpiskel run` and run.sh pass them on.
@@ -419,6 +427,8 @@ impl SkeletonDocument {
             stage_seconds: built.stage_seconds.clone(),
             program: built.skeleton.clone(),
             tuning: None,
+            fidelity: Vec::new(),
+            fidelity_decision: None,
         }
     }
 }

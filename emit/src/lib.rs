@@ -18,6 +18,7 @@
 //! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
 //!   MPI semantics; a program that can block forever is refused, with the blocked ranks named;
 //! - [`pipeline`]: all of the above in order;
+//! - [`fidelity`]: the fidelity panel's rows and the one policy that keeps a candidate by them;
 //! - [`document`]: `skeleton.json`, the provenance of a skeleton folder, and its reader;
 //! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`);
 //! - [`rust`]: the Rust back end (rsmpi; `quote!` → `syn` → `prettyplease`), from the same IR.
@@ -33,6 +34,7 @@ pub mod cut_runs;
 pub mod deadlock;
 pub mod document;
 pub mod families;
+pub mod fidelity;
 pub mod instantiate;
 pub mod matching;
 pub mod physical;

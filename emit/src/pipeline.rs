@@ -140,6 +140,23 @@ impl Plan {
         Plan { choices: Choices::of(lt) }
     }
 
+    /// How many choices of loop nests the plan holds (at least one: the exact nests).
+    pub fn len(&self) -> usize {
+        self.choices.nests.len()
+    }
+
+    /// Whether the plan holds no choice (never: [`nest_choices`] offers the exact nests).
+    pub fn is_empty(&self) -> bool {
+        self.choices.nests.is_empty()
+    }
+
+    /// The plan of the `i`-th choice alone (`None` past the last): a candidate of its own for
+    /// the fidelity-checked build ([`crate::fidelity`]).
+    pub fn only(&self, i: usize) -> Option<Plan> {
+        let nests = self.choices.nests.get(i)?.clone();
+        Some(Plan { choices: Choices { nests: vec![nests], seconds: self.choices.seconds } })
+    }
+
     /// The program of the first choice of loop nests, scaled as [`make`] scales it with every
     /// loop cut that any reach of the cut allows ([`Reach::Everything`]), its steps cut short
     /// and its computation cut (with `compute_cut`), none of it checked: as short as [`make`]'s

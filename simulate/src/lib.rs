@@ -14,6 +14,8 @@
 //! - [`engine`]: the discrete-event simulation itself.
 //! - [`calibrate`]: a one-host platform fitted to ping-pong times measured here.
 //! - [`fastforward`]: the main loop skipped once its pace is known.
+//! - [`fidelity`]: the fidelity panel, a trace and its skeleton simulated side by side on a
+//!   reference platform and its what-ifs.
 //!
 //! ```no_run
 //! use mpiskel_simulate::{engine, platform};
@@ -32,6 +34,7 @@ pub mod collectives;
 pub mod engine;
 mod error;
 pub mod fastforward;
+pub mod fidelity;
 pub mod fluid;
 mod heap;
 pub mod model;

@@ -192,6 +192,38 @@ impl Platform {
             h.speed = speed;
         }
     }
+
+    /// Every link between hosts (not the loopbacks) at `factor` times its bandwidth.
+    pub fn scale_bandwidth(&mut self, factor: f64) {
+        let loopback = self.loopbacks();
+        for (l, _) in self.links.iter_mut().zip(loopback).filter(|(_, lo)| !lo) {
+            l.bandwidth *= factor;
+        }
+    }
+
+    /// Every link between hosts (not the loopbacks) at `factor` times its latency.
+    pub fn scale_latency(&mut self, factor: f64) {
+        let loopback = self.loopbacks();
+        for (l, _) in self.links.iter_mut().zip(loopback).filter(|(_, lo)| !lo) {
+            l.latency *= factor;
+        }
+    }
+
+    /// Per link, whether it is a host's loopback. O(links).
+    fn loopbacks(&self) -> Vec<bool> {
+        let mut loopback = vec![false; self.links.len()];
+        for a in &self.attach {
+            loopback[a.loopback] = true;
+        }
+        loopback
+    }
+
+    /// Every host's cores at `factor` times their speed.
+    pub fn scale_speed(&mut self, factor: f64) {
+        for h in &mut self.hosts {
+            h.speed *= factor;
+        }
+    }
 }
 
 /// The links of one route (at most three in a cluster).

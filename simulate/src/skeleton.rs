@@ -36,6 +36,7 @@ use mpiskel_emit::program::{
     calls_in, collective_recv_bytes, collective_send_bytes, factor_of, Call, Comm, Peer as IrPeer,
     Phase, Skeleton, SlotRef, Stmt, QUANTILE_PROBABILITIES,
 };
+use mpiskel_emit::replay::FIRST_APART;
 use mpiskel_emit::CheckOp;
 use mpiskel_trace::model::world_members;
 use mpiskel_trace::{
@@ -104,6 +105,9 @@ pub struct PhaseMarks {
     /// The phase's [`Phase::scale`]: a part of a stretch cut short stands for the whole
     /// stretch.
     pub stretch: f64,
+    /// As the skeleton runs: whether its runtime counts the first iteration once because it
+    /// replays the application's first (`mpiskel_emit::replay::replays_first`).
+    pub first_apart: bool,
 }
 
 /// What one phase of the slowest rank took.
@@ -371,35 +375,115 @@ pub fn exposure(
     cut: (&Lowered, &[Vec<f64>], &[f64]),
     whole: (&Lowered, &[Vec<f64>], &[f64]),
 ) -> f64 {
-    let predicted = |(l, times, ends): (&Lowered, &[Vec<f64>], &[f64])| -> f64 {
-        // What blocks that keep a short part skipped is restored as the most any rank skipped
-        // in the phase of that name.
-        let mut most: HashMap<&str, f64> = HashMap::new();
-        for p in l.phases.iter().flatten() {
-            let m = most.entry(p.name.as_str()).or_insert(0.0);
-            *m = m.max(p.keep_s);
-        }
-        l.phases
-            .iter()
-            .enumerate()
-            .map(|(r, phases)| {
-                let at = |i: usize| times[r].get(i).copied().unwrap_or(ends[r]);
-                phases
-                    .iter()
-                    .map(|p| {
-                        let restored = p.removed_s - p.keep_s + most[p.name.as_str()];
-                        ((at(p.end) - at(p.start)).max(0.0) + restored) * p.scale
-                    })
-                    .sum::<f64>()
-            })
-            .fold(0.0, f64::max)
-    };
-    let (c, w) = (predicted(cut), predicted(whole));
+    let (c, w) =
+        (runtime_prediction(cut.0, cut.1, cut.2), runtime_prediction(whole.0, whole.1, whole.2));
     if w > 0.0 {
         c / w - 1.0
     } else {
         0.0
     }
+}
+
+/// The prediction the skeleton's runtime prints (`predicted_s`, by phase) from its run as
+/// simulated: on each rank, each phase's time plus the computation it did not run, times the
+/// application's iterations of the phase per iteration run; the slowest rank's sum. `l` is the
+/// skeleton as it runs ([`lower_as_run`] or [`lower_as_run_uncut`]), `times` and `ends` its
+/// simulated marks and ranks' ends.
+///
+/// # Complexity
+/// O(ranks × phases).
+pub fn runtime_prediction(l: &Lowered, times: &[Vec<f64>], ends: &[f64]) -> f64 {
+    runtime_phases(l, times, ends, None).into_iter().map(|(_, s)| s).sum()
+}
+
+/// [`runtime_prediction`] by phase: the slowest rank's phases, each with its predicted seconds,
+/// as the runtime prices them (`sk_predicted` of `skeletons/mpiskel_rt.c`): a phase's time and
+/// the computation it did not run, times the application's iterations per iteration run; where
+/// a scaled loop's first iteration is over [`FIRST_APART`] times the mean of the others (or
+/// replays the application's first), the first counted once and the others scaled; a rank that
+/// began the main loop before the last one, that wait counted once. `pace`: per rank, the
+/// simulated seconds a recorded second of its computation took (the runtime restores the
+/// computation it did not run at the pace of the part that ran: `sk_restored_of`); `None`: 1.
+///
+/// # Complexity
+/// O(ranks × phases).
+pub fn runtime_phases(
+    l: &Lowered,
+    times: &[Vec<f64>],
+    ends: &[f64],
+    pace: Option<&[f64]>,
+) -> Vec<(String, f64)> {
+    // What blocks that keep a short part skipped is restored as the most any rank skipped
+    // in the phase of that name.
+    let mut most: HashMap<&str, f64> = HashMap::new();
+    for p in l.phases.iter().flatten() {
+        let m = most.entry(p.name.as_str()).or_insert(0.0);
+        *m = m.max(p.keep_s);
+    }
+    let at = |r: usize, i: usize| times[r].get(i).copied().unwrap_or(ends[r]);
+    // When the last rank began the main loop.
+    let latest = l
+        .phases
+        .iter()
+        .enumerate()
+        .filter_map(|(r, ps)| ps.iter().find(|p| p.name == "main_loop").map(|p| at(r, p.start)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut best: (f64, Vec<(String, f64)>) = (f64::NEG_INFINITY, Vec::new());
+    for (r, phases) in l.phases.iter().enumerate() {
+        let pace = pace.and_then(|v| v.get(r)).copied().unwrap_or(1.0);
+        let figures: Vec<(String, f64)> = phases
+            .iter()
+            .map(|p| {
+                let ratio = if p.stretch > 0.0 { p.scale / p.stretch } else { p.scale };
+                let run = p.full as f64;
+                let own = (at(r, p.end) - at(r, p.start)).max(0.0);
+                let restored = (p.removed_s - p.keep_s + most[p.name.as_str()]) * pace * ratio;
+                let mut predicted = own * ratio + restored;
+                let first = match p.iterations.as_slice() {
+                    [a, b, ..] if ratio > 1.0 => {
+                        let first = (at(r, *b) - at(r, *a)).max(0.0);
+                        let others = (own - first) / (run - 1.0);
+                        (p.first_apart || first > FIRST_APART * others)
+                            .then(|| first + others * (ratio * run - 1.0) + restored)
+                    }
+                    _ => None,
+                };
+                if let Some(f) = first {
+                    predicted = f;
+                } else if p.name == "main_loop" && ratio > 1.0 && run > 0.0 {
+                    let wait = (latest - at(r, p.start)).max(0.0).min(own / run);
+                    predicted -= wait * (ratio - 1.0);
+                }
+                (p.name.clone(), predicted * p.stretch)
+            })
+            .collect();
+        let total: f64 = figures.iter().map(|(_, s)| s).sum();
+        if total > best.0 {
+            best = (total, figures);
+        }
+    }
+    best.1
+}
+
+/// The state of the runtime's generator on rank `r` after its set-up with `--seed seed`
+/// (`sk_init` of `skeletons/mpiskel_rt.c`, `Rt::init` of the Rust runtime): its constant, the
+/// seed and the rank mixed in, eight draws discarded.
+fn runtime_rng(seed: u64, r: u32) -> u64 {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    state ^= seed.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    state ^= (u64::from(r) + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    for _ in 0..8 {
+        runtime_uniform(&mut state);
+    }
+    state
+}
+
+/// One draw of the runtime's generator (xorshift64*, `sk_uniform`).
+fn runtime_uniform(state: &mut u64) -> f64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
 
 /// `more`: a cut loop runs more iterations than the skeleton, as many more in every class
@@ -438,7 +522,10 @@ fn lower_with(
             pending: HashMap::new(),
             next_req: 0,
             replay_at: HashMap::new(),
-            rng: seed ^ (u64::from(r).wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            rng: match as_run {
+                Some(_) => runtime_rng(seed, r),
+                None => seed ^ (u64::from(r).wrapping_add(1)).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            },
             marks: Vec::new(),
             comms: BTreeComms::new(),
             kind: 0,
@@ -771,6 +858,7 @@ impl RankLowering<'_> {
             keep_s: 0.0,
             scale: 1.0,
             stretch: p.scale,
+            first_apart: false,
         }
     }
 
@@ -784,7 +872,14 @@ impl RankLowering<'_> {
             _ => vec![0; p.run as usize],
         };
         let n = kinds.len() as u64;
+        // Each iteration's start is marked where the runtime times the first apart (a loop of
+        // two or more iterations that it scales: see [`runtime_phases`]).
+        let timed_apart = p.is_loop && n >= 2 && p.full + p.warmup > n;
+        let mut iterations = Vec::new();
         for (j, &kind) in kinds.iter().enumerate() {
+            if timed_apart {
+                iterations.push(self.mark());
+            }
             self.kind = kind;
             let mut iters = vec![(j as u64, n)];
             self.run(&p.body, &mut iters);
@@ -798,8 +893,9 @@ impl RankLowering<'_> {
             kinds: Vec::new(),
             kind_scales: Vec::new(),
             start,
-            iterations: Vec::new(),
+            iterations,
             end,
+            first_apart: mpiskel_emit::replay::replays_first(&p.body, &self.skel.replays),
             removed_s: self.removed_s,
             keep_s: self.keep_s,
             scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 * p.scale } else { 0.0 },
@@ -892,8 +988,13 @@ impl RankLowering<'_> {
         (base * self.weight * factor).max(0.0)
     }
 
-    /// A uniform draw in [0, 1) (splitmix64).
+    /// A uniform draw in [0, 1): as the runtime draws (xorshift64*, [`runtime_uniform`]) where
+    /// the skeleton is lowered as it runs, so that its blocks draw the durations its run
+    /// draws; splitmix64 otherwise.
     fn uniform(&mut self) -> f64 {
+        if self.as_run.is_some() {
+            return runtime_uniform(&mut self.rng);
+        }
         self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.rng;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -65,6 +65,12 @@ pub struct BuildOptions {
     pub platform: Option<PathBuf>,
     /// With `platform`: the hostfile placing the ranks (SMPI's format).
     pub hostfile: Option<PathBuf>,
+    /// Check the skeleton's fidelity on the panel of platforms ([`crate::policy`]) and keep
+    /// the candidate it chooses (`mpiskel build --no-check`: false).
+    pub check: bool,
+    /// The largest error a kept skeleton may show on the panel, as a share
+    /// ([`mpiskel_emit::fidelity::DEFAULT_MAX_ERROR`]).
+    pub max_error: f64,
 }
 
 impl BuildOptions {
@@ -83,6 +89,8 @@ impl BuildOptions {
             strict: false,
             platform: None,
             hostfile: None,
+            check: true,
+            max_error: mpiskel_emit::fidelity::DEFAULT_MAX_ERROR,
         }
     }
 }
@@ -177,6 +185,7 @@ fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Vec<String> {
 /// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
 pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
     ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
+    ensure!(o.max_error > 0.0 && o.max_error.is_finite(), "--max-error must be a positive number");
     if let Some(t) = o.target_time {
         ensure!(t > 0.0 && t.is_finite(), "--target-time must be a positive number");
     }
@@ -233,6 +242,30 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     if local_calls.calls() > 0 || local_calls.unmatched_sendrecv > 0 {
         notes.push(document::describe_local(&local_calls, set.app_time_s(), set.n_ranks()));
     }
+    // The application on the fidelity panel, simulated while its calls are at hand: every
+    // candidate skeleton is held to these times ([`crate::policy`]).
+    let fidelity = if o.check {
+        let reference = match &platform {
+            Some((_, pf)) => Some((
+                pf.clone(),
+                mpiskel_simulate::platform::placement(pf, o.hostfile.as_deref(), set.n_ranks())?,
+            )),
+            None => None,
+        };
+        let panel = mpiskel_simulate::fidelity::Panel::around(reference, set.n_ranks(), o.flops);
+        let _busy = observer.busy("simulating the application on the fidelity panel");
+        match mpiskel_simulate::fidelity::app_times(&set.ranks, &panel) {
+            Ok(app) => Some((panel, app)),
+            Err(e) => {
+                notes.push(format!(
+                    "the fidelity check did not run: the application's trace could not be                      simulated ({e}); the skeleton's prediction is not checked"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     observer.line(&format!("{} ranks read; finding the topology", set.n_ranks()));
     let (app_time, source) = match o.app_time {
         Some(t) => (t, "given with --app-time".to_owned()),
@@ -349,6 +382,26 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         "program checked: {} operations over {} ranks run to completion",
         built.check.operations, built.check.ranks
     ));
+    // The one decision: the candidates measured on the panel, one kept.
+    let mut checked = None;
+    if let Some((panel, app)) = &fidelity {
+        let check = crate::policy::Check { panel, app, bound: o.max_error };
+        let _busy = observer.busy("checking the skeleton's fidelity on the panel");
+        if o.strict {
+            let rows = check.rows(&built)?;
+            checked = Some((rows, None));
+        } else {
+            let goal = crate::policy::Goal {
+                app_time_s: app_time,
+                source: &source,
+                target_s: o.target_time,
+                compute_cut: !o.whole_compute,
+            };
+            let kept = crate::policy::search(&mut lt, built, goal, &check, observer)?;
+            built = kept.built;
+            checked = Some((kept.rows, Some(kept.decision)));
+        }
+    }
     if let Some((platform, pf)) = &platform {
         let _busy = observer.busy("simulating the application and the skeleton on the platform");
         let times = |b: &mpiskel_emit::pipeline::Built| {
@@ -447,7 +500,11 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         Lang::Rust => mpiskel_emit::rust::render(&built.skeleton, &built.scaling, &meta),
     }
     .map_err(|e| Error::Render(e.to_string()))?;
-    let doc = SkeletonDocument::new(&built, &lt, &meta, o.lang.name(), polls, local_calls);
+    let mut doc = SkeletonDocument::new(&built, &lt, &meta, o.lang.name(), polls, local_calls);
+    if let Some((rows, decision)) = checked {
+        doc.fidelity = rows;
+        doc.fidelity_decision = decision;
+    }
     write_folder(&o.output, &files, &serde_json::to_string_pretty(&doc)?, o.force)?;
     observer.line(&format!("wrote {}", o.output.display()));
     let s = &built.scaling;

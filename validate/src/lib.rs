@@ -15,6 +15,7 @@
 //!   [`retune`] (a skeleton's compute fitted to a new machine) measured as part of them;
 //! - [`tables`]: the results, their Markdown tables and SVG charts, and the targets they are
 //!   held to;
+//! - [`policy`]: the fidelity-checked build's one decision, which candidate skeleton is kept;
 //! - [`observe`]: how the long steps report progress to the caller.
 //!
 //! One error type, [`Error`], with the file, run or step it concerns.
@@ -27,6 +28,7 @@ pub mod load;
 pub mod memory;
 pub mod native;
 pub mod observe;
+pub mod policy;
 pub mod record;
 pub mod retune;
 pub mod run;

@@ -1,0 +1,219 @@
+//! The fidelity check's findings and the one decision made from them: which candidate skeleton
+//! is kept.
+//!
+//! The deadlock check proves that a skeleton cannot hang; the fidelity check measures whether it
+//! predicts. The build simulates the application's trace and each candidate skeleton — as it
+//! runs, priced by its runtime's own by-phase formula — on a panel of platforms (the reference
+//! and its what-ifs; `mpiskel_simulate::fidelity` makes the panel and runs it) and records, per
+//! platform, a [`PanelRow`]. The cut mechanisms of [`crate::pipeline`] only propose candidates;
+//! [`choose`] scores them all by one measure ([`Score`]: the largest error over the panel, then
+//! the longest simulated run) and keeps the shortest within the bound, else the most faithful
+//! one (the planner's rule of a cost-based query optimizer: many generators, one cost).
+//!
+//! This module knows nothing of simulation: it holds the data the check writes into
+//! `skeleton.json` and the decision, so that the document, the report and the build share them.
+//!
+//! # Complexity
+//! [`choose`]: O(candidates × platforms).
+
+use serde::{Deserialize, Serialize};
+
+/// The largest error a kept skeleton may show on any platform of the panel, as a share
+/// (`mpiskel build --max-error`'s default, 2 %).
+pub const DEFAULT_MAX_ERROR: f64 = 0.02;
+
+/// One platform of the panel: the application's simulated time there, the skeleton's own
+/// simulated run, what the skeleton predicts from it, and the error of that prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelRow {
+    /// The platform's name (`reference`, `bandwidth/10`, …).
+    pub platform: String,
+    /// The application's time there: its trace simulated, seconds.
+    pub app_s: f64,
+    /// The skeleton's own run there, as it runs (its loops cut, its computation cut), seconds.
+    pub skeleton_s: f64,
+    /// What the skeleton predicts there: its runtime's by-phase formula applied to its
+    /// simulated run, seconds.
+    pub predicted_s: f64,
+    /// `100 × (predicted_s / app_s − 1)`.
+    pub error_pct: f64,
+}
+
+impl PanelRow {
+    /// The row for the times given.
+    pub fn new(platform: &str, app_s: f64, skeleton_s: f64, predicted_s: f64) -> PanelRow {
+        let error_pct = if app_s > 0.0 { 100.0 * (predicted_s / app_s - 1.0) } else { 0.0 };
+        PanelRow { platform: platform.to_owned(), app_s, skeleton_s, predicted_s, error_pct }
+    }
+}
+
+/// How a candidate does on the panel: the measure [`choose`] orders candidates by.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    /// The largest |error| over the panel, percent.
+    pub worst_error_pct: f64,
+    /// The longest simulated skeleton run over the panel as a share of the application's time
+    /// on the same platform.
+    pub longest_share: f64,
+    /// The skeleton's simulated run on the reference (the panel's first platform) as a share
+    /// of the application's time there: what a length bound holds ([`choose`]).
+    #[serde(default)]
+    pub reference_share: f64,
+}
+
+impl Score {
+    /// The score of a panel's rows (the worst over no rows is 0).
+    pub fn of(rows: &[PanelRow]) -> Score {
+        let worst_error_pct = rows.iter().map(|r| r.error_pct.abs()).fold(0.0, f64::max);
+        let longest_share = rows
+            .iter()
+            .filter(|r| r.app_s > 0.0)
+            .map(|r| r.skeleton_s / r.app_s)
+            .fold(0.0, f64::max);
+        let reference_share =
+            rows.first().filter(|r| r.app_s > 0.0).map_or(0.0, |r| r.skeleton_s / r.app_s);
+        Score { worst_error_pct, longest_share, reference_share }
+    }
+
+    /// Whether the worst error is within `bound` (a share, 0.02 for 2 %).
+    pub fn within(&self, bound: f64) -> bool {
+        self.worst_error_pct <= 100.0 * bound + 1e-9
+    }
+}
+
+/// What the policy decided for one build.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// The bound the candidates were held to, percent.
+    pub max_error_pct: f64,
+    /// Every candidate measured, in the order they were proposed.
+    pub candidates: Vec<Candidate>,
+    /// Index into `candidates` of the one kept.
+    pub kept: usize,
+    /// Whether the kept one is within the bound, and if not what holds it back.
+    pub outcome: Outcome,
+}
+
+/// One candidate skeleton the cut mechanisms proposed, as measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// What made it (`default`, `loop nests 2 of 3`, `target x4`, `every block whole`, …).
+    pub name: String,
+    /// Its score.
+    pub score: Score,
+}
+
+/// Whether the kept skeleton is faithful.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Outcome {
+    /// Within the bound on every platform of the panel.
+    Within,
+    /// No candidate was within the bound: the most faithful one is kept.
+    Closest {
+        /// The platform of the largest error.
+        platform: String,
+        /// That error, percent.
+        error_pct: f64,
+        /// The phase whose prediction departs most from the program's own there, if one does.
+        phase: Option<String>,
+    },
+}
+
+/// The candidate to keep among `scores` (in the order proposed): the shortest (smallest
+/// [`Score::longest_share`]) of those within `bound`; where none is, the one of the smallest
+/// worst error. Only candidates whose run on the reference is within `length` (a share of the
+/// application's time) take part, unless none is. Ties go to the one proposed first. `None`
+/// for no candidates.
+pub fn choose(scores: &[Score], bound: f64, length: f64) -> Option<usize> {
+    let by = |key: fn(&Score) -> f64, among: &[usize]| {
+        among.iter().fold(None::<usize>, |best, &i| match best {
+            Some(b) if key(&scores[b]) <= key(&scores[i]) => Some(b),
+            _ => Some(i),
+        })
+    };
+    let short: Vec<usize> =
+        (0..scores.len()).filter(|&i| scores[i].reference_share <= length + 1e-12).collect();
+    let eligible: Vec<usize> = if short.is_empty() { (0..scores.len()).collect() } else { short };
+    let within: Vec<usize> =
+        eligible.iter().copied().filter(|&i| scores[i].within(bound)).collect();
+    by(|s| s.longest_share, &within).or_else(|| by(|s| s.worst_error_pct, &eligible))
+}
+
+/// One line of the panel for people: the worst error and the platforms it covers.
+pub fn describe(rows: &[PanelRow]) -> String {
+    let s = Score::of(rows);
+    format!(
+        "checked within {:.1} % on {} modelled platforms (the skeleton runs at most {:.1} % of \
+         the application's time on them)",
+        s.worst_error_pct,
+        rows.len(),
+        100.0 * s.longest_share
+    )
+}
+
+/// The panel as a short table for people, one platform a line.
+pub fn table(rows: &[PanelRow]) -> String {
+    let mut out = format!(
+        "{:<16} {:>12} {:>12} {:>12} {:>8}\n",
+        "platform", "app s", "skeleton s", "predicted s", "error"
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "{:<16} {:>12.6} {:>12.6} {:>12.6} {:>+7.2}%\n",
+            r.platform, r.app_s, r.skeleton_s, r.predicted_s, r.error_pct
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn score(worst_error_pct: f64, longest_share: f64) -> Score {
+        Score { worst_error_pct, longest_share, reference_share: longest_share }
+    }
+
+    #[test]
+    fn the_shortest_within_the_bound_is_kept() {
+        let scores = [score(1.5, 0.08), score(0.4, 0.30), score(1.9, 0.05), score(9.0, 0.01)];
+        assert_eq!(choose(&scores, 0.02, 1.0), Some(2));
+    }
+
+    #[test]
+    fn with_none_within_the_most_faithful_is_kept() {
+        let scores = [score(66.0, 0.01), score(3.1, 0.20), score(4.0, 0.02)];
+        assert_eq!(choose(&scores, 0.02, 1.0), Some(1));
+        assert_eq!(choose(&[], 0.02, 1.0), None);
+    }
+
+    #[test]
+    fn ties_go_to_the_first_proposed() {
+        let scores = [score(1.0, 0.1), score(0.5, 0.1)];
+        assert_eq!(choose(&scores, 0.02, 1.0), Some(0));
+    }
+
+    #[test]
+    fn candidates_over_the_length_bound_take_part_only_where_none_is_under_it() {
+        // 2.5 % at a third of the run loses to 9 % at a twentieth where a twelfth is the bound.
+        let scores = [score(9.0, 0.05), score(2.5, 0.33), score(7.0, 0.07)];
+        assert_eq!(choose(&scores, 0.02, 1.0 / 12.0), Some(2));
+        assert_eq!(choose(&scores, 0.02, 0.5), Some(1));
+        let long = [score(5.0, 0.7), score(3.0, 0.9)];
+        assert_eq!(choose(&long, 0.02, 1.0 / 12.0), Some(1));
+    }
+
+    #[test]
+    fn a_row_measures_its_error_and_a_score_its_worst() {
+        let rows = [
+            PanelRow::new("reference", 2.0, 0.1, 2.02),
+            PanelRow::new("bandwidth/100", 10.0, 1.0, 9.5),
+        ];
+        assert!((rows[0].error_pct - 1.0).abs() < 1e-9);
+        let s = Score::of(&rows);
+        assert!((s.worst_error_pct - 5.0).abs() < 1e-9);
+        assert!((s.longest_share - 0.1).abs() < 1e-12);
+        assert!(!s.within(0.02) && s.within(0.05));
+    }
+}

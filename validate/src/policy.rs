@@ -1,0 +1,232 @@
+//! The fidelity-checked build's one decision: which candidate skeleton is kept.
+//!
+//! The cut mechanisms of `mpiskel_emit::pipeline` (main-loop sampling, time-step kinds and
+//! families, loop cuts, compute cuts, stretch cuts, …) each make a program; here they only
+//! propose. Every candidate is simulated on the fidelity panel
+//! (`mpiskel_simulate::fidelity`) beside the application's trace and scored by one measure
+//! (`mpiskel_emit::fidelity::Score`: the largest error over the panel, then the longest simulated
+//! run); [`search`] keeps the shortest within the bound, else the most faithful one
+//! (`mpiskel_emit::fidelity::choose`). The generators, in the order they propose:
+//!
+//! 1. the default build (whatever the pipeline's own order of cuts made);
+//! 2. each other choice of loop nests the trace offers (time steps folded into kinds, the exact
+//!    nests, …), at the default target;
+//! 3. the default choice for targets twice, four times, … as long (more iterations of every
+//!    cut loop, loops of fewer than eight iterations included), up to a third of the
+//!    application's time, and last every loop whole;
+//! 4. every compute block whole (no compute cut).
+//!
+//! Where the default is within the bound, nothing else is made: the default is the shortest the
+//! pipeline can make. Generators 3 stop at the first candidate within the bound (longer ones
+//! cannot be shorter).
+//!
+//! # Complexity
+//! One make and one panel check per candidate: at most 2 + choices + [`MAX_DOUBLINGS`] + 1
+//! candidates.
+
+use mpiskel_emit::fidelity::{choose, Candidate, Decision, Outcome, PanelRow, Score};
+use mpiskel_emit::pipeline::{make, make_planned, Built, Plan};
+use mpiskel_logicalize::LogicalTrace;
+use mpiskel_simulate::fidelity::{check, worst_phase, Panel};
+
+use crate::observe::Observer;
+
+/// Target doublings tried at most (generator 3): a target 2⁶ = 64 times the default's, a
+/// twelfth of the application's time becomes all of it.
+pub const MAX_DOUBLINGS: u32 = 6;
+
+/// The longest a candidate of a longer target may be, as a share of the application's time.
+pub const LONGEST_SHARE: f64 = 1.0 / 3.0;
+
+/// What the build makes candidates for: the application's time and where it comes from, the
+/// target given, whether computation may be cut.
+#[derive(Debug, Clone, Copy)]
+pub struct Goal<'a> {
+    /// Seconds.
+    pub app_time_s: f64,
+    /// Where it comes from.
+    pub source: &'a str,
+    /// `--target-time`, if given.
+    pub target_s: Option<f64>,
+    /// Whether compute blocks may be cut.
+    pub compute_cut: bool,
+}
+
+/// The panel and the application's times on it: what every candidate is held to.
+#[derive(Debug)]
+pub struct Check<'a> {
+    /// The platforms.
+    pub panel: &'a Panel,
+    /// The application's time on each.
+    pub app: &'a [f64],
+    /// The largest error a kept candidate may show, as a share.
+    pub bound: f64,
+}
+
+/// The longest a kept candidate may run on the reference, as a share of the application's time:
+/// a twelfth where the main loop has [`mpiskel_emit::scale::MANY_ITERATIONS`] iterations or
+/// more (enough to sample), a third otherwise (a few long iterations, no loop); never shorter
+/// than the default build's own run there, which is as short as the cuts can make it.
+pub fn length_bound(main_full: u64, default_share: f64) -> f64 {
+    let rule =
+        if main_full >= mpiskel_emit::scale::MANY_ITERATIONS { 1.0 / 12.0 } else { LONGEST_SHARE };
+    rule.max(default_share)
+}
+
+impl Check<'_> {
+    /// `built` on the panel.
+    pub fn rows(&self, built: &Built) -> crate::Result<Vec<PanelRow>> {
+        Ok(check(&built.skeleton, built.scaling.compute_shrink, self.panel, self.app)?)
+    }
+}
+
+/// The candidate kept, its panel and the decision.
+#[derive(Debug)]
+pub struct Kept {
+    /// The program kept.
+    pub built: Built,
+    /// Its panel.
+    pub rows: Vec<PanelRow>,
+    /// The candidates and why this one.
+    pub decision: Decision,
+}
+
+/// Measures `default` (the pipeline's own build of `lt`) on the panel and, where it is not
+/// within the bound, the other candidates ([`self`'s generators](self)); keeps one by
+/// `mpiskel_emit::fidelity::choose`.
+pub fn search(
+    lt: &mut LogicalTrace,
+    default: Built,
+    goal: Goal<'_>,
+    check: &Check<'_>,
+    observer: &dyn Observer,
+) -> crate::Result<Kept> {
+    let rows = check.rows(&default)?;
+    let base_target = default.scaling.target_s;
+    let length = length_bound(default.scaling.main_full, Score::of(&rows).reference_share);
+    let mut candidates = vec![Candidate { name: "default".into(), score: Score::of(&rows) }];
+    let mut best = (default, rows);
+    let mut best_index = 0;
+    let mut consider = |name: String, built: Built, candidates: &mut Vec<Candidate>| {
+        let rows = match check.rows(&built) {
+            Ok(rows) => rows,
+            Err(e) => {
+                observer.line(&format!("candidate {name} not measured: {e}"));
+                return None;
+            }
+        };
+        let score = Score::of(&rows);
+        observer.line(&format!(
+            "candidate {name}: worst error {:.2} %, runs {:.1} % of the application",
+            score.worst_error_pct,
+            100.0 * score.longest_share
+        ));
+        candidates.push(Candidate { name, score });
+        let scores: Vec<Score> = candidates.iter().map(|c| c.score).collect();
+        let kept = choose(&scores, check.bound, length)?;
+        if kept == candidates.len() - 1 {
+            best = (built, rows);
+            best_index = kept;
+        }
+        Some(score)
+    };
+    if !candidates[0].score.within(check.bound) {
+        observer.line(&format!(
+            "the skeleton's worst error on the panel is {:.2} %, over {:.1} %: measuring other \
+             candidates",
+            candidates[0].score.worst_error_pct,
+            100.0 * check.bound
+        ));
+        // Generator 2: each choice of loop nests.
+        let plan = Plan::of(lt);
+        for i in 0..plan.len() {
+            let Some(only) = plan.only(i) else { break };
+            let made = make_planned(
+                lt,
+                only,
+                goal.app_time_s,
+                goal.source,
+                goal.target_s,
+                goal.compute_cut,
+            );
+            if let Ok(b) = made {
+                let name = format!("loop nests {} of {}", i + 1, plan.len());
+                consider(name, b, &mut candidates);
+            }
+        }
+        drop(plan);
+        // Generator 3: longer targets, to every loop whole.
+        for k in 1..=MAX_DOUBLINGS {
+            let target = base_target * f64::from(1u32 << k);
+            let last = target >= goal.app_time_s * LONGEST_SHARE;
+            let target = target.min(goal.app_time_s);
+            let Ok(b) = make(lt, goal.app_time_s, goal.source, Some(target), goal.compute_cut)
+            else {
+                break;
+            };
+            let whole = b.scaling.main_run >= b.scaling.main_full;
+            let name = format!("target x{}", 1u32 << k);
+            let score = consider(name, b, &mut candidates);
+            if last || whole || score.is_some_and(|s| s.within(check.bound)) {
+                break;
+            }
+        }
+        // Generator 4: every compute block whole.
+        if goal.compute_cut {
+            if let Ok(b) = make(lt, goal.app_time_s, goal.source, goal.target_s, false) {
+                consider("every block whole".into(), b, &mut candidates);
+            }
+        }
+    }
+    let (built, rows) = best;
+    let score = candidates[best_index].score;
+    let outcome = if score.within(check.bound) {
+        Outcome::Within
+    } else {
+        let worst = rows
+            .iter()
+            .max_by(|a, b| a.error_pct.abs().total_cmp(&b.error_pct.abs()))
+            .cloned()
+            .unwrap_or_else(|| PanelRow::new("reference", 0.0, 0.0, 0.0));
+        let phase = worst_phase(
+            &built.skeleton,
+            built.scaling.compute_shrink,
+            check.panel,
+            &worst.platform,
+        )
+        .ok()
+        .flatten()
+        .map(|(name, _)| name);
+        Outcome::Closest { platform: worst.platform, error_pct: worst.error_pct, phase }
+    };
+    let decision =
+        Decision { max_error_pct: 100.0 * check.bound, candidates, kept: best_index, outcome };
+    Ok(Kept { built, rows, decision })
+}
+
+/// The note on the decision, for people; `None` where the default was kept within the bound
+/// without another candidate.
+pub fn describe(decision: &Decision) -> Option<String> {
+    let kept = &decision.candidates[decision.kept];
+    match &decision.outcome {
+        Outcome::Within if decision.candidates.len() == 1 => None,
+        Outcome::Within => Some(format!(
+            "the fidelity check measured {} candidates and kept \"{}\", the shortest within {:.1} \
+             % on every platform of the panel (the default's worst error was {:.2} %)",
+            decision.candidates.len(),
+            kept.name,
+            decision.max_error_pct,
+            decision.candidates[0].score.worst_error_pct
+        )),
+        Outcome::Closest { platform, error_pct, phase } => Some(format!(
+            "no candidate of {} is within {:.1} % on every platform of the panel: the most \
+             faithful, \"{}\", is kept, {error_pct:+.2} % on {platform}{}",
+            decision.candidates.len(),
+            decision.max_error_pct,
+            kept.name,
+            phase.as_ref().map_or(String::new(), |p| format!(
+                ", where its phase {p} departs most from the program it stands for"
+            ))
+        )),
+    }
+}
