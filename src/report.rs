@@ -78,6 +78,16 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
     } else if let Some(doc) = document::read(&a.input)? {
         let mut page = Page::new(&doc.name, &source);
         page.skeleton(&doc.program, &doc.scaling);
+        page.fidelity = doc.fidelity.clone();
+        page.fidelity_note =
+            doc.fidelity_decision.as_ref().and_then(mpiskel_validate::policy::describe);
+        if doc.fidelity.is_empty() {
+            page.notes.push(
+                "the skeleton's fidelity was not checked (built with --no-check): `mpiskel check` \
+                 measures it against its trace"
+                    .to_owned(),
+            );
+        }
         let trace = Path::new(&doc.trace);
         match trace_matrix(trace, a.flops, &stages) {
             Ok(m) => page.matrix(&m),

@@ -583,6 +583,12 @@ pub fn render(doc: &SkeletonDocument) -> String {
             );
         }
     }
+    if !doc.fidelity.is_empty() {
+        let _ = writeln!(s, "fidelity:  {}", crate::fidelity::describe(&doc.fidelity));
+        for line in crate::fidelity::table(&doc.fidelity).lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
     s
 }
 

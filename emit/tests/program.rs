@@ -43,7 +43,12 @@ fn ring(n: u32, iterations: u32, to_self: bool) -> impl Fn(u32) -> Vec<String> {
 }
 
 fn meta() -> Meta {
-    Meta { name: "ring".into(), trace: "ring/trace.txt".into(), version: "test".into() }
+    Meta {
+        name: "ring".into(),
+        trace: "ring/trace.txt".into(),
+        version: "test".into(),
+        fidelity: Vec::new(),
+    }
 }
 
 #[test]

@@ -91,7 +91,12 @@ pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Viola
             )));
         }
     }
-    let meta = Meta { name: "fuzz".into(), trace: path_text(set), version: "0".into() };
+    let meta = Meta {
+        name: "fuzz".into(),
+        trace: path_text(set),
+        version: "0".into(),
+        fidelity: Vec::new(),
+    };
     mpiskel_emit::c::render(&b.skeleton, &b.scaling, &meta)
         .map_err(|e| Violation(format!("the C back end failed on a checked program: {e}")))?;
     if rust {

@@ -58,6 +58,11 @@ pub struct Page {
     pub timeline: Option<Timeline>,
     /// How the skeleton was scaled.
     pub scaling: Vec<(String, String)>,
+    /// The fidelity check's panel of a skeleton (`skeleton.json`'s `fidelity`), the reference
+    /// first.
+    pub fidelity: Vec<mpiskel_emit::fidelity::PanelRow>,
+    /// What the fidelity check decided, in words, where it chose among candidates.
+    pub fidelity_note: Option<String>,
     /// Runs of the skeleton: predicted against measured, by phase.
     pub runs: Vec<RunView>,
     /// Rows of a validation run.

@@ -494,6 +494,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         name,
         trace: o.trace.display().to_string(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
+        fidelity: checked.as_ref().map(|(rows, _)| rows.clone()).unwrap_or_default(),
     };
     let files = match o.lang {
         Lang::C => render(&built.skeleton, &built.scaling, &meta),

@@ -72,6 +72,27 @@ pub struct Meta {
     pub trace: String,
     /// mpiskel's version.
     pub version: String,
+    /// The fidelity check's panel, the reference first (empty: not checked); the README
+    /// summarizes it.
+    pub fidelity: Vec<crate::fidelity::PanelRow>,
+}
+
+/// The template context of the fidelity panel: `fidelity` (rows of formatted figures, empty
+/// where the build did not check) and `fidelity_summary` (one sentence).
+pub fn fidelity_context(rows: &[crate::fidelity::PanelRow]) -> Value {
+    let table: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            context! {
+                platform => r.platform,
+                app_s => format!("{:.6}", r.app_s),
+                skeleton_s => format!("{:.6}", r.skeleton_s),
+                predicted_s => format!("{:.6}", r.predicted_s),
+                error => format!("{:+.2} %", r.error_pct),
+            }
+        })
+        .collect();
+    context! { fidelity => table, fidelity_summary => crate::fidelity::describe(rows) }
 }
 
 /// A file of the skeleton folder.
@@ -314,6 +335,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     ];
     let ctx = merge_maps([
         context! { name => meta.name, trace => meta.trace, version => meta.version },
+        fidelity_context(&meta.fidelity),
         context::program(skel),
         scaling_context(scaling, &skel.matching),
     ]);

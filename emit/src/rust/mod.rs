@@ -29,6 +29,7 @@ mod tokens;
 mod topology;
 
 use minijinja::context;
+use minijinja::value::merge_maps;
 
 use crate::c::{render_templates, scaling_context, File, Meta, RenderError};
 use crate::program::Skeleton;
@@ -66,7 +67,7 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
         version => meta.version,
         n_ranks => skel.n_ranks,
         crates => CRATES.iter().map(|(n, v)| context! { name => n, version => v }).collect::<Vec<_>>(),
-        ..scaling_context(scaling, &skel.matching),
+        ..merge_maps([scaling_context(scaling, &skel.matching), crate::c::fidelity_context(&meta.fidelity)]),
     };
     let mut files = render_templates(&templates, &ctx)?;
     files.push(File { path: "src/main.rs".into(), contents: main, executable: false });
