@@ -137,8 +137,24 @@ pub fn choose(scores: &[Score], bound: f64, length: f64) -> Option<usize> {
     let eligible: Vec<usize> = if short.is_empty() { (0..scores.len()).collect() } else { short };
     let within: Vec<usize> =
         eligible.iter().copied().filter(|&i| scores[i].within(bound)).collect();
-    by(|s| s.longest_share, &within).or_else(|| by(|s| s.worst_error_pct, &eligible))
+    if let Some(i) = by(|s| s.longest_share, &within) {
+        return Some(i);
+    }
+    // None within: the most faithful, and of those as faithful to within `ERROR_TIE`, the
+    // shortest.
+    let least = eligible.iter().map(|&i| scores[i].worst_error_pct).fold(f64::INFINITY, f64::min);
+    let faithful: Vec<usize> = eligible
+        .iter()
+        .copied()
+        .filter(|&i| scores[i].worst_error_pct <= least + ERROR_TIE)
+        .collect();
+    by(|s| s.longest_share, &faithful)
 }
+
+/// Worst errors, in points, closer than this are as faithful as each other: [`choose`] keeps the
+/// shorter (the panel's own simulations of one program differ by about this much from
+/// SimGrid's runs of it).
+pub const ERROR_TIE: f64 = 0.1;
 
 /// One line of the panel for people: the worst error and the platforms it covers.
 pub fn describe(rows: &[PanelRow]) -> String {
@@ -202,6 +218,14 @@ mod tests {
         assert_eq!(choose(&scores, 0.02, 0.5), Some(1));
         let long = [score(5.0, 0.7), score(3.0, 0.9)];
         assert_eq!(choose(&long, 0.02, 1.0 / 12.0), Some(1));
+    }
+
+    #[test]
+    fn errors_closer_than_the_tie_keep_the_shorter() {
+        let scores = [score(10.651026, 0.047), score(10.651018, 0.058), score(10.7, 0.01)];
+        assert_eq!(choose(&scores, 0.02, 1.0), Some(2));
+        let scores = [score(10.651026, 0.047), score(10.651018, 0.058), score(11.0, 0.01)];
+        assert_eq!(choose(&scores, 0.02, 1.0), Some(0));
     }
 
     #[test]

@@ -108,6 +108,37 @@ pub struct PhaseMarks {
     /// As the skeleton runs: whether its runtime counts the first iteration once because it
     /// replays the application's first (`mpiskel_emit::replay::replays_first`).
     pub first_apart: bool,
+    /// As the skeleton runs ([`lower_as_run`]): what its runtime prices the phase by; `None`
+    /// otherwise.
+    pub pricing: Option<RunPricing>,
+}
+
+/// What the runtime prices a phase by, as the skeleton runs (see [`runtime_phases`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPricing {
+    /// The application's iterations of the phase (without the warm-up).
+    pub full: u64,
+    /// Warm-up iterations the skeleton skipped, priced as iterations of the phase.
+    pub warmup: u64,
+    /// The phase's [`Phase::scale`].
+    pub scale: f64,
+    /// The cut inner loop, timed on its own, if the phase has one.
+    pub inner: Option<InnerMarks>,
+}
+
+/// A cut inner loop as the skeleton runs it: timed on its own, its first iteration apart in each
+/// iteration of the phase (`sk_inner_first`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct InnerMarks {
+    /// Its iterations in the application per iteration of the phase.
+    pub full: u64,
+    /// Its iterations run per iteration of the phase.
+    pub run: u64,
+    /// Per iteration of the phase run, indices into the rank's marks: the inner loop's start,
+    /// the end of its first iteration, its end.
+    pub marks: Vec<(usize, usize, usize)>,
+    /// Seconds of computation the rank did not run inside it.
+    pub removed_s: f64,
 }
 
 /// What one phase of the slowest rank took.
@@ -434,27 +465,16 @@ pub fn runtime_phases(
         let figures: Vec<(String, f64)> = phases
             .iter()
             .map(|p| {
-                let ratio = if p.stretch > 0.0 { p.scale / p.stretch } else { p.scale };
-                let run = p.full as f64;
-                let own = (at(r, p.end) - at(r, p.start)).max(0.0);
-                let restored = (p.removed_s - p.keep_s + most[p.name.as_str()]) * pace * ratio;
-                let mut predicted = own * ratio + restored;
-                let first = match p.iterations.as_slice() {
-                    [a, b, ..] if ratio > 1.0 => {
-                        let first = (at(r, *b) - at(r, *a)).max(0.0);
-                        let others = (own - first) / (run - 1.0);
-                        (p.first_apart || first > FIRST_APART * others)
-                            .then(|| first + others * (ratio * run - 1.0) + restored)
+                let t = |i: usize| at(r, i);
+                let restored_all = (p.removed_s - p.keep_s + most[p.name.as_str()]) * pace;
+                let predicted = match &p.pricing {
+                    Some(pricing) => priced_as_run(p, pricing, &t, restored_all, pace, latest),
+                    None => {
+                        let own = (t(p.end) - t(p.start)).max(0.0);
+                        (own + restored_all) * p.scale
                     }
-                    _ => None,
                 };
-                if let Some(f) = first {
-                    predicted = f;
-                } else if p.name == "main_loop" && ratio > 1.0 && run > 0.0 {
-                    let wait = (latest - at(r, p.start)).max(0.0).min(own / run);
-                    predicted -= wait * (ratio - 1.0);
-                }
-                (p.name.clone(), predicted * p.stretch)
+                (p.name.clone(), predicted)
             })
             .collect();
         let total: f64 = figures.iter().map(|(_, s)| s).sum();
@@ -463,6 +483,75 @@ pub fn runtime_phases(
         }
     }
     best.1
+}
+
+/// One phase's prediction as the runtime makes it (`sk_predicted` and the warm-up it prices,
+/// `skeletons/mpiskel_rt.c`), from the simulated times of its marks (`t`): `restored` is the
+/// computation the rank did not run in the phase at its pace (`pace` the rank's), `latest` when
+/// the last rank began the main loop.
+fn priced_as_run(
+    p: &PhaseMarks,
+    pricing: &RunPricing,
+    t: &dyn Fn(usize) -> f64,
+    restored: f64,
+    pace: f64,
+    latest: f64,
+) -> f64 {
+    let run = p.full as f64;
+    if run <= 0.0 {
+        return 0.0;
+    }
+    let full = pricing.full as f64;
+    let seconds = (t(p.end) - t(p.start)).max(0.0);
+    let mut own = seconds;
+    // The cut inner loop: its first iterations count once per iteration of the phase, the
+    // others are scaled to the application's (`sk_predicted_unscaled`, a child phase).
+    let (inner, inner_removed) = match &pricing.inner {
+        Some(i) => {
+            let took: f64 = i.marks.iter().map(|&(a, _, c)| (t(c) - t(a)).max(0.0)).sum();
+            let first: f64 = i.marks.iter().map(|&(a, b, _)| (t(b) - t(a)).max(0.0)).sum();
+            own -= took;
+            let (i_full, i_run) = ((i.full * pricing.full) as f64, (i.run * p.full) as f64);
+            let i_restored = if i_run > 0.0 { i.removed_s * pace * i_full / i_run } else { 0.0 };
+            let predicted = if !i.marks.is_empty() && i_run >= 2.0 * run && i_full > i_run {
+                let others = (took - first) / (i_run - run);
+                first * full / run + others * (i_full - full) + i_restored
+            } else if i_run > 0.0 {
+                took * i_full / i_run + i_restored
+            } else {
+                0.0
+            };
+            (Some(predicted), i.removed_s * pace)
+        }
+        None => (None, 0.0),
+    };
+    let restored = (restored - inner_removed).max(0.0) * full / run;
+    let first_apart = match (p.iterations.as_slice(), inner) {
+        ([a, b, ..], None) if full > run => {
+            let first = (t(*b) - t(*a)).max(0.0);
+            let others = (own - first) / (run - 1.0);
+            (p.first_apart || first > FIRST_APART * others)
+                .then(|| first + others * (full - 1.0) + restored)
+        }
+        _ => None,
+    };
+    let mut predicted = match first_apart {
+        Some(f) => f,
+        None => {
+            let mut x = own * full / run + restored + inner.unwrap_or(0.0);
+            // A rank that began the main loop before the last one waited for it once.
+            if p.name == "main_loop" && full > run {
+                let wait = (latest - t(p.start)).max(0.0).min(seconds / run);
+                x -= wait * (full / run - 1.0);
+            }
+            x
+        }
+    };
+    predicted *= pricing.scale;
+    if pricing.warmup > 0 && pricing.full > 0 {
+        predicted += pricing.warmup as f64 * predicted / full;
+    }
+    predicted
 }
 
 /// The state of the runtime's generator on rank `r` after its set-up with `--seed seed`
@@ -534,6 +623,7 @@ fn lower_with(
             more,
             removed_s: 0.0,
             keep_s: 0.0,
+            inner_removed_s: 0.0,
         };
         let mine: Vec<PhaseMarks> = cp.phases.iter().map(|p| lw.phase(p)).collect();
         lw.comms.entry(CommId::WORLD).or_insert_with(|| world_members(n));
@@ -769,6 +859,8 @@ struct RankLowering<'a> {
     /// that keep a short part skipped.
     removed_s: f64,
     keep_s: f64,
+    /// Of `removed_s`, what the phase's cut inner loop did not run (as it runs).
+    inner_removed_s: f64,
 }
 
 impl RankLowering<'_> {
@@ -859,6 +951,7 @@ impl RankLowering<'_> {
             scale: 1.0,
             stretch: p.scale,
             first_apart: false,
+            pricing: None,
         }
     }
 
@@ -876,13 +969,39 @@ impl RankLowering<'_> {
         // two or more iterations that it scales: see [`runtime_phases`]).
         let timed_apart = p.is_loop && n >= 2 && p.full + p.warmup > n;
         let mut iterations = Vec::new();
+        // The cut inner loop, timed on its own as the runtime times it.
+        let inner_cut = p.inner.filter(|c| matches!(p.body.get(c.index), Some(Stmt::Loop { .. })));
+        let mut inner_marks = Vec::new();
+        self.inner_removed_s = 0.0;
         for (j, &kind) in kinds.iter().enumerate() {
             if timed_apart {
                 iterations.push(self.mark());
             }
             self.kind = kind;
             let mut iters = vec![(j as u64, n)];
-            self.run(&p.body, &mut iters);
+            match inner_cut {
+                Some(c) => {
+                    self.run(&p.body[..c.index], &mut iters);
+                    let Some(Stmt::Loop { count, body, .. }) = p.body.get(c.index) else {
+                        unreachable!("filtered above")
+                    };
+                    let begin = self.mark();
+                    let mut first = begin;
+                    let before = self.removed_s;
+                    for i in 0..*count {
+                        iters.push((i, *count));
+                        self.run(body, &mut iters);
+                        iters.pop();
+                        if i == 0 {
+                            first = self.mark();
+                        }
+                    }
+                    self.inner_removed_s += self.removed_s - before;
+                    inner_marks.push((begin, first, self.mark()));
+                    self.run(&p.body[c.index + 1..], &mut iters);
+                }
+                None => self.run(&p.body, &mut iters),
+            }
         }
         let end = self.mark();
         PhaseMarks {
@@ -901,6 +1020,17 @@ impl RankLowering<'_> {
             scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 * p.scale } else { 0.0 },
             // As it runs: its own time, not what it stands for.
             stretch: 1.0,
+            pricing: Some(RunPricing {
+                full: p.full,
+                warmup: p.warmup,
+                scale: p.scale,
+                inner: inner_cut.map(|c| InnerMarks {
+                    full: c.full,
+                    run: c.run,
+                    marks: inner_marks,
+                    removed_s: self.inner_removed_s,
+                }),
+            }),
         }
     }
 
