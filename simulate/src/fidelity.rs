@@ -17,11 +17,14 @@
 //! platform for every candidate a build measures ([`app_times`]); a candidate costs one
 //! simulation of its own short run per platform ([`check`]).
 //!
+//! The platforms are simulated in parallel (rayon), one simulation per thread.
+//!
 //! # Complexity
 //! [`app_times`]: platforms × the trace's simulation (O(calls simulated × log ranks));
 //! [`check`]: platforms × the skeleton's simulation (O(calls the skeleton makes)).
 
 use mpiskel_emit::fidelity::PanelRow;
+use rayon::prelude::*;
 use mpiskel_emit::program::Skeleton;
 use mpiskel_trace::RankTrace;
 
@@ -128,7 +131,7 @@ pub fn app_times(traces: &[RankTrace], panel: &Panel) -> Result<Vec<f64>> {
     let plan = crate::fastforward::plan(traces);
     panel
         .platforms
-        .iter()
+        .par_iter()
         .map(|p| {
             let options = panel.options(p, true);
             let (sim, _) =
@@ -146,7 +149,7 @@ pub fn check(skel: &Skeleton, shrink: f64, panel: &Panel, app: &[f64]) -> Result
     let lowered = lower_as_run(skel, 0, shrink);
     panel
         .platforms
-        .iter()
+        .par_iter()
         .zip(app)
         .map(|(p, &app_s)| {
             let (skeleton_s, phases) = run(&lowered, panel, p)?;

@@ -489,6 +489,12 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         );
         s.skeleton_estimate_s = own_s;
         s.factor = app_s / own_s;
+        // Aimed again at the platform, the program may have changed: its panel is measured
+        // again (the decision stays the one made before the aim).
+        if let (Some((panel, app)), Some((rows, _))) = (&fidelity, checked.as_mut()) {
+            let check = crate::policy::Check { panel, app, bound: o.max_error };
+            *rows = check.rows(&built)?;
+        }
     }
     let meta = Meta {
         name,

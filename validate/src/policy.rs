@@ -107,7 +107,16 @@ pub fn search(
     let mut candidates = vec![Candidate { name: "default".into(), score: Score::of(&rows) }];
     let mut best = (default, rows);
     let mut best_index = 0;
+    // The programs measured so far, by a digest: a generator that makes one of them again
+    // proposes nothing new.
+    let mut seen = vec![digest(&best.0)];
     let mut consider = |name: String, built: Built, candidates: &mut Vec<Candidate>| {
+        let d = digest(&built);
+        if seen.contains(&d) {
+            observer.line(&format!("candidate {name}: the same program as one measured"));
+            return None;
+        }
+        seen.push(d);
         let rows = match check.rows(&built) {
             Ok(rows) => rows,
             Err(e) => {
@@ -138,8 +147,9 @@ pub fn search(
             100.0 * check.bound
         ));
         // Generator 2: each choice of loop nests.
+        // (With one choice, it is the default's.)
         let plan = Plan::of(lt);
-        for i in 0..plan.len() {
+        for i in (0..plan.len()).filter(|_| plan.len() > 1) {
             let Some(only) = plan.only(i) else { break };
             let made = make_planned(
                 lt,
@@ -202,6 +212,14 @@ pub fn search(
     let decision =
         Decision { max_error_pct: 100.0 * check.bound, candidates, kept: best_index, outcome };
     Ok(Kept { built, rows, decision })
+}
+
+/// A digest of a candidate's program and scaling, to tell candidates that are the same program.
+fn digest(built: &Built) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    serde_json::to_string(&(&built.skeleton, &built.scaling)).unwrap_or_default().hash(&mut h);
+    h.finish()
 }
 
 /// The note on the decision, for people; `None` where the default was kept within the bound
