@@ -154,7 +154,13 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
         }
     }
     let check = Check { panel: &panel, app: &app, bound: DEFAULT_MAX_ERROR };
-    let goal = Goal { app_time_s: app_time, source: "test", target_s: None, compute_cut: true };
+    let goal = Goal {
+        app_time_s: app_time,
+        source: "test",
+        target_s: None,
+        compute_cut: true,
+        spent_s: 60.0,
+    };
     let kept = search(&mut lt, wrong, goal, &check, &mpiskel_validate::Quiet).unwrap();
     let d = &kept.decision;
     assert!(d.candidates[0].score.worst_error_pct > 50.0, "{d:?}");

@@ -26,7 +26,7 @@ fn target_dir(mpi: &str) -> PathBuf {
 
 fn build(name: &str, trace: &Path, lang: &str, dir: &Path) {
     let out = mpiskel()
-        .args(["build", "-q", "--lang", lang, "--name", name])
+        .args(["build", "-q", "--no-check", "--lang", lang, "--name", name])
         .arg(trace)
         .arg("-o")
         .arg(dir)

@@ -1,4 +1,5 @@
-//! The scaling decision for every NPB fixture, as one small table to review: how many of the
+//! The scaling decision for every NPB fixture, as one small table to review: the candidate the
+//! fidelity check kept (of how many it measured) and its worst error on the panel, how many of the
 //! main loop's iterations run, the target and the estimate against the recorded application
 //! time, the computation cut, and what `build` says holds a skeleton over its target. No MPI:
 //! `mpiskel build` with the default target, read back from each `skeleton.json`.
@@ -36,8 +37,9 @@ fn scaling_decisions_of_every_npb_fixture() {
         .collect();
     names.sort();
     assert!(names.len() >= 20, "{names:?}");
-    let mut table =
-        String::from("trace | main loop run | target | estimate | compute cut | note\n");
+    let mut table = String::from(
+        "trace | kept (of candidates) | worst panel error | main loop run | target | estimate | compute cut | note\n",
+    );
     let work = scratch("scaling-npb");
     for name in &names {
         let doc = build_npb(name, &work);
@@ -45,9 +47,14 @@ fn scaling_decisions_of_every_npb_fixture() {
         let f = |k: &str| s[k].as_f64().unwrap_or(0.0);
         let app = f("app_time_s");
         let note = s["note"].as_str().unwrap_or("");
+        let d = &doc["fidelity_decision"];
+        let kept = &d["candidates"][d["kept"].as_u64().unwrap() as usize];
         let _ = writeln!(
             table,
-            "{name} | {} of {} | 1/{:.0} | {:.3} | {:.2e} s | {}",
+            "{name} | {} ({}) | {:.2} % | {} of {} | 1/{:.0} | {:.3} | {:.2e} s | {}",
+            kept["name"].as_str().unwrap(),
+            d["candidates"].as_array().unwrap().len(),
+            kept["score"]["worst_error_pct"].as_f64().unwrap(),
             s["main_run"],
             s["main_full"],
             app / f("target_s"),

@@ -45,11 +45,14 @@ fn messages(t: &Path) -> (serde_json::Value, serde_json::Value) {
     (v["matrix"]["total"].clone(), v["matrix"]["top_pairs"].clone())
 }
 
-/// Builds the skeleton of `trace` into scratch folder `name`.
+/// Builds the skeleton of `trace` into scratch folder `name`, as the pipeline makes it (its own
+/// cuts, `--no-check`: what these tests review is the emitted program and the mechanisms that
+/// made it; the fidelity check's choice among candidates is `tests/fidelity.rs`'s and
+/// `tests/scaling.rs`'s).
 fn build(name: &str, trace: &Path) -> PathBuf {
     let dir = scratch(&format!("skeleton-{name}")).join("skel");
     let out = mpiskel()
-        .args(["build", "-q", "--name", name])
+        .args(["build", "-q", "--no-check", "--name", name])
         .arg(trace)
         .arg("-o")
         .arg(&dir)
@@ -66,10 +69,10 @@ fn build(name: &str, trace: &Path) -> PathBuf {
 }
 
 /// Builds the skeleton of `trace` into `dir` with the extra build options `args` (replacing
-/// what is there).
+/// what is there), as the pipeline makes it (`--no-check`, as [`build`]).
 fn build_into(trace: &Path, dir: &Path, args: &[&str]) {
     let out = mpiskel()
-        .args(["build", "-q", "--force"])
+        .args(["build", "-q", "--force", "--no-check"])
         .args(args)
         .arg(trace)
         .arg("-o")
@@ -158,7 +161,7 @@ fn a_set_up_over_the_budget_is_cut_unless_asked_to_run_whole() {
     for (name, extra) in [("cut", None), ("whole", Some("--whole-compute"))] {
         let dir = out.join(name);
         let mut c = mpiskel();
-        c.args(["build", "-q"]).args(extra).arg(npb("cg.S.16")).arg("-o").arg(&dir);
+        c.args(["build", "-q", "--no-check"]).args(extra).arg(npb("cg.S.16")).arg("-o").arg(&dir);
         let o = c.output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let code = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
@@ -681,7 +684,13 @@ fn requests_started_by_persistent_and_buffered_calls_are_traced_and_else_named()
 /// `mpiskel build --name NAME TRACE -o DIR`, which must succeed; its standard error (the notes).
 fn build_named(trace: &Path, dir: &Path, name: &str) -> String {
     let mut cmd = mpiskel();
-    let out = cmd.args(["build", "--name", name]).arg(trace).arg("-o").arg(dir).output().unwrap();
+    let out = cmd
+        .args(["build", "--no-check", "--name", name])
+        .arg(trace)
+        .arg("-o")
+        .arg(dir)
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
     err

@@ -285,7 +285,7 @@ pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
 }
 
 /// One line on the time steps cut short ([`crate::step_cut`]).
-pub fn describe_steps_cut(c: &crate::step_cut::StepsCut, app_time_s: f64) -> String {
+pub fn describe_steps_cut(c: &crate::scale::StepsCut, app_time_s: f64) -> String {
     let share = if app_time_s > 0.0 { 100.0 * c.removed_s / app_time_s } else { 0.0 };
     let (n, take, each) = match c.steps {
         1 => ("1 time step".to_owned(), "takes", "it"),

@@ -92,6 +92,9 @@ pub struct Decision {
     pub kept: usize,
     /// Whether the kept one is within the bound, and if not what holds it back.
     pub outcome: Outcome,
+    /// Whether the search stopped at its time budget before every generator had proposed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
 }
 
 /// One candidate skeleton the cut mechanisms proposed, as measured.

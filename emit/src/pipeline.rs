@@ -708,7 +708,7 @@ fn make_once(
     for (i, nests) in choices.nests.iter().enumerate() {
         let built = make_with(lt, nests.clone(), stages(), goal);
         match built {
-            Ok(b) if !b.scaling.note.starts_with(MAIN_LOOP_WHOLE) => {
+            Ok(b) if !b.scaling.main_loop_whole => {
                 // Time steps sampled beyond the target do not count against a choice.
                 let estimate = b.scaling.estimate_for_target_s();
                 let within = |limit: f64| estimate <= limit * (1.0 + 1e-9);
@@ -829,7 +829,7 @@ fn make_with(
     let goal = &kept_goal;
     let mut cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(true));
     let skipped_any = cut.0.classes.iter().any(|c| c.phases.iter().any(|p| p.skipped.is_some()));
-    if skipped_any && (cut.4.is_some() || cut.1.note == MAIN_LOOP_WHOLE) {
+    if skipped_any && (cut.4.is_some() || cut.1.main_loop_whole) {
         drop(cut);
         cut = cut_and_check(&whole, goal, target_s, sampled_within, &options(false));
     }
@@ -938,7 +938,7 @@ fn cut_for_traffic(
     let over =
         |s: &Skeleton| counts.floor(s) * scaling.app_time_s > scaling.target_s * (1.0 + 1e-9);
     let main_at_one = scaling.main_run <= 1;
-    if scaling.note == MAIN_LOOP_WHOLE || !main_at_one || !over(skeleton) {
+    if scaling.main_loop_whole || !main_at_one || !over(skeleton) {
         return None;
     }
     // The estimate loses the share of the recorded time that runs which the cut iterations held
@@ -1048,6 +1048,7 @@ fn cut_and_check(
         drop(narrower);
         let mut whole = attempt(None);
         whole.1.note = MAIN_LOOP_WHOLE.into();
+        whole.1.main_loop_whole = true;
         return whole;
     }
     let (mut skeleton, mut scaling, mut programs, mut reused, verdict) = narrower;

@@ -806,7 +806,23 @@ pub struct Scaling {
     pub traffic: Option<crate::traffic::Traffic>,
     /// The time steps run that the skeleton cuts short ([`crate::step_cut`]), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps_cut: Option<crate::step_cut::StepsCut>,
+    pub steps_cut: Option<StepsCut>,
+    /// Whether the main loop runs whole because, cut, some ranks would wait for messages that
+    /// ranks of other classes no longer send (the note says so; the pipeline decides on this,
+    /// not on the note). Not written to the document.
+    #[serde(skip)]
+    pub main_loop_whole: bool,
+}
+
+/// The time steps cut short (`crate::step_cut::cut_short`), for the notes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StepsCut {
+    /// Steps the skeleton runs that it cuts short.
+    pub steps: u64,
+    /// The least share of its recorded time any of them keeps.
+    pub least_share: f64,
+    /// Application seconds the skeleton no longer runs.
+    pub removed_s: f64,
 }
 
 impl Scaling {
@@ -1033,6 +1049,7 @@ pub fn scale(
         cuts_untried: 0,
         traffic: None,
         steps_cut: None,
+        main_loop_whole: false,
     }
 }
 

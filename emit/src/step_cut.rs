@@ -31,7 +31,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::program::{calls_in, Call, Comm, Skeleton, StepCase, Stmt};
-use crate::scale::{by_span, lead_recorded, recorded_of, Scaling};
+use crate::scale::{by_span, lead_recorded, recorded_of, Scaling, StepsCut};
 
 /// The least share of a step's recorded time that its cut keeps.
 pub const MIN_KEPT_SHARE: f64 = crate::stretches::MIN_KEPT_SHARE;
@@ -67,17 +67,6 @@ pub struct StepCut {
     /// The step's recorded time over the part's: what the kind's time is multiplied by for the
     /// rest of the step (included in [`StepCase::scale`]).
     pub factor: f64,
-}
-
-/// The time steps cut short ([`cut_short`]), for the notes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StepsCut {
-    /// Steps the skeleton runs that it cuts short.
-    pub steps: u64,
-    /// The least share of its recorded time any of them keeps.
-    pub least_share: f64,
-    /// Application seconds the skeleton no longer runs.
-    pub removed_s: f64,
 }
 
 /// Whether communicator `comm` of `skel` holds every rank.

@@ -24,9 +24,9 @@
 //! [`check`]: platforms × the skeleton's simulation (O(calls the skeleton makes)).
 
 use mpiskel_emit::fidelity::PanelRow;
-use rayon::prelude::*;
 use mpiskel_emit::program::Skeleton;
 use mpiskel_trace::RankTrace;
+use rayon::prelude::*;
 
 use crate::engine::{simulate_marked, Options};
 use crate::error::{Result, SimulateError};

@@ -184,6 +184,7 @@ fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Vec<String> {
 /// Fails, writing nothing, on a trace that holds no calls, on a program that can deadlock
 /// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
 pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
+    let started = std::time::Instant::now();
     ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
     ensure!(o.max_error > 0.0 && o.max_error.is_finite(), "--max-error must be a positive number");
     if let Some(t) = o.target_time {
@@ -239,7 +240,10 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     // The stretches between collectives of all ranks, found before the calls are freed: the
     // trace is read again only where some are to be cut.
     let stretches = if o.strict { Vec::new() } else { set.stretches() };
+    // Where the note on local calls stands: a stretch cut replaces it (it leaves out more).
+    let mut local_note = None;
     if local_calls.calls() > 0 || local_calls.unmatched_sendrecv > 0 {
+        local_note = Some(notes.len());
         notes.push(document::describe_local(&local_calls, set.app_time_s(), set.n_ranks()));
     }
     // The application on the fidelity panel, simulated while its calls are at hand: every
@@ -372,7 +376,9 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         }
     };
     if !lt.stretches.is_empty() {
-        notes.retain(|n| !n.contains("calls nothing matched are local"));
+        if let Some(i) = local_note {
+            notes.remove(i);
+        }
         if local_calls.calls() > 0 || local_calls.unmatched_sendrecv > 0 {
             notes.push(document::describe_local(&local_calls, app_time, lt.n_ranks));
         }
@@ -396,9 +402,11 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 source: &source,
                 target_s: o.target_time,
                 compute_cut: !o.whole_compute,
+                spent_s: started.elapsed().as_secs_f64(),
             };
             let kept = crate::policy::search(&mut lt, built, goal, &check, observer)?;
             built = kept.built;
+            notes.extend(crate::policy::describe(&kept.decision));
             checked = Some((kept.rows, Some(kept.decision)));
         }
     }

@@ -18,7 +18,9 @@
 //!
 //! Where the default is within the bound, nothing else is made: the default is the shortest the
 //! pipeline can make. Generators 3 stop at the first candidate within the bound (longer ones
-//! cannot be shorter).
+//! cannot be shorter). A program measured already is not measured again, and the search stops
+//! at its time budget ([`SEARCH_BUDGET`] times the default's build), which the decision
+//! records.
 //!
 //! # Complexity
 //! One make and one panel check per candidate: at most 2 + choices + [`MAX_DOUBLINGS`] + 1
@@ -50,7 +52,20 @@ pub struct Goal<'a> {
     pub target_s: Option<f64>,
     /// Whether compute blocks may be cut.
     pub compute_cut: bool,
+    /// Seconds the build took to make the default: the other candidates may take at most
+    /// [`SEARCH_BUDGET`] times as long.
+    pub spent_s: f64,
 }
+
+/// How long the other candidates may take to make and measure, as a multiple of the time the
+/// default took (its trace read, logicalized, made and checked, the application simulated on
+/// the panel): past it, no further candidate is proposed and the decision says so. A build of
+/// millions of calls makes each candidate in tens of seconds; the budget bounds the check at
+/// three times the build without it.
+pub const SEARCH_BUDGET: f64 = 2.0;
+
+/// The least budget, seconds: small traces build in a fraction of a second.
+pub const MIN_SEARCH_S: f64 = 5.0;
 
 /// The panel and the application's times on it: what every candidate is held to.
 #[derive(Debug)]
@@ -103,6 +118,7 @@ pub fn search(
 ) -> crate::Result<Kept> {
     let rows = check.rows(&default)?;
     let base_target = default.scaling.target_s;
+    let mut cut_short = false;
     let length = length_bound(default.scaling.main_full, Score::of(&rows).reference_share);
     let mut candidates = vec![Candidate { name: "default".into(), score: Score::of(&rows) }];
     let mut best = (default, rows);
@@ -147,9 +163,25 @@ pub fn search(
             100.0 * check.bound
         ));
         // Generator 2: each choice of loop nests.
+        let started = std::time::Instant::now();
+        let budget = (SEARCH_BUDGET * goal.spent_s).max(MIN_SEARCH_S);
+        let mut spent = || {
+            let over = started.elapsed().as_secs_f64() > budget;
+            if over && !cut_short {
+                observer.line(&format!(
+                    "the candidates have taken {budget:.1} s, {SEARCH_BUDGET} times the build: \
+                     no more are proposed"
+                ));
+                cut_short = true;
+            }
+            over
+        };
         // (With one choice, it is the default's.)
         let plan = Plan::of(lt);
         for i in (0..plan.len()).filter(|_| plan.len() > 1) {
+            if spent() {
+                break;
+            }
             let Some(only) = plan.only(i) else { break };
             let made = make_planned(
                 lt,
@@ -167,6 +199,9 @@ pub fn search(
         drop(plan);
         // Generator 3: longer targets, to every loop whole.
         for k in 1..=MAX_DOUBLINGS {
+            if spent() {
+                break;
+            }
             let target = base_target * f64::from(1u32 << k);
             let last = target >= goal.app_time_s * LONGEST_SHARE;
             let target = target.min(goal.app_time_s);
@@ -174,7 +209,10 @@ pub fn search(
             else {
                 break;
             };
-            let whole = b.scaling.main_run >= b.scaling.main_full;
+            // Everything runs whole: a longer target adds nothing.
+            let whole = b.scaling.main_run >= b.scaling.main_full
+                && b.scaling.compute_removed_s <= 0.0
+                && b.scaling.compute_shrink >= 1.0;
             let name = format!("target x{}", 1u32 << k);
             let score = consider(name, b, &mut candidates);
             if last || whole || score.is_some_and(|s| s.within(check.bound)) {
@@ -182,7 +220,7 @@ pub fn search(
             }
         }
         // Generator 4: every compute block whole.
-        if goal.compute_cut {
+        if goal.compute_cut && !spent() {
             if let Ok(b) = make(lt, goal.app_time_s, goal.source, goal.target_s, false) {
                 consider("every block whole".into(), b, &mut candidates);
             }
@@ -209,8 +247,13 @@ pub fn search(
         .map(|(name, _)| name);
         Outcome::Closest { platform: worst.platform, error_pct: worst.error_pct, phase }
     };
-    let decision =
-        Decision { max_error_pct: 100.0 * check.bound, candidates, kept: best_index, outcome };
+    let decision = Decision {
+        max_error_pct: 100.0 * check.bound,
+        candidates,
+        kept: best_index,
+        outcome,
+        cut_short,
+    };
     Ok(Kept { built, rows, decision })
 }
 
@@ -235,6 +278,17 @@ pub fn describe(decision: &Decision) -> Option<String> {
             kept.name,
             decision.max_error_pct,
             decision.candidates[0].score.worst_error_pct
+        )),
+        Outcome::Closest { platform, error_pct, phase } if decision.cut_short => Some(format!(
+            "of the {} candidates measured before the search reached its time budget, none is \
+             within {:.1} % on every platform of the panel: the most faithful, \"{}\", is kept, \
+             {error_pct:+.2} % on {platform}{}",
+            decision.candidates.len(),
+            decision.max_error_pct,
+            kept.name,
+            phase.as_ref().map_or(String::new(), |p| format!(
+                ", where its phase {p} departs most from the program it stands for"
+            ))
         )),
         Outcome::Closest { platform, error_pct, phase } => Some(format!(
             "no candidate of {} is within {:.1} % on every platform of the panel: the most \
