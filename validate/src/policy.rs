@@ -5,8 +5,9 @@
 //! propose. Every candidate is simulated on the fidelity panel
 //! (`mpiskel_simulate::fidelity`) beside the application's trace and scored by one measure
 //! (`mpiskel_emit::fidelity::Score`: the largest error over the panel, then the longest simulated
-//! run); [`search`] keeps the shortest within the bound, else the most faithful one
-//! (`mpiskel_emit::fidelity::choose`). The generators, in the order they propose:
+//! run); [`search`] keeps, faithfulness first, the shortest within the bound, else the most
+//! faithful one, preferring those within the length bound ([`length_bound`]) where that costs
+//! little (`mpiskel_emit::fidelity::choose`). The generators, in the order they propose:
 //!
 //! 1. the default build (whatever the pipeline's own order of cuts made);
 //! 2. each other choice of loop nests the trace offers (time steps folded into kinds, the exact
