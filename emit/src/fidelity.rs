@@ -104,6 +104,11 @@ pub struct Candidate {
     pub name: String,
     /// Its score.
     pub score: Score,
+    /// Measured only on the platform where the candidate kept at the time was worst, and off
+    /// there by more than it anywhere (its score is of that platform alone): it could not be
+    /// kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub screened: bool,
 }
 
 /// Whether the kept skeleton is faithful.

@@ -159,6 +159,21 @@ pub fn check(skel: &Skeleton, shrink: f64, panel: &Panel, app: &[f64]) -> Result
         .collect()
 }
 
+/// [`check`] on the panel's platform `i` alone (`None` past the last): a candidate that is off
+/// there by more than the kept one is off anywhere need not be measured on the others.
+pub fn check_one(
+    skel: &Skeleton,
+    shrink: f64,
+    panel: &Panel,
+    app: &[f64],
+    i: usize,
+) -> Result<Option<PanelRow>> {
+    let (Some(p), Some(&app_s)) = (panel.platforms.get(i), app.get(i)) else { return Ok(None) };
+    let (skeleton_s, phases) = run(&lower_as_run(skel, 0, shrink), panel, p)?;
+    let predicted_s = phases.iter().map(|(_, s)| s).sum();
+    Ok(Some(PanelRow::new(&p.name, app_s, skeleton_s, predicted_s)))
+}
+
 /// The phase of `skel` whose prediction on the panel's platform `platform` departs most from
 /// the application's program there (the skeleton's program with every iteration priced,
 /// [`crate::skeleton::lower`]), by name, with that departure in seconds; `None` where the

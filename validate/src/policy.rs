@@ -27,10 +27,12 @@
 //! One make and one panel check per candidate: at most 2 + choices + [`MAX_DOUBLINGS`] + 1
 //! candidates.
 
-use mpiskel_emit::fidelity::{choose, Candidate, Decision, Outcome, PanelRow, Score};
+use mpiskel_emit::fidelity::{
+    choose, Candidate, Decision, Outcome, PanelRow, Score, ERROR_TIE, NEAR,
+};
 use mpiskel_emit::pipeline::{make, make_planned, Built, Plan};
 use mpiskel_logicalize::LogicalTrace;
-use mpiskel_simulate::fidelity::{check, worst_phase, Panel};
+use mpiskel_simulate::fidelity::{check, check_one, worst_phase, Panel};
 
 use crate::observe::Observer;
 
@@ -121,7 +123,8 @@ pub fn search(
     let base_target = default.scaling.target_s;
     let mut cut_short = false;
     let length = length_bound(default.scaling.main_full, Score::of(&rows).reference_share);
-    let mut candidates = vec![Candidate { name: "default".into(), score: Score::of(&rows) }];
+    let mut candidates =
+        vec![Candidate { name: "default".into(), score: Score::of(&rows), screened: false }];
     let mut best = (default, rows);
     let mut best_index = 0;
     // The programs measured so far, by a digest: a generator that makes one of them again
@@ -134,6 +137,23 @@ pub fn search(
             return None;
         }
         seen.push(d);
+        // Screened first where the kept one is worst: off there by more than [`NEAR`] times
+        // the bound and than the kept one's worst error, it cannot be kept.
+        let (at, worst) = worst_of(&best.1);
+        let least = candidates.iter().map(|c| c.score.worst_error_pct).fold(f64::INFINITY, f64::min);
+        let shrink = built.scaling.compute_shrink;
+        if let Ok(Some(row)) = check_one(&built.skeleton, shrink, check.panel, check.app, at) {
+            let e = row.error_pct.abs();
+            if e > 100.0 * NEAR * check.bound && e > least + ERROR_TIE && e >= worst {
+                observer.line(&format!(
+                    "candidate {name}: {e:.2} % off on {}, where the one kept is worst: not kept",
+                    row.platform
+                ));
+                let score = Score::of(std::slice::from_ref(&row));
+                candidates.push(Candidate { name, score, screened: true });
+                return Some(score);
+            }
+        }
         let rows = match check.rows(&built) {
             Ok(rows) => rows,
             Err(e) => {
@@ -147,7 +167,7 @@ pub fn search(
             score.worst_error_pct,
             100.0 * score.longest_share
         ));
-        candidates.push(Candidate { name, score });
+        candidates.push(Candidate { name, score, screened: false });
         let scores: Vec<Score> = candidates.iter().map(|c| c.score).collect();
         let kept = choose(&scores, check.bound, length)?;
         if kept == candidates.len() - 1 {
@@ -256,6 +276,14 @@ pub fn search(
         cut_short,
     };
     Ok(Kept { built, rows, decision })
+}
+
+/// The index of the platform of the largest |error| among `rows`, and that error.
+fn worst_of(rows: &[PanelRow]) -> (usize, f64) {
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| (i, r.error_pct.abs()))
+        .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best })
 }
 
 /// A digest of a candidate's program and scaling, to tell candidates that are the same program.
