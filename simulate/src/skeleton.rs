@@ -531,7 +531,7 @@ fn priced_as_run(
             let first = (t(*b) - t(*a)).max(0.0);
             let others = (own - first) / (run - 1.0);
             (p.first_apart || first > FIRST_APART * others)
-                .then(|| first + others * (full - 1.0) + restored)
+                .then_some(first + others * (full - 1.0) + restored)
         }
         _ => None,
     };

@@ -140,7 +140,8 @@ pub fn search(
         // Screened first where the kept one is worst: off there by more than [`NEAR`] times
         // the bound and than the kept one's worst error, it cannot be kept.
         let (at, worst) = worst_of(&best.1);
-        let least = candidates.iter().map(|c| c.score.worst_error_pct).fold(f64::INFINITY, f64::min);
+        let least =
+            candidates.iter().map(|c| c.score.worst_error_pct).fold(f64::INFINITY, f64::min);
         let shrink = built.scaling.compute_shrink;
         if let Ok(Some(row)) = check_one(&built.skeleton, shrink, check.panel, check.app, at) {
             let e = row.error_pct.abs();
@@ -280,10 +281,13 @@ pub fn search(
 
 /// The index of the platform of the largest |error| among `rows`, and that error.
 fn worst_of(rows: &[PanelRow]) -> (usize, f64) {
-    rows.iter()
-        .enumerate()
-        .map(|(i, r)| (i, r.error_pct.abs()))
-        .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best })
+    rows.iter().enumerate().map(|(i, r)| (i, r.error_pct.abs())).fold((0, 0.0), |best, x| {
+        if x.1 > best.1 {
+            x
+        } else {
+            best
+        }
+    })
 }
 
 /// A digest of a candidate's program and scaling, to tell candidates that are the same program.
