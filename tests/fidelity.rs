@@ -161,7 +161,8 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
         compute_cut: true,
         spent_s: 60.0,
     };
-    let kept = search(&mut lt, wrong, goal, &check, &mpiskel_validate::Quiet).unwrap();
+    let kept = search(&mut lt, wrong, goal, &check, &mpiskel_validate::Quiet)
+        .unwrap_or_else(|(_, e)| panic!("{e}"));
     let d = &kept.decision;
     assert!(d.candidates[0].score.worst_error_pct > 50.0, "{d:?}");
     assert_ne!(d.kept, 0, "the wrong candidate is rejected: {d:?}");

@@ -124,6 +124,22 @@ pub struct RunPricing {
     pub scale: f64,
     /// The cut inner loop, timed on its own, if the phase has one.
     pub inner: Option<InnerMarks>,
+    /// A time-step loop's steps, each timed in its kind's phase, if the phase is one.
+    pub steps: Option<StepMarks>,
+}
+
+/// The steps of a time-step loop as the skeleton runs them: its runtime times each in the
+/// phase of its kind and scales that kind's time by the application's steps of the kind over
+/// those run, times the kind's scale (`sk_steps_count`, `main_loop.kindK`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepMarks {
+    /// The kind of each step run, in order (the phase's `iterations` mark their starts).
+    pub kinds: Vec<u32>,
+    /// Seconds of computation each step did not run.
+    pub removed_s: Vec<f64>,
+    /// Per kind: its steps in the application and its scale
+    /// (`mpiskel_emit::program::StepCase::scale`).
+    pub cases: Vec<(u64, f64)>,
 }
 
 /// A cut inner loop as the skeleton runs it: timed on its own, its first iteration apart in each
@@ -525,7 +541,38 @@ fn priced_as_run(
         }
         None => (None, 0.0),
     };
-    let restored = (restored - inner_removed).max(0.0) * full / run;
+    // A time-step loop: each kind's steps at the application's count of the kind.
+    let (steps, steps_removed) = match &pricing.steps {
+        Some(st) if p.iterations.len() == st.kinds.len() => {
+            let n_kinds = st.cases.len();
+            let (mut took, mut runs, mut removed) =
+                (vec![0.0; n_kinds], vec![0u64; n_kinds], vec![0.0; n_kinds]);
+            for (j, &k) in st.kinds.iter().enumerate() {
+                let next = p.iterations.get(j + 1).map_or(t(p.end), |&m| t(m));
+                let k = k as usize;
+                if k < n_kinds {
+                    took[k] += (next - t(p.iterations[j])).max(0.0);
+                    runs[k] += 1;
+                    removed[k] += st.removed_s.get(j).copied().unwrap_or(0.0);
+                }
+            }
+            let predicted: f64 = (0..n_kinds)
+                .filter(|&k| runs[k] > 0)
+                .map(|k| {
+                    let (k_full, k_scale) = st.cases[k];
+                    (took[k] + removed[k] * pace) * k_full as f64 / runs[k] as f64 * k_scale
+                })
+                .sum();
+            own -= took.iter().sum::<f64>();
+            (Some(predicted), removed.iter().sum::<f64>() * pace)
+        }
+        _ => (None, 0.0),
+    };
+    let restored = (restored - inner_removed - steps_removed).max(0.0) * full / run;
+    let inner = match (inner, steps) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
     let first_apart = match (p.iterations.as_slice(), inner) {
         ([a, b, ..], None) if full > run => {
             let first = (t(*b) - t(*a)).max(0.0);
@@ -967,7 +1014,13 @@ impl RankLowering<'_> {
         let n = kinds.len() as u64;
         // Each iteration's start is marked where the runtime times the first apart (a loop of
         // two or more iterations that it scales: see [`runtime_phases`]).
-        let timed_apart = p.is_loop && n >= 2 && p.full + p.warmup > n;
+        // A time-step loop: each step is timed in its kind's phase (`sk_steps_count`).
+        let cases = match p.body.as_slice() {
+            [Stmt::Steps { cases }] if p.is_loop && p.steps.is_some() => Some(cases),
+            _ => None,
+        };
+        let timed_apart = p.is_loop && n >= 2 && (p.full + p.warmup > n || cases.is_some());
+        let mut step_removed = Vec::new();
         let mut iterations = Vec::new();
         // The cut inner loop, timed on its own as the runtime times it.
         let inner_cut = p.inner.filter(|c| matches!(p.body.get(c.index), Some(Stmt::Loop { .. })));
@@ -1000,7 +1053,13 @@ impl RankLowering<'_> {
                     inner_marks.push((begin, first, self.mark()));
                     self.run(&p.body[c.index + 1..], &mut iters);
                 }
-                None => self.run(&p.body, &mut iters),
+                None => {
+                    let before = self.removed_s;
+                    self.run(&p.body, &mut iters);
+                    if cases.is_some() {
+                        step_removed.push(self.removed_s - before);
+                    }
+                }
             }
         }
         let end = self.mark();
@@ -1024,6 +1083,11 @@ impl RankLowering<'_> {
                 full: p.full,
                 warmup: p.warmup,
                 scale: p.scale,
+                steps: cases.filter(|_| timed_apart).map(|cases| StepMarks {
+                    kinds: kinds.clone(),
+                    removed_s: step_removed,
+                    cases: cases.iter().map(|c| (c.full, c.scale)).collect(),
+                }),
                 inner: inner_cut.map(|c| InnerMarks {
                     full: c.full,
                     run: c.run,

@@ -394,8 +394,10 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         let check = crate::policy::Check { panel, app, bound: o.max_error };
         let _busy = observer.busy("checking the skeleton's fidelity on the panel");
         if o.strict {
-            let rows = check.rows(&built)?;
-            checked = Some((rows, None));
+            match check.rows(&built) {
+                Ok(rows) => checked = Some((rows, None)),
+                Err(e) => notes.push(unchecked(&e)),
+            }
         } else {
             let goal = crate::policy::Goal {
                 app_time_s: app_time,
@@ -404,10 +406,17 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 compute_cut: !o.whole_compute,
                 spent_s: started.elapsed().as_secs_f64(),
             };
-            let kept = crate::policy::search(&mut lt, built, goal, &check, observer)?;
-            built = kept.built;
-            notes.extend(crate::policy::describe(&kept.decision));
-            checked = Some((kept.rows, Some(kept.decision)));
+            match crate::policy::search(&mut lt, built, goal, &check, observer) {
+                Ok(kept) => {
+                    built = kept.built;
+                    notes.extend(crate::policy::describe(&kept.decision));
+                    checked = Some((kept.rows, Some(kept.decision)));
+                }
+                Err((default, e)) => {
+                    built = *default;
+                    notes.push(unchecked(&e));
+                }
+            }
         }
     }
     if let Some((platform, pf)) = &platform {
@@ -501,7 +510,13 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         // again (the decision stays the one made before the aim).
         if let (Some((panel, app)), Some((rows, _))) = (&fidelity, checked.as_mut()) {
             let check = crate::policy::Check { panel, app, bound: o.max_error };
-            *rows = check.rows(&built)?;
+            match check.rows(&built) {
+                Ok(r) => *rows = r,
+                Err(e) => {
+                    notes.push(unchecked(&e));
+                    checked = None;
+                }
+            }
         }
     }
     let meta = Meta {
@@ -560,6 +575,15 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         ));
     }
     Ok(BuildOutcome { document: doc, notes })
+}
+
+/// The note on a skeleton whose fidelity could not be measured: the build goes on without the
+/// panel (a finding, not a failure).
+fn unchecked(e: &Error) -> String {
+    format!(
+        "the fidelity check did not run: the skeleton could not be simulated on the panel ({e}); \
+         its prediction is not checked (`mpiskel check` tries again)"
+    )
 }
 
 /// The program made again from the trace of `o`, read anew, with the stretches between

@@ -5,9 +5,9 @@
 //! propose. Every candidate is simulated on the fidelity panel
 //! (`mpiskel_simulate::fidelity`) beside the application's trace and scored by one measure
 //! (`mpiskel_emit::fidelity::Score`: the largest error over the panel, then the longest simulated
-//! run); [`search`] keeps, faithfulness first, the shortest within the bound, else the most
-//! faithful one, preferring those within the length bound ([`length_bound`]) where that costs
-//! little (`mpiskel_emit::fidelity::choose`). The generators, in the order they propose:
+//! run); [`search`] keeps the shortest within the bound, else the most faithful one, those within
+//! the length bound ([`length_bound`]) first as long as one of them is near the error bound
+//! (`mpiskel_emit::fidelity::choose`). The generators, in the order they propose:
 //!
 //! 1. the default build (whatever the pipeline's own order of cuts made);
 //! 2. each other choice of loop nests the trace offers (time steps folded into kinds, the exact
@@ -111,15 +111,19 @@ pub struct Kept {
 
 /// Measures `default` (the pipeline's own build of `lt`) on the panel and, where it is not
 /// within the bound, the other candidates ([`self`'s generators](self)); keeps one by
-/// `mpiskel_emit::fidelity::choose`.
+/// `mpiskel_emit::fidelity::choose`. Where the default itself cannot be simulated on the panel,
+/// it comes back with the reason: the build goes on without the check.
 pub fn search(
     lt: &mut LogicalTrace,
     default: Built,
     goal: Goal<'_>,
     check: &Check<'_>,
     observer: &dyn Observer,
-) -> crate::Result<Kept> {
-    let rows = check.rows(&default)?;
+) -> Result<Kept, (Box<Built>, crate::Error)> {
+    let rows = match check.rows(&default) {
+        Ok(rows) => rows,
+        Err(e) => return Err((Box::new(default), e)),
+    };
     let base_target = default.scaling.target_s;
     let mut cut_short = false;
     let length = length_bound(default.scaling.main_full, Score::of(&rows).reference_share);
@@ -127,9 +131,10 @@ pub fn search(
         vec![Candidate { name: "default".into(), score: Score::of(&rows), screened: false }];
     let mut best = (default, rows);
     let mut best_index = 0;
-    // The programs measured so far, by a digest: a generator that makes one of them again
-    // proposes nothing new.
-    let mut seen = vec![digest(&best.0)];
+    // The programs measured so far, by a digest (made only where other candidates are
+    // proposed): a generator that makes one of them again proposes nothing new.
+    let within_at_once = candidates[0].score.within(check.bound);
+    let mut seen = if within_at_once { Vec::new() } else { vec![digest(&best.0)] };
     let mut consider = |name: String, built: Built, candidates: &mut Vec<Candidate>| {
         let d = digest(&built);
         if seen.contains(&d) {
@@ -177,7 +182,7 @@ pub fn search(
         }
         Some(score)
     };
-    if !candidates[0].score.within(check.bound) {
+    if !within_at_once {
         observer.line(&format!(
             "the skeleton's worst error on the panel is {:.2} %, over {:.1} %: measuring other \
              candidates",
@@ -237,7 +242,13 @@ pub fn search(
                 && b.scaling.compute_shrink >= 1.0;
             let name = format!("target x{}", 1u32 << k);
             let score = consider(name, b, &mut candidates);
-            if last || whole || score.is_some_and(|s| s.within(check.bound)) {
+            // Longer ones cannot be kept where this one is over the length bound and a
+            // candidate within it is near the error bound (`choose`'s second rule).
+            let short_near = candidates
+                .iter()
+                .any(|c| c.score.reference_share <= length && c.score.within(NEAR * check.bound));
+            let over = score.is_some_and(|s| s.reference_share > length);
+            if last || whole || score.is_some_and(|s| s.within(check.bound)) || over && short_near {
                 break;
             }
         }
