@@ -92,6 +92,10 @@ pub struct Decision {
     pub kept: usize,
     /// Whether the kept one is within the bound, and if not what holds it back.
     pub outcome: Outcome,
+    /// The length bound the candidates were held to, a share of the application's time on the
+    /// reference (see [`choose`]).
+    #[serde(default)]
+    pub length_bound: f64,
     /// Whether the search stopped at its time budget before every generator had proposed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,

@@ -285,6 +285,7 @@ pub fn search(
         candidates,
         kept: best_index,
         outcome,
+        length_bound: length,
         cut_short,
     };
     Ok(Kept { built, rows, decision })
@@ -334,15 +335,37 @@ pub fn describe(decision: &Decision) -> Option<String> {
                 ", where its phase {p} departs most from the program it stands for"
             ))
         )),
-        Outcome::Closest { platform, error_pct, phase } => Some(format!(
-            "no candidate of {} is within {:.1} % on every platform of the panel: the most \
-             faithful, \"{}\", is kept, {error_pct:+.2} % on {platform}{}",
-            decision.candidates.len(),
-            decision.max_error_pct,
-            kept.name,
-            phase.as_ref().map_or(String::new(), |p| format!(
-                ", where its phase {p} departs most from the program it stands for"
+        Outcome::Closest { platform, error_pct, phase } => {
+            let bound = decision.max_error_pct / 100.0;
+            let longer = decision
+                .candidates
+                .iter()
+                .filter(|c| c.score.within(bound))
+                .min_by(|a, b| a.score.longest_share.total_cmp(&b.score.longest_share));
+            let why = match longer {
+                Some(c) => format!(
+                    "no candidate within the length bound ({:.1} % of the application's time) \
+                     is within {:.1} % on every platform of the panel (\"{}\" is, {:.2} %, but \
+                     runs {:.1} % of it on the reference)",
+                    100.0 * decision.length_bound,
+                    decision.max_error_pct,
+                    c.name,
+                    c.score.worst_error_pct,
+                    100.0 * c.score.reference_share
+                ),
+                None => format!(
+                    "no candidate of {} is within {:.1} % on every platform of the panel",
+                    decision.candidates.len(),
+                    decision.max_error_pct
+                ),
+            };
+            Some(format!(
+                "{why}: the most faithful, \"{}\", is kept, {error_pct:+.2} % on {platform}{}",
+                kept.name,
+                phase.as_ref().map_or(String::new(), |p| format!(
+                    ", where its phase {p} departs most from the program it stands for"
+                ))
             ))
-        )),
+        }
     }
 }
