@@ -187,17 +187,7 @@ pub fn worst_phase(
     let Some(p) = panel.platforms.iter().find(|p| p.name == platform) else { return Ok(None) };
     let (_, as_run) = run(&lower_as_run(skel, 0, shrink), panel, p)?;
     let program = crate::skeleton::lower(skel, 0, false);
-    let options = panel.options(p, false);
-    let (sim, times) = simulate_marked(
-        &program.traces,
-        &p.platform,
-        &p.placement,
-        &options,
-        &program.marks,
-        None,
-    )?;
-    stuck(&sim, "the skeleton's program", &p.name)?;
-    let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
+    let (_, times, ends) = simulated(&program, panel, p, "the skeleton's program")?;
     let priced = crate::skeleton::price(&program, &times, &ends);
     let worst = as_run
         .iter()
@@ -211,17 +201,7 @@ pub fn worst_phase(
 
 /// `lowered` simulated on `p`: the slowest rank's end and the runtime's prediction by phase.
 fn run(lowered: &Lowered, panel: &Panel, p: &PanelPlatform) -> Result<(f64, Vec<(String, f64)>)> {
-    let options = panel.options(p, false);
-    let (sim, times) = simulate_marked(
-        &lowered.traces,
-        &p.platform,
-        &p.placement,
-        &options,
-        &lowered.marks,
-        None,
-    )?;
-    stuck(&sim, "the skeleton", &p.name)?;
-    let ends: Vec<f64> = sim.ranks.iter().map(|r| r.end_s).collect();
+    let (sim, times, ends) = simulated(lowered, panel, p, "the skeleton")?;
     // The pace of each rank's computation there: simulated seconds per recorded second.
     let pace: Vec<f64> = sim
         .ranks
@@ -238,6 +218,28 @@ fn run(lowered: &Lowered, panel: &Panel, p: &PanelPlatform) -> Result<(f64, Vec<
         })
         .collect();
     Ok((sim.predicted_s, runtime_phases(lowered, &times, &ends, Some(&pace))))
+}
+
+/// `lowered` (`what`, for the error) simulated on `p`, to its end: the simulation, the times of
+/// its marks and each rank's end.
+fn simulated(
+    lowered: &Lowered,
+    panel: &Panel,
+    p: &PanelPlatform,
+    what: &str,
+) -> Result<(crate::engine::Simulation, Vec<Vec<f64>>, Vec<f64>)> {
+    let options = panel.options(p, false);
+    let (sim, times) = simulate_marked(
+        &lowered.traces,
+        &p.platform,
+        &p.placement,
+        &options,
+        &lowered.marks,
+        None,
+    )?;
+    stuck(&sim, what, &p.name)?;
+    let ends = sim.ranks.iter().map(|r| r.end_s).collect();
+    Ok((sim, times, ends))
 }
 
 fn stuck(sim: &crate::engine::Simulation, what: &str, platform: &str) -> Result<()> {

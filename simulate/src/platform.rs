@@ -168,22 +168,12 @@ impl Platform {
 
     /// Every link between hosts (not the loopbacks) set to `bandwidth` bytes/s.
     pub fn set_bandwidth(&mut self, bandwidth: f64) {
-        let loops: Vec<usize> = self.attach.iter().map(|a| a.loopback).collect();
-        for (i, l) in self.links.iter_mut().enumerate() {
-            if !loops.contains(&i) {
-                l.bandwidth = bandwidth;
-            }
-        }
+        self.links_between_hosts().for_each(|l| l.bandwidth = bandwidth);
     }
 
     /// Every link between hosts (not the loopbacks) set to `latency` seconds.
     pub fn set_latency(&mut self, latency: f64) {
-        let loops: Vec<usize> = self.attach.iter().map(|a| a.loopback).collect();
-        for (i, l) in self.links.iter_mut().enumerate() {
-            if !loops.contains(&i) {
-                l.latency = latency;
-            }
-        }
+        self.links_between_hosts().for_each(|l| l.latency = latency);
     }
 
     /// Every host's cores set to `speed` flop/s.
@@ -195,27 +185,21 @@ impl Platform {
 
     /// Every link between hosts (not the loopbacks) at `factor` times its bandwidth.
     pub fn scale_bandwidth(&mut self, factor: f64) {
-        let loopback = self.loopbacks();
-        for (l, _) in self.links.iter_mut().zip(loopback).filter(|(_, lo)| !lo) {
-            l.bandwidth *= factor;
-        }
+        self.links_between_hosts().for_each(|l| l.bandwidth *= factor);
     }
 
     /// Every link between hosts (not the loopbacks) at `factor` times its latency.
     pub fn scale_latency(&mut self, factor: f64) {
-        let loopback = self.loopbacks();
-        for (l, _) in self.links.iter_mut().zip(loopback).filter(|(_, lo)| !lo) {
-            l.latency *= factor;
-        }
+        self.links_between_hosts().for_each(|l| l.latency *= factor);
     }
 
-    /// Per link, whether it is a host's loopback. O(links).
-    fn loopbacks(&self) -> Vec<bool> {
+    /// The links between hosts: every link but the hosts' loopbacks. O(links).
+    fn links_between_hosts(&mut self) -> impl Iterator<Item = &mut Link> {
         let mut loopback = vec![false; self.links.len()];
         for a in &self.attach {
             loopback[a.loopback] = true;
         }
-        loopback
+        self.links.iter_mut().zip(loopback).filter(|(_, lo)| !lo).map(|(l, _)| l)
     }
 
     /// Every host's cores at `factor` times their speed.

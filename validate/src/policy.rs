@@ -324,17 +324,6 @@ pub fn describe(decision: &Decision) -> Option<String> {
             decision.max_error_pct,
             decision.candidates[0].score.worst_error_pct
         )),
-        Outcome::Closest { platform, error_pct, phase } if decision.cut_short => Some(format!(
-            "of the {} candidates measured before the search reached its time budget, none is \
-             within {:.1} % on every platform of the panel: the most faithful, \"{}\", is kept, \
-             {error_pct:+.2} % on {platform}{}",
-            decision.candidates.len(),
-            decision.max_error_pct,
-            kept.name,
-            phase.as_ref().map_or(String::new(), |p| format!(
-                ", where its phase {p} departs most from the program it stands for"
-            ))
-        )),
         Outcome::Closest { platform, error_pct, phase } => {
             let bound = decision.max_error_pct / 100.0;
             let longer = decision
@@ -354,8 +343,13 @@ pub fn describe(decision: &Decision) -> Option<String> {
                     100.0 * c.score.reference_share
                 ),
                 None => format!(
-                    "no candidate of {} is within {:.1} % on every platform of the panel",
+                    "no candidate of {}{} is within {:.1} % on every platform of the panel",
                     decision.candidates.len(),
+                    if decision.cut_short {
+                        " (measured before the search reached its time budget)"
+                    } else {
+                        ""
+                    },
                     decision.max_error_pct
                 ),
             };
