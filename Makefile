@@ -21,10 +21,12 @@ test: deps test-fast
 test-fast:
 	INSTA_UPDATE=no cargo test -p mpiskel-trace -p mpiskel-logicalize -p mpiskel-compress -p mpiskel-emit -p mpiskel-report -p mpiskel-validate -p mpiskel-simulate -p mpiskel-fuzz
 
-# Formatting, clippy, and the tracer compiled with -Wall -Wextra -Werror for each MPI.
+# Formatting, clippy, no import cycle among the modules of any crate, and the tracer compiled
+# with -Wall -Wextra -Werror for each MPI.
 lint: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	python3 scripts/module-cycles.py
 	for m in openmpi mpich; do \
 	  mpicc.$$m -fsyntax-only -Wall -Wextra -Werror trace/tracer/mpiskel_tracer.c || exit 1; \
 	done

@@ -933,27 +933,22 @@ fn time_only_records_the_programs_own_time() {
     }
 }
 
-/// With `--cpu-time`, no gap's processor time exceeds its wall time, short gaps (the clock is not
-/// read for them) count whole, and the tracer's own time is out of the timeline: the traced
-/// program's time is below what the program measured itself, which includes the tracer's work.
+/// By default (and with `--cpu-time`, its old spelling) every gap's processor time is recorded,
+/// none exceeds its wall time, short gaps (the clock is not read for them) count whole, and the
+/// tracer's own time is out of the timeline: the traced program's time is below what the
+/// program measured itself, which includes the tracer's work. `--wall-time` records none.
 #[test]
 fn cpu_time_stays_within_the_gaps_and_the_tracers_own_time_is_left_out() {
-    for lib in [Lib::OpenMpi, Lib::Mpich] {
+    for (lib, options) in [(Lib::OpenMpi, &[][..]), (Lib::Mpich, &["--cpu-time"][..])] {
         let dir = scratch(&format!("cpu-time-{}", lib.name()));
-        let out = support::trace_program_with(
-            lib,
-            2,
-            "callrate",
-            &["20000", "8", "1"],
-            &dir,
-            &["--cpu-time"],
-        );
+        let out =
+            support::trace_program_with(lib, 2, "callrate", &["20000", "8", "1"], &dir, options);
         let own = own_seconds(&out);
         let set = open(&dir);
         let mut short = 0;
         for rt in &set.ranks {
             for e in &rt.events {
-                let cpu = e.gap_cpu_ns.expect("--cpu-time records every gap's processor time");
+                let cpu = e.gap_cpu_ns.expect("every gap's processor time is recorded");
                 assert!(
                     cpu <= e.gap_ns,
                     "{}: rank {}: {cpu} ns of {}",
@@ -970,6 +965,21 @@ fn cpu_time_stays_within_the_gaps_and_the_tracers_own_time_is_left_out() {
         let app = set.app_time_s();
         assert!(app < own, "{}: traced time {app} s, the program's own {own} s", lib.name());
     }
+    let dir = scratch("wall-time");
+    support::trace_program_with(
+        Lib::OpenMpi,
+        2,
+        "callrate",
+        &["200", "8", "1"],
+        &dir,
+        &["--wall-time"],
+    );
+    let set = open(&dir);
+    assert!(
+        set.ranks.iter().all(|rt| !rt.info.has_cpu_time),
+        "--wall-time records no processor time"
+    );
+    assert!(set.ranks.iter().flat_map(|rt| &rt.events).all(|e| e.gap_cpu_ns.is_none()));
 }
 
 /// The tracer hides, at every call, the least of its own time that falls between two calls (one

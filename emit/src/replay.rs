@@ -53,8 +53,8 @@ use std::collections::HashMap;
 
 use mpiskel_compress::LoopNest;
 use mpiskel_logicalize::LogicalTrace;
-use serde::{Deserialize, Serialize};
 
+pub use crate::program::Replay;
 use crate::program::{leaf_map, Skeleton, Stmt};
 
 /// Table cells (executions × ranks of the class) the replayed blocks of a skeleton may hold in
@@ -98,58 +98,6 @@ pub const MIN_SCALE: f64 = 0.5;
 /// iteration computes less than the others: +4.0 % against +0.8 %). The factor is the one the
 /// skeleton's runtime applies to the measured first iteration (`SK_FIRST_LONGER`).
 pub const FIRST_APART: f64 = 1.25;
-
-/// The recorded durations one compute block replays.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Replay {
-    /// The class whose program holds the block.
-    pub class: usize,
-    /// The loop's iterations in the application.
-    pub full: u64,
-    /// The application's iterations replayed (0-based), in the order the skeleton runs them.
-    pub iterations: Vec<u64>,
-    /// Executions of the block per iteration the skeleton runs (inner loops; of a cut inner
-    /// loop, in the iterations of it that run).
-    pub per_iteration: u64,
-    /// Seconds of the recording machine: one row per execution (the replayed iterations'
-    /// executions in order), one column per rank of the class (ascending).
-    pub seconds: Vec<Vec<f64>>,
-    /// Leading rows that replay the loop's first iteration as recorded, unscaled (see
-    /// [`FIRST_APART`]); a skeleton that runs more iterations than the table holds starts
-    /// again after them.
-    #[serde(default)]
-    pub first_rows: usize,
-    /// The factor the recorded values were scaled by: the loop's recorded computation over all
-    /// its iterations, in every class, over that of the iterations replayed (× `full / run`),
-    /// one factor for all the loop's replayed blocks so that the pattern across ranks and
-    /// classes stays.
-    pub scale: f64,
-    /// Whether the "loop" is the steps of one kind of a time-step loop (`full`: that kind's
-    /// steps in the application; `iterations`: which of them, counted among that kind's).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub steps: bool,
-}
-
-impl Replay {
-    /// What one iteration of the table's loop is, for the emitted comments.
-    pub fn unit(&self) -> &'static str {
-        if self.steps {
-            "step"
-        } else {
-            "iteration"
-        }
-    }
-
-    /// The loop whose iterations it replays, for the emitted comments: `of 0-9` or `of the 12
-    /// steps of this kind`.
-    pub fn of_what(&self) -> String {
-        if self.steps {
-            format!("of the {} steps of this kind", self.full)
-        } else {
-            format!("of 0-{}", self.full.saturating_sub(1))
-        }
-    }
-}
 
 /// A compute block that may replay: where it is and what it costs.
 struct Candidate {

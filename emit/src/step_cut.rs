@@ -28,8 +28,7 @@
 //! O(n) in the statements of the kinds that run, and one instantiation and check of the
 //! program.
 
-use serde::{Deserialize, Serialize};
-
+pub use crate::program::StepCut;
 use crate::program::{calls_in, Call, Comm, Skeleton, StepCase, Stmt};
 use crate::scale::{by_span, lead_recorded, recorded_of, Scaling, StepsCut};
 
@@ -52,22 +51,6 @@ pub const TICK_S: f64 = 0.004;
 
 /// A kept part that would hold this share of its step or more is not worth a cut.
 const MOST_KEPT_SHARE: f64 = 0.9;
-
-/// What cutting one kind's step short did ([`StepCase::cut`]).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StepCut {
-    /// Calls of the whole step.
-    pub calls: u64,
-    /// Calls of the part the skeleton runs.
-    pub kept_calls: u64,
-    /// Bytes the whole step sends.
-    pub bytes: f64,
-    /// The part ends with this collective of all ranks of the step (counted from 1).
-    pub collective: u64,
-    /// The step's recorded time over the part's: what the kind's time is multiplied by for the
-    /// rest of the step (included in [`StepCase::scale`]).
-    pub factor: f64,
-}
 
 /// Whether communicator `comm` of `skel` holds every rank.
 fn of_all(skel: &Skeleton, comm: usize) -> bool {

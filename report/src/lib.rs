@@ -10,9 +10,11 @@
 //! The caller gathers the facts into a [`Page`] ([`Page::skeleton`], [`Page::matrix`], …);
 //! [`render`] lays it out with one template (`templates/report.html.j2`) in which every
 //! picture is SVG drawn from the page's data, and every text is escaped by the template
-//! engine. [`svg`] draws the same pictures as files of their own (the heatmap of
+//! engine. [`heatmap`] bins and colours the communication matrix; [`svg`] draws the same pictures as files of their own (the heatmap of
 //! `logicalize --svg`, the validation charts) with the same templates.
 
+mod error;
+pub mod heatmap;
 pub mod loops;
 pub mod svg;
 
@@ -21,21 +23,9 @@ use mpiskel_emit::scale::Scaling;
 use mpiskel_logicalize::CommMatrix;
 use serde::Serialize;
 
+pub use error::ReportError;
+pub use heatmap::{Cell, Heatmap, HEATMAP_CELLS};
 pub use loops::Node;
-
-/// Most cells per side of the heatmap: larger matrices are binned (bytes summed per bin).
-pub const HEATMAP_CELLS: usize = 128;
-
-/// Side of the heatmap, pixels.
-const HEATMAP_PX: usize = 512;
-
-/// An error rendering the page.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// The template failed (a bug: the page's data always fits it).
-    #[error("rendering the report: {0}")]
-    Template(#[from] minijinja::Error),
-}
 
 /// Everything the page shows; sections without data are left out.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -98,98 +88,6 @@ pub struct RankPlace {
     pub class: u32,
     /// Coordinates, e.g. `(2, 1, 0)`.
     pub coords: String,
-}
-
-/// The communication matrix, binned, with its colours worked out.
-#[derive(Debug, Clone, Serialize)]
-pub struct Heatmap {
-    /// Ranks.
-    pub ranks: usize,
-    /// Ranks per cell.
-    pub bin: usize,
-    /// Cells per side.
-    pub cells: usize,
-    /// Pixels per cell.
-    pub px: usize,
-    /// Pixels per side.
-    pub size: usize,
-    /// The cells with traffic.
-    pub filled: Vec<Cell>,
-    /// Most bytes in one cell.
-    pub max_bytes: u64,
-    /// Point-to-point bytes in all.
-    pub total_bytes: u64,
-    /// Collective calls per operation.
-    pub collectives: Vec<(String, u64)>,
-}
-
-impl Heatmap {
-    /// The matrix binned into at most [`HEATMAP_CELLS`] cells per side, with each cell's colour
-    /// (logarithmic in bytes) and hover text.
-    pub fn of(m: &CommMatrix) -> Heatmap {
-        let n = m.n.max(1);
-        let cells = n.min(HEATMAP_CELLS);
-        let bin = n.div_ceil(cells);
-        let mut grid = vec![(0u64, 0u64); cells * cells];
-        for (&(s, d), t) in &m.pairs {
-            let g = &mut grid[(s as usize / bin) * cells + d as usize / bin];
-            g.0 += t.bytes;
-            g.1 += t.messages;
-        }
-        let max = grid.iter().map(|g| g.0).max().unwrap_or(0);
-        let px = (HEATMAP_PX / cells).max(1);
-        let name = |i: usize| {
-            if bin == 1 {
-                format!("rank {i}")
-            } else {
-                format!("ranks {}-{}", i * bin, ((i + 1) * bin).min(n) - 1)
-            }
-        };
-        let filled = grid
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| g.0 > 0 || g.1 > 0)
-            .map(|(i, &(bytes, msgs))| {
-                let (row, col) = (i / cells, i % cells);
-                Cell {
-                    x: col * px,
-                    y: row * px,
-                    colour: colour(bytes, max),
-                    tip: format!(
-                        "{} → {}: {} bytes in {} messages",
-                        name(row),
-                        name(col),
-                        bytes,
-                        msgs
-                    ),
-                }
-            })
-            .collect();
-        Heatmap {
-            ranks: n,
-            bin,
-            cells,
-            px,
-            size: px * cells,
-            filled,
-            max_bytes: max,
-            total_bytes: m.pairs.values().map(|t| t.bytes).sum(),
-            collectives: m.collectives.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        }
-    }
-}
-
-/// One cell of the heatmap.
-#[derive(Debug, Clone, Serialize)]
-pub struct Cell {
-    /// Column (receiver bin), pixels.
-    pub x: usize,
-    /// Row (sender bin), pixels.
-    pub y: usize,
-    /// Fill colour.
-    pub colour: String,
-    /// Hover text.
-    pub tip: String,
 }
 
 /// One class and its loop tree.
@@ -451,16 +349,6 @@ fn timeline(measure: &str, parts: &[(String, f64, String)]) -> Option<Timeline> 
     Some(Timeline { measure: measure.to_owned(), width: x, bars })
 }
 
-/// A colour from white to dark blue for `bytes` of `max`, on a logarithmic scale.
-fn colour(bytes: u64, max: u64) -> String {
-    if bytes == 0 {
-        return "#f2f2f2".into();
-    }
-    let t = ((bytes as f64).ln_1p() / (max.max(1) as f64).ln_1p()).clamp(0.05, 1.0);
-    let c = |lo: f64, hi: f64| (lo + (hi - lo) * t).round() as u8;
-    format!("#{:02x}{:02x}{:02x}", c(222.0, 8.0), c(235.0, 48.0), c(247.0, 107.0))
-}
-
 /// Ranks as ranges: `0-3, 8, 10-11`.
 pub fn ranges(ranks: &[u32]) -> String {
     let mut v = ranks.to_vec();
@@ -495,12 +383,6 @@ mod tests {
     fn ranks_read_as_ranges() {
         assert_eq!(ranges(&[8, 0, 1, 2, 3, 10, 11]), "0-3, 8, 10-11");
         assert_eq!(ranges(&[]), "");
-    }
-
-    #[test]
-    fn colours_darken_with_bytes_and_nothing_is_pale() {
-        assert_eq!(colour(0, 100), "#f2f2f2");
-        assert!(colour(100, 100) < colour(1, 100), "{} {}", colour(100, 100), colour(1, 100));
     }
 
     #[test]

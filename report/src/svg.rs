@@ -7,7 +7,8 @@ use minijinja::{AutoEscape, Environment};
 use mpiskel_logicalize::CommMatrix;
 use serde::Serialize;
 
-use crate::{Heatmap, ReportError};
+use crate::error::ReportError;
+use crate::heatmap::Heatmap;
 
 /// The templates, with the filters they use; every template escapes what it shows.
 pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
@@ -23,7 +24,7 @@ pub(crate) fn environment() -> Result<Environment<'static>, ReportError> {
 }
 
 /// The communication matrix as an SVG document titled `title`: sender by row, receiver by
-/// column, darker for more bytes (logarithmic); binned above [`crate::HEATMAP_CELLS`] ranks.
+/// column, darker for more bytes (logarithmic); binned above [`crate::heatmap::HEATMAP_CELLS`] ranks.
 pub fn heatmap_svg(m: &CommMatrix, title: &str) -> Result<String, ReportError> {
     let env = environment()?;
     let t = env.get_template("heatmap.svg")?;

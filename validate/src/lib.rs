@@ -12,7 +12,8 @@
 //! - [`suite`]: the validation suites, [`smpi`] (NPB skeletons under SimGrid on foreign
 //!   platforms, against SimGrid's replay of the full trace and NPB's own runs) and [`native`]
 //!   (applications and their skeletons with real MPI under changed conditions), with
-//!   [`retune`] (a skeleton's compute fitted to a new machine) measured as part of them;
+//!   each measuring [`retune`] (a skeleton's compute fitted to a new machine) as well, all of
+//!   them set up alike by [`prepare`] (cases picked by name, skeletons built);
 //! - [`tables`]: the results, their Markdown tables and SVG charts, and the targets they are
 //!   held to;
 //! - [`policy`]: the fidelity-checked build's one decision, which candidate skeleton is kept;
@@ -29,6 +30,7 @@ pub mod memory;
 pub mod native;
 pub mod observe;
 pub mod policy;
+pub mod prepare;
 pub mod record;
 pub mod retune;
 pub mod run;

@@ -297,7 +297,7 @@ pub fn retune_under_quota(
     let (plain, by_time, by_work) =
         (dir.join("skeleton"), dir.join("skeleton-app-time"), dir.join("skeleton-work"));
     for d in [&by_time, &by_work] {
-        crate::suite::build_skeleton(&trace, d)?;
+        crate::prepare::build_skeleton(&trace, d)?;
     }
     // Work: the kernel's rate here without the quota, as on the recording machine.
     let (work, _) = retune::tune(&skel_args(&by_work, Setting::Reference, &[], o), None, None)?;
@@ -380,7 +380,7 @@ pub fn run(
         let cmd = app_command(case, o.programs, &bin, Mpi::Openmpi, Setting::Reference)?;
         run_app(case, &cmd, &[], &trace, o, AppRun::Traced)?;
         let skel = dir.join("skeleton");
-        crate::suite::build_skeleton(&trace, &skel)?;
+        crate::prepare::build_skeleton(&trace, &skel)?;
         for s in scenarios {
             let mpi = s.setting.mpi();
             if mpi == Mpi::Mpich && case.program == "lmp" {
@@ -442,7 +442,18 @@ pub fn run(
 /// Picks cases and scenarios by name (all when none are named).
 pub fn select(cases: &[String], scenarios: &[String]) -> Result<(Vec<Case>, Vec<Scenario>)> {
     Ok((
-        crate::suite::pick(CASES, cases, |c| c.name, "case")?,
-        crate::suite::pick(SCENARIOS, scenarios, |s| s.name, "native scenario")?,
+        crate::prepare::pick(CASES, cases, |c| c.name, "case")?,
+        crate::prepare::pick(SCENARIOS, scenarios, |s| s.name, "native scenario")?,
     ))
+}
+
+/// Real MPI, under a 50 % CPU quota: app-time retuning given the application's first run
+/// there (checked against the median of the following runs), and work retuning with the kernel
+/// rate measured without the quota.
+pub fn retune(cases: &[Case], o: &Options, progress: &dyn Observer) -> Result<Vec<RetuneRow>> {
+    let mut rows = Vec::new();
+    for case in cases {
+        rows.extend(retune_under_quota(case, 50, o, progress)?);
+    }
+    Ok(rows)
 }

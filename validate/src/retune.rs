@@ -18,11 +18,9 @@ use std::path::Path;
 
 use crate::error::{bail, ensure, Context, Result};
 
-use crate::native::{Case, Options};
-use crate::observe::{Observer, Quiet};
+use crate::observe::Quiet;
+use crate::prepare::write_atomic;
 use crate::run::{run_skeleton, Mpi, RunOptions, RunReport};
-use crate::suite::write_atomic;
-use crate::tables::RetuneRow;
 use mpiskel_emit::document::{self, Tuning};
 
 /// Relative distance from the application time at which app-time retuning stops.
@@ -121,75 +119,6 @@ pub fn tune(
 
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
-}
-
-/// SimGrid: app-time retuning on the CPU-speed-½ platform, given NPB's median time there.
-pub fn smpi(
-    npb: &Path,
-    traces: &[String],
-    work: &Path,
-    progress: &dyn Observer,
-) -> Result<Vec<RetuneRow>> {
-    let s = crate::smpi::select(&["speedhalf".to_string()])?[0];
-    let platforms = npb.join("platforms");
-    let mut rows = Vec::new();
-    for t in traces {
-        let Some(truth) = crate::smpi::truth_of(npb, t, s.name)? else {
-            progress.line(&format!("{t} {}: no ground truth in the fixtures; not retuned", s.name));
-            continue;
-        };
-        let dir = work.join("retune").join(t);
-        crate::suite::build_skeleton(&npb.join(t).join("trace.txt"), &dir)?;
-        let mut a = RunOptions::new(&dir, Mpi::Smpi);
-        a.platform = Some(platforms.join("speedhalf.xml"));
-        a.hostfile = Some(platforms.join("hostfile_1perhost.txt"));
-        // A skeleton whose communication alone, times its factor, passes the application
-        // cannot be retuned by ratio: say so and go on with the other traces.
-        let (tuning, before) = match tune(&a, Some(truth.real.median), None) {
-            Ok(x) => x,
-            Err(e) => {
-                progress.line(&format!("{t} {}: not retuned: {e:#}", s.name));
-                continue;
-            }
-        };
-        store(&dir, Some(tuning.clone()))?;
-        let (after, _) = run_skeleton(&a, &Quiet)?;
-        progress.line(&format!(
-            "{t} retuned on {}: scale {:.3}, {:.4} s → {:.4} s by ratio",
-            s.name,
-            tuning.compute_scale.unwrap_or(1.0),
-            before.predicted_ratio_s,
-            after.predicted_ratio_s
-        ));
-        rows.push(RetuneRow {
-            suite: "smpi".into(),
-            case: t.clone(),
-            scenario: s.name.into(),
-            mode: "app-time".into(),
-            setting: format!(
-                "given NPB's median there; compute × {:.3}",
-                tuning.compute_scale.unwrap_or(1.0)
-            ),
-            truth: truth.real,
-            replay: truth.replay,
-            ratio_before: before.predicted_ratio_s,
-            ratio_after: after.predicted_ratio_s,
-            phase_before: before.predicted_s,
-            phase_after: after.predicted_s,
-        });
-    }
-    Ok(rows)
-}
-
-/// Real MPI, under a 50 % CPU quota: app-time retuning given the application's first run
-/// there (checked against the median of the following runs), and work retuning with the kernel
-/// rate measured without the quota.
-pub fn native(cases: &[Case], o: &Options, progress: &dyn Observer) -> Result<Vec<RetuneRow>> {
-    let mut rows = Vec::new();
-    for case in cases {
-        rows.extend(crate::native::retune_under_quota(case, 50, o, progress)?);
-    }
-    Ok(rows)
 }
 
 #[cfg(test)]

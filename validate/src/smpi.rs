@@ -8,7 +8,7 @@ use crate::error::{bail, Context, Error, Result};
 
 use crate::observe::{Observer, Quiet};
 use crate::run::{run_skeleton, Mpi, RunOptions};
-use crate::tables::{Row, Stat};
+use crate::tables::{RetuneRow, Row, Stat};
 use mpiskel_emit::document;
 
 /// One simulated platform.
@@ -203,7 +203,7 @@ pub fn run(
         // On the reference platform, where the trace was recorded: the factor counts what the
         // messages take there, which a time-independent trace does not record.
         let reference = (platforms.join("ref.xml"), platforms.join(ONE));
-        crate::suite::build_skeleton_on(&trace, &dir, Some(&reference))?;
+        crate::prepare::build_skeleton_on(&trace, &dir, Some(&reference))?;
         let main_iterations = document::read(&dir)?.map(|d| d.scaling.main_full).filter(|&n| n > 1);
         for s in scenarios {
             let Some(truth) = truth_of(npb, t, s.name)? else {
@@ -256,7 +256,65 @@ pub fn run(
 
 /// The scenarios named (all when none are).
 pub fn select(names: &[String]) -> Result<Vec<Scenario>> {
-    crate::suite::pick(SCENARIOS, names, |s| s.name, "SimGrid scenario")
+    crate::prepare::pick(SCENARIOS, names, |s| s.name, "SimGrid scenario")
+}
+
+/// SimGrid: app-time retuning on the CPU-speed-½ platform, given NPB's median time there.
+pub fn retune(
+    npb: &Path,
+    traces: &[String],
+    work: &Path,
+    progress: &dyn Observer,
+) -> Result<Vec<RetuneRow>> {
+    let s = select(&["speedhalf".to_string()])?[0];
+    let platforms = npb.join("platforms");
+    let mut rows = Vec::new();
+    for t in traces {
+        let Some(truth) = truth_of(npb, t, s.name)? else {
+            progress.line(&format!("{t} {}: no ground truth in the fixtures; not retuned", s.name));
+            continue;
+        };
+        let dir = work.join("retune").join(t);
+        crate::prepare::build_skeleton(&npb.join(t).join("trace.txt"), &dir)?;
+        let mut a = RunOptions::new(&dir, Mpi::Smpi);
+        a.platform = Some(platforms.join("speedhalf.xml"));
+        a.hostfile = Some(platforms.join("hostfile_1perhost.txt"));
+        // A skeleton whose communication alone, times its factor, passes the application
+        // cannot be retuned by ratio: say so and go on with the other traces.
+        let (tuning, before) = match crate::retune::tune(&a, Some(truth.real.median), None) {
+            Ok(x) => x,
+            Err(e) => {
+                progress.line(&format!("{t} {}: not retuned: {e:#}", s.name));
+                continue;
+            }
+        };
+        crate::retune::store(&dir, Some(tuning.clone()))?;
+        let (after, _) = run_skeleton(&a, &Quiet)?;
+        progress.line(&format!(
+            "{t} retuned on {}: scale {:.3}, {:.4} s → {:.4} s by ratio",
+            s.name,
+            tuning.compute_scale.unwrap_or(1.0),
+            before.predicted_ratio_s,
+            after.predicted_ratio_s
+        ));
+        rows.push(RetuneRow {
+            suite: "smpi".into(),
+            case: t.clone(),
+            scenario: s.name.into(),
+            mode: "app-time".into(),
+            setting: format!(
+                "given NPB's median there; compute × {:.3}",
+                tuning.compute_scale.unwrap_or(1.0)
+            ),
+            truth: truth.real,
+            replay: truth.replay,
+            ratio_before: before.predicted_ratio_s,
+            ratio_after: after.predicted_ratio_s,
+            phase_before: before.predicted_s,
+            phase_after: after.predicted_s,
+        });
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::build::{build, BuildOptions};
 use crate::error::{bail, ensure, Context, Result};
-use crate::observe::{Observer, Quiet};
+use crate::observe::Observer;
+use crate::prepare::write_atomic;
 use crate::tables::{self as report, Validation};
-use crate::{native, retune, smpi};
+use crate::{native, smpi};
 
 /// The suites.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,50 +55,6 @@ pub struct ValidateOptions {
     /// The mpiskel executable, which records the native suite's applications (`mpiskel trace`,
     /// inside the scenario's namespace or cgroup).
     pub mpiskel: PathBuf,
-}
-
-/// Builds the C skeleton of `trace` into `dir` (replacing it).
-pub fn build_skeleton(trace: &Path, dir: &Path) -> Result<()> {
-    build_skeleton_on(trace, dir, None)
-}
-
-/// [`build_skeleton`], its factor simulated on `platform` (the platform file and the hostfile
-/// where the application ran; see [`crate::build::platform_times`]).
-pub fn build_skeleton_on(
-    trace: &Path,
-    dir: &Path,
-    platform: Option<&(PathBuf, PathBuf)>,
-) -> Result<()> {
-    let mut o = BuildOptions::new(trace, dir);
-    o.force = true;
-    if let Some((file, hostfile)) = platform {
-        o.platform = Some(file.clone());
-        o.hostfile = Some(hostfile.clone());
-    }
-    build(&o, &Quiet)
-        .map(drop)
-        .with_context(|| format!("building the skeleton of {}", trace.display()))
-}
-
-/// The entries of `all` named in `names`, in that order (all of them when none are named).
-pub fn pick<T: Clone>(
-    all: &[T],
-    names: &[String],
-    name: impl Fn(&T) -> &str,
-    what: &str,
-) -> Result<Vec<T>> {
-    if names.is_empty() {
-        return Ok(all.to_vec());
-    }
-    names
-        .iter()
-        .map(|n| {
-            all.iter().find(|x| name(x) == n).cloned().with_context(|| {
-                let known: Vec<&str> = all.iter().map(&name).collect();
-                format!("unknown {what} {n:?} (known: {})", known.join(", "))
-            })
-        })
-        .collect()
 }
 
 const BEGIN: &str = "<!-- validate: begin -->";
@@ -226,7 +182,7 @@ pub fn validate(a: &ValidateOptions, progress: &dyn Observer) -> Result<Validati
             let traces =
                 if a.traces.is_empty() { smpi::all_traces(&npb)? } else { a.traces.clone() };
             v.rows.extend(smpi::run(&npb, &traces, &scenarios, &a.output, a.reps, progress)?);
-            v.retune.extend(retune::smpi(&npb, &traces, &a.output, progress)?);
+            v.retune.extend(smpi::retune(&npb, &traces, &a.output, progress)?);
         }
         if run_native {
             let (cases, scenarios) = native::select(&a.cases, &names(&native_known))?;
@@ -239,7 +195,7 @@ pub fn validate(a: &ValidateOptions, progress: &dyn Observer) -> Result<Validati
             };
             v.rows.extend(native::run(&cases, &scenarios, &o, progress)?);
             if scenarios.iter().any(|s| s.name == "quota50") {
-                v.retune.extend(retune::native(&cases, &o, progress)?);
+                v.retune.extend(native::retune(&cases, &o, progress)?);
             }
         }
         write_atomic(&json_path, &serde_json::to_string_pretty(&v)?)?;
@@ -263,12 +219,6 @@ pub fn validate(a: &ValidateOptions, progress: &dyn Observer) -> Result<Validati
     Ok(v)
 }
 
-/// Writes `text` to `path` atomically (see [`mpiskel_trace::atomic`]).
-pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    mpiskel_trace::atomic::write(path, text.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
-}
-
 /// `$MPISKEL_SHARED/fixtures`, else `../shared/fixtures`.
 pub fn default_fixtures() -> PathBuf {
     match std::env::var_os("MPISKEL_SHARED") {
@@ -280,16 +230,6 @@ pub fn default_fixtures() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scenarios_are_picked_by_name_in_the_order_given() {
-        let all = ["ref", "bw5MBps", "lat10x"];
-        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(pick(&all, &[], |s| s, "x").unwrap(), all);
-        assert_eq!(pick(&all, &names(&["lat10x", "ref"]), |s| s, "x").unwrap(), ["lat10x", "ref"]);
-        let e = pick(&all, &names(&["fast"]), |s| s, "SimGrid scenario").unwrap_err().to_string();
-        assert_eq!(e, "unknown SimGrid scenario \"fast\" (known: ref, bw5MBps, lat10x)");
-    }
 
     #[test]
     fn the_report_keeps_the_text_around_its_markers() {

@@ -8,7 +8,7 @@ use minijinja::{context, Value};
 use serde::Serialize;
 
 use super::stmts::Names;
-use super::{
+use super::text::{
     comm_name, iterations_text, phase_comment, ranks_text, seconds, table_lines, tag_stem,
 };
 use crate::program::{Comm, Layout, Phase, Skeleton, Stmt};

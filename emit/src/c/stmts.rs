@@ -5,7 +5,7 @@
 use mpiskel_compress::When;
 use mpiskel_trace::Op;
 
-use super::{seconds, tag_stem};
+use super::text::{seconds, tag_stem};
 use crate::program::{Call, Completion, Element, Peer, Skeleton, SlotRef, Stmt};
 
 pub(super) struct Names<'a> {

@@ -414,7 +414,7 @@ pub struct StepCase {
     /// Where the skeleton runs only the first part of the kind's step
     /// ([`crate::step_cut`]): what it keeps and what the rest is priced at (in `scale`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cut: Option<crate::step_cut::StepCut>,
+    pub cut: Option<super::StepCut>,
 }
 
 impl StepCase {
@@ -721,7 +721,7 @@ pub struct Skeleton {
     pub send_buffer: Option<SendBuffer>,
     /// Recorded durations of the compute blocks that replay them (see [`crate::replay`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub replays: Vec<crate::replay::Replay>,
+    pub replays: Vec<super::Replay>,
     /// Whether the compute blocks are processor time (the trace recorded it): natively, the
     /// runtime then holds the prediction to what the node's processors could run
     /// (`sk_processor_time` in `mpiskel_rt.c`). Wall-time blocks of ranks that shared their

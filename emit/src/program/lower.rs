@@ -181,7 +181,7 @@ pub(super) fn phases_of(
     let at_end = |pos: u64| stretches.iter().any(|&(a, b, _)| a == pos || b == pos);
     // An untimed warm-up iteration of the main loop is a phase of its own, which the skeleton
     // may skip ([`crate::warmup`]).
-    let warm = main.and_then(|m| crate::warmup::find(items, m));
+    let warm = main.and_then(|m| super::warm_iteration::find(items, m));
     for (i, node) in items.iter().enumerate() {
         if let Some(w) = warm.as_ref().filter(|w| w.start == i) {
             flush(&mut straight, straight_from, pos, &mut phases);

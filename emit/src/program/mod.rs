@@ -27,18 +27,23 @@
 //!   with this rank's size per member.
 //!
 //! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
-//! `calls.rs` (logical operations as calls), `lower.rs` (loop nests as phases), `regions.rs`
+//! `calls.rs` (logical operations as calls), `cuts.rs` (what the cuts leave in it: replayed
+//! durations, steps cut short), `lower.rs` (loop nests as phases, the warm-up iteration found by
+//! `warm_iteration.rs`), `regions.rs`
 //! (the receive buffer's regions), `assemble.rs` (the whole program).
 
 mod assemble;
 mod calls;
+mod cuts;
 mod ir;
 mod layout;
 mod lower;
 mod regions;
+mod warm_iteration;
 
 pub use assemble::{build, build_tagged, stretch_parts, stretch_range, BuildError, Tags};
 pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonblocking_collective};
+pub use cuts::{Replay, StepCut};
 pub use ir::*;
 pub use layout::{ident_of, neighbour};
 pub(crate) use lower::leaf_map;

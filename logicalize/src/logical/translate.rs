@@ -7,46 +7,6 @@ use mpiskel_trace::{CommId, Payload, Peer, RankTrace, RequestId, Work};
 
 use super::*;
 
-/// Names of offsets: compass directions in 2-D, LEFT/RIGHT in 1-D, ±x/±y/±z/±w beyond.
-pub(super) fn direction_name(offset: &[i64]) -> String {
-    let d = offset.len();
-    if d == 1 {
-        return match offset[0] {
-            -1 => "LEFT".into(),
-            1 => "RIGHT".into(),
-            o => format!("{o:+}"),
-        };
-    }
-    if d == 2 && offset.iter().all(|o| o.abs() <= 1) {
-        let ns = match offset[0] {
-            -1 => "NORTH",
-            1 => "SOUTH",
-            _ => "",
-        };
-        let ew = match offset[1] {
-            -1 => "WEST",
-            1 => "EAST",
-            _ => "",
-        };
-        return format!("{ns}{ew}");
-    }
-    let axes = ["x", "y", "z", "w"];
-    offset
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| **o != 0)
-        .map(|(k, o)| {
-            let ax = axes.get(k).map_or_else(|| format!("d{k}"), |a| (*a).to_owned());
-            match o {
-                1 => format!("+{ax}"),
-                -1 => format!("-{ax}"),
-                o => format!("{o:+}{ax}"),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("")
-}
-
 /// Translates world ranks into logical peers for one rank.
 pub(super) struct Namer<'a> {
     pub(super) ident: &'a Identification,

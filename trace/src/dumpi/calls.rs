@@ -8,8 +8,8 @@
 //! # Complexity
 //! Linear in the record's bytes.
 
+use super::cursor::{Cursor, Version};
 use super::labels::*;
-use super::{Cursor, Version};
 use crate::error::Result;
 
 /// `MPI_COMM_NULL` as DUMPI writes it.

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::calls::{Args, COMM_NULL, COMM_SELF, COMM_WORLD};
-use super::RawRank;
+use super::raw::RawRank;
 use crate::error::{Result, TraceError};
 use crate::model::{world_members, Cart, Rank};
 

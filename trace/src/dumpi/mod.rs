@@ -27,10 +27,16 @@
 
 mod calls;
 mod comms;
+mod cursor;
 mod labels;
+mod raw;
+
+use cursor::Cursor;
+pub use cursor::Version;
+use raw::{RawRank, Record};
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -47,17 +53,6 @@ pub const MAGIC: u64 = 0xffaa_dd44_554d_5049;
 
 /// The mark before a DUMPI footer's call counts.
 const FOOT_MAGIC: u64 = 0xf007_fee7;
-
-/// A DUMPI trace version, as the header records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Version(pub [u8; 3]);
-
-impl Version {
-    /// Whether this is version `a.b.c` or later.
-    pub fn at_least(self, a: u8, b: u8, c: u8) -> bool {
-        self.0 >= [a, b, c]
-    }
-}
 
 /// Whether `text` is a DUMPI `.meta` file: lines `key=value` naming `numprocs` and `fileprefix`.
 pub fn is_meta(text: &str) -> bool {
@@ -102,138 +97,6 @@ pub fn read_dumpi(meta: &Path) -> Result<Vec<RankTrace>> {
 /// The file name of rank `r` of a DUMPI trace with `prefix`.
 pub fn rank_file_name(prefix: &str, r: u32) -> String {
     format!("{prefix}-{r:04}.bin")
-}
-
-/// One record as read, before handles are translated.
-#[derive(Debug, Clone)]
-struct Record {
-    label: u16,
-    /// Byte offset of its label in the file.
-    offset: u64,
-    /// Wall-clock entry and exit, nanoseconds since the rank's first record began.
-    enter_ns: u64,
-    exit_ns: u64,
-    /// Processor time at entry and exit, nanoseconds, where recorded.
-    cpu: Option<(u64, u64)>,
-    args: Args,
-}
-
-/// One rank file, read.
-#[derive(Debug)]
-struct RawRank {
-    path: PathBuf,
-    rank: Rank,
-    host: Option<String>,
-    start_unix_ns: Option<u64>,
-    records: Vec<Record>,
-    counts: BTreeMap<String, u64>,
-}
-
-/// A cursor over a rank file's bytes that names the file, rank and byte in every error.
-#[derive(Debug)]
-struct Cursor<'a> {
-    b: &'a [u8],
-    pos: usize,
-    path: &'a Path,
-    rank: Rank,
-    /// Bytes per element of each datatype, by DUMPI datatype id.
-    sizes: &'a [u32],
-}
-
-impl<'a> Cursor<'a> {
-    fn err(&self, at: usize, reason: impl Into<String>) -> TraceError {
-        TraceError::Corrupt {
-            path: self.path.to_path_buf(),
-            rank: Some(self.rank),
-            offset: at as u64,
-            reason: reason.into(),
-        }
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len());
-        let Some(end) = end else {
-            return Err(self.err(self.pos, format!("{n} bytes needed, the file ends first")));
-        };
-        let s = &self.b[self.pos..end];
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn skip(&mut self, n: usize) -> Result<()> {
-        self.take(n).map(|_| ())
-    }
-
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn u16(&mut self) -> Result<u16> {
-        let s = self.take(2)?;
-        Ok(u16::from_be_bytes([s[0], s[1]]))
-    }
-
-    fn u32(&mut self) -> Result<u32> {
-        let s = self.take(4)?;
-        Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
-    }
-
-    fn i32(&mut self) -> Result<i32> {
-        Ok(self.u32()? as i32)
-    }
-
-    fn u64(&mut self) -> Result<u64> {
-        Ok((u64::from(self.u32()?) << 32) | u64::from(self.u32()?))
-    }
-
-    /// A 32-bit element count, checked against the bytes left (`each` per element).
-    fn length(&mut self, each: usize) -> Result<usize> {
-        let at = self.pos;
-        let n = self.u32()? as usize;
-        let left = self.b.len() - self.pos;
-        if n.checked_mul(each).is_none_or(|b| b > left) {
-            return Err(
-                self.err(at, format!("an array of {n} elements runs past the end of the file"))
-            );
-        }
-        Ok(n)
-    }
-
-    fn skip_array(&mut self, each: usize) -> Result<()> {
-        let n = self.length(each)?;
-        self.skip(n * each)
-    }
-
-    fn i32_array(&mut self) -> Result<Vec<i32>> {
-        let n = self.length(4)?;
-        (0..n).map(|_| self.i32()).collect()
-    }
-
-    fn u32_array(&mut self) -> Result<Vec<u32>> {
-        let n = self.length(4)?;
-        (0..n).map(|_| self.u32()).collect()
-    }
-
-    /// A 16-bit-length string.
-    fn string(&mut self) -> Result<String> {
-        let n = self.u16()? as usize;
-        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
-    }
-
-    /// `count` elements of datatype `dt`, in bytes.
-    fn bytes(&self, count: i32, dt: u16) -> Result<u64> {
-        let at = self.pos;
-        let count = u64::try_from(count)
-            .map_err(|_| self.err(at, format!("negative element count {count}")))?;
-        let size = self.sizes.get(dt as usize).ok_or_else(|| {
-            self.err(at, format!("datatype {dt} is not in the trace's table of datatype sizes"))
-        })?;
-        Ok(count * u64::from(*size))
-    }
-
-    fn all_bytes(&self, counts: &[i32], dt: u16) -> Result<Vec<u64>> {
-        counts.iter().map(|&c| self.bytes(c, dt)).collect()
-    }
 }
 
 /// The sum of `sizes`, at most `u64::MAX`.
