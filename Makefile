@@ -1,5 +1,5 @@
 # mpiskel tasks. `make demo` and `make test` set up everything they need on Debian.
-.PHONY: deps demo test test-fast lint bench fuzz fixtures validate
+.PHONY: deps demo test test-fast lint bench fuzz fixtures validate man install
 
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
@@ -68,3 +68,25 @@ fixtures: deps
 validate: deps
 	cargo build --release
 	target/release/mpiskel validate -o validation --markdown VALIDATION.md --reps 3
+
+# The manual pages (mpiskel(1) and one per command) and the bash, zsh and fish completions,
+# generated from the binary's own argument definitions into target/man and target/completions.
+man:
+	cargo build --release
+	target/release/mpiskel man -o target/man/man1 >/dev/null
+	mkdir -p target/completions
+	target/release/mpiskel completions bash > target/completions/mpiskel.bash
+	target/release/mpiskel completions zsh > target/completions/_mpiskel
+	target/release/mpiskel completions fish > target/completions/mpiskel.fish
+
+# The binary on PATH (cargo's bin folder, ~/.cargo/bin, which rustup puts on PATH), its manual
+# pages and completions under PREFIX (default ~/.local: `man mpiskel-build` then works).
+PREFIX ?= $(HOME)/.local
+install: man
+	cargo install --path . --locked --force
+	install -d $(PREFIX)/share/man/man1 $(PREFIX)/share/bash-completion/completions \
+	  $(PREFIX)/share/zsh/site-functions $(PREFIX)/share/fish/vendor_completions.d
+	install -m 644 target/man/man1/*.1 $(PREFIX)/share/man/man1/
+	install -m 644 target/completions/mpiskel.bash $(PREFIX)/share/bash-completion/completions/mpiskel
+	install -m 644 target/completions/_mpiskel $(PREFIX)/share/zsh/site-functions/_mpiskel
+	install -m 644 target/completions/mpiskel.fish $(PREFIX)/share/fish/vendor_completions.d/mpiskel.fish

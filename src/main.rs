@@ -5,6 +5,7 @@
 mod build;
 mod check;
 mod compress;
+mod docs;
 mod export;
 mod inspect;
 mod logicalize;
@@ -18,7 +19,7 @@ mod validate;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// Turn the execution traces of an MPI application into a performance skeleton.
 ///
@@ -30,7 +31,8 @@ use clap::{Parser, Subcommand};
 /// `mpiskel validate` measures predictions across platforms; `mpiskel simulate` predicts a
 /// trace's or a skeleton's time on a modelled cluster without running it; `mpiskel export --ti`
 /// writes a trace for SimGrid to replay; `mpiskel synth` writes a synthetic trace at any scale;
-/// `mpiskel report` writes one HTML page about a trace, a skeleton or a validation run.
+/// `mpiskel report` writes one HTML page about a trace, a skeleton or a validation run;
+/// `mpiskel man` and `mpiskel completions` write the manual pages and shell completions.
 #[derive(Debug, Parser)]
 #[command(
     name = "mpiskel",
@@ -70,6 +72,8 @@ enum Command {
     Simulate(simulate::SimulateArgs),
     Synth(synth::SynthArgs),
     Report(report::ReportArgs),
+    Man(docs::ManArgs),
+    Completions(docs::CompletionsArgs),
 }
 
 /// Exit codes: 0 success; 1 the work failed (bad input, failed run); 2 usage error (clap).
@@ -110,6 +114,8 @@ fn main() -> ExitCode {
         Command::Retune(a) => validate::retune(a),
         Command::Synth(a) => synth::synth(a),
         Command::Report(a) => report::report(a),
+        Command::Man(a) => docs::man(a, Cli::command()),
+        Command::Completions(a) => docs::completions(a, Cli::command()),
     };
     match result {
         Ok(code) => code,

@@ -21,6 +21,10 @@ fn every_subcommand_has_help_with_examples() {
         "retune",
         "synth",
         "report",
+        "check",
+        "simulate",
+        "man",
+        "completions",
     ] {
         let out = mpiskel().args([sub, "--help"]).output().unwrap();
         assert!(out.status.success());
@@ -39,6 +43,47 @@ fn every_subcommand_has_help_with_examples() {
     }
     let out = mpiskel().output().unwrap();
     assert_eq!(out.status.code(), Some(2), "no subcommand is a usage error");
+}
+
+/// What `make man` writes: mpiskel(1) and a page per command, each a roff page that names its
+/// command and its options, and completion scripts for bash, zsh and fish that know every
+/// command. (`make install` copies these files beside the binary `cargo install` puts on PATH.)
+#[test]
+fn manual_pages_and_completions_cover_every_command() {
+    let dir = scratch("man");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = mpiskel().args(["man", "-o"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let help =
+        String::from_utf8_lossy(&mpiskel().arg("--help").output().unwrap().stdout).to_string();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 15 && commands.contains(&"build"), "{commands:?}");
+    let page = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.1"))).unwrap();
+    assert!(page("mpiskel").starts_with(".ie") || page("mpiskel").contains(".TH mpiskel"));
+    for c in &commands {
+        let text = page(&format!("mpiskel-{c}"));
+        assert!(text.contains(&format!(".TH mpiskel-{c}")), "mpiskel-{c}.1:\n{text}");
+        assert!(text.contains(".SH SYNOPSIS") && text.contains(".SH OPTIONS"), "mpiskel-{c}.1");
+    }
+    assert!(page("mpiskel-build").contains("max\\-error"), "build's page lists --max-error");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = mpiskel().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        for c in &commands {
+            assert!(script.contains(c), "{shell} completion of {c}");
+        }
+        assert!(script.contains("max-error"), "{shell} completes build's options");
+    }
+    let bad = mpiskel().args(["completions", "cmd.exe"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2), "an unknown shell is a usage error");
 }
 
 #[test]
