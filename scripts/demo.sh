@@ -11,8 +11,7 @@ mkdir -p target/demo
 trace=target/demo/halo.trace
 skel=target/demo/halo.skel
 echo "== 1. trace the application (halo 4x4, periodic, 200 iterations, 64 KiB messages)"
-# 16 ranks share this machine's cores: record the processor time of compute gaps too.
-./target/release/mpiskel trace --cpu-time --force -o "$trace" -- \
+./target/release/mpiskel trace --force -o "$trace" -- \
   mpirun.openmpi --oversubscribe -np 16 target/fixture-programs/openmpi/halo 4x4 1 200 65536
 ./target/release/mpiskel inspect "$trace" | head -12
 echo "== 2. build its skeleton"
