@@ -206,8 +206,8 @@ void sk_compute_shrink(double share) {
 
 static void sk_cut_run(double seconds, double removed, double shrink, int clip);
 
-#define SK_KEEP_SHARE 0.05
-#define SK_KEEP_MIN 5e-5
+#define SK_KEEP_SHARE @KEEP_SHARE@
+#define SK_KEEP_MIN @KEEP_MIN@
 
 /* Runs the `kept` seconds of a cut block and adds them, with the `removed` seconds that do not
  * run, to the phase being timed (sk_cut). On a real machine a part shorter than SK_KEEP_MIN
@@ -305,8 +305,7 @@ void sk_distributions(const double (*dists)[SK_QUANTILES], int n) {
 
 /* A duration drawn from distribution i (inverse CDF, linear between quantiles); 0 without it. */
 static double sk_draw(int i) {
-    static const double p[SK_QUANTILES] = {0.0, 0.01, 0.05, 0.1, 0.25, 0.5,
-                                           0.75, 0.9, 0.95, 0.99, 0.999, 1.0};
+    static const double p[SK_QUANTILES] = {@QUANTILE_PROBABILITIES@};
     if (!sk_dists || i < 0 || i >= sk_ndists) {
         return 0.0;
     }
@@ -510,7 +509,7 @@ static double sk_restored_of(int i) {
 /* A first iteration this many times longer than the mean of the others waited for ranks that
  * reached the loop late; shorter, its difference is the spread of the compute durations drawn
  * (about a tenth for one iteration of NPB BT), and all iterations are averaged. */
-#define SK_FIRST_LONGER 1.25
+#define SK_FIRST_LONGER @FIRST_LONGER@
 
 /* Predicted application seconds of phase i: its own time (less its timed inner loops) plus the
  * removed computation at the pace of the part that ran, scaled by its iterations; plus each

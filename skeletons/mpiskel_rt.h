@@ -61,7 +61,7 @@ void sk_rank_weight(const double *weights);
 
 /* Quantiles per compute distribution: minimum, 1 %, 5 %, 10 %, 25 %, median, 75 %, 90 %,
  * 95 %, 99 %, 99.9 %, maximum. */
-#define SK_QUANTILES 12
+#define SK_QUANTILES @QUANTILES@
 /* Registers the program's distributions of compute durations (quantiles, seconds). */
 void sk_distributions(const double (*dists)[SK_QUANTILES], int n);
 /* Busy computation for a duration drawn from distribution i (inverse CDF, linear between

@@ -21,7 +21,9 @@
 //! - [`fidelity`]: the fidelity panel's rows and the one policy that keeps a candidate by them;
 //! - [`document`]: `skeleton.json`, the provenance of a skeleton folder, and its reader;
 //! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`);
-//! - [`rust`]: the Rust back end (rsmpi; `quote!` → `syn` → `prettyplease`), from the same IR.
+//! - [`rust`]: the Rust back end (rsmpi; `quote!` → `syn` → `prettyplease`), from the same IR;
+//! - [`constants`]: the one table of the tuning constants the runtimes share with the emitter
+//!   and the simulator, written into the runtimes as a folder is written.
 //!
 //! This crate never reads trace files.
 #![deny(missing_docs)]
@@ -29,6 +31,7 @@
 pub mod aligned;
 pub mod c;
 pub mod compute_cut;
+pub mod constants;
 pub mod correspond;
 pub mod cut_runs;
 pub mod deadlock;

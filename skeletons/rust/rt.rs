@@ -25,8 +25,8 @@ use mpi::traits::*;
 
 /// Quantiles per compute distribution: minimum, 1 %, 5 %, 10 %, 25 %, median, 75 %, 90 %, 95 %,
 /// 99 %, 99.9 %, maximum.
-pub const QUANTILES: usize = 12;
-const LEVELS: [f64; QUANTILES] = [0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1.0];
+pub const QUANTILES: usize = @QUANTILES@;
+const LEVELS: [f64; QUANTILES] = [@QUANTILE_PROBABILITIES@];
 
 /// The tag of a receive that accepts any tag (`MPI_ANY_TAG`).
 pub const ANY_TAG: mpi::Tag = -1;
@@ -34,14 +34,14 @@ pub const ANY_TAG: mpi::Tag = -1;
 /// A first iteration this many times longer than the mean of the others waited for ranks that
 /// reached the loop late; shorter, its difference is the spread of the compute durations drawn
 /// (about a tenth for one iteration of NPB BT), and all iterations are averaged.
-const FIRST_LONGER: f64 = 1.25;
+const FIRST_LONGER: f64 = @FIRST_LONGER@;
 
 /// Share of its duration that a block cut by [`Runtime::compute_keep`] still runs.
-const KEEP_SHARE: f64 = 0.05;
+const KEEP_SHARE: f64 = @KEEP_SHARE@;
 
 /// Seconds of a block cut by [`Runtime::compute_keep`] that always run: enough to time. A kept
 /// part shorter than this runs untimed ([`Runtime::run_kept`]).
-const KEEP_MIN: f64 = 5e-5;
+const KEEP_MIN: f64 = @KEEP_MIN@;
 
 /// One timed part of the program: a loop of the trace or the calls between loops.
 #[derive(Debug, Clone)]

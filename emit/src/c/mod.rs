@@ -219,8 +219,16 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     let opt = program_opt(&files[0].contents);
     let ctx = merge_maps([ctx, context! { program_lines => lines, program_opt => opt }]);
     files.extend(render_templates(&templates, &ctx)?);
-    files.push(File { path: "mpiskel_rt.h".into(), contents: RUNTIME_H.into(), executable: false });
-    files.push(File { path: "mpiskel_rt.c".into(), contents: RUNTIME_C.into(), executable: false });
+    files.push(File {
+        path: "mpiskel_rt.h".into(),
+        contents: crate::constants::fill(RUNTIME_H),
+        executable: false,
+    });
+    files.push(File {
+        path: "mpiskel_rt.c".into(),
+        contents: crate::constants::fill(RUNTIME_C),
+        executable: false,
+    });
     Ok(files)
 }
 

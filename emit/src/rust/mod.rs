@@ -71,7 +71,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     };
     let mut files = render_templates(&templates, &ctx)?;
     files.push(File { path: "src/main.rs".into(), contents: main, executable: false });
-    files.push(File { path: "src/rt.rs".into(), contents: RUNTIME_RS.into(), executable: false });
+    files.push(File {
+        path: "src/rt.rs".into(),
+        contents: crate::constants::fill(RUNTIME_RS),
+        executable: false,
+    });
     Ok(files)
 }
 
