@@ -1163,3 +1163,37 @@ fn several_runs_keep_the_trace_of_median_time() {
     assert!(!zero.status.success());
     assert!(String::from_utf8_lossy(&zero.stderr).contains("--runs"));
 }
+
+/// Threads in MPI at the same time (`fixtures/programs/threads.c`: MPI_THREAD_MULTIPLE, two
+/// threads each making 200 MPI_Allreduce on a duplicate of MPI_COMM_WORLD of its own, as
+/// PT-Scotch folds its graphs): every call of both threads is recorded, whole, on every rank.
+/// (A call counted as nested in whatever call another thread was in lost 15 to 199 of the 200
+/// on one of the two communicators.) The gaps are wall time there, and the trace builds.
+#[test]
+fn calls_of_threads_in_mpi_at_once_are_all_recorded() {
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let dir = scratch(&format!("threads-{}", lib.name()));
+        trace_program(lib, 4, "threads", &["200", "20"], &dir);
+        let set = open(&dir);
+        for rt in &set.ranks {
+            assert!(!rt.info.has_cpu_time, "{}: rank {}: gaps of two threads", lib.name(), rt.rank);
+            let mut per_comm: BTreeMap<u32, usize> = BTreeMap::new();
+            for e in &rt.events {
+                if let (Op::Allreduce, Payload::Collective { comm, .. }) = (e.op, &e.payload) {
+                    *per_comm.entry(comm.0).or_default() += 1;
+                }
+            }
+            let counts: Vec<usize> = per_comm.values().copied().collect();
+            assert_eq!(counts, [200, 200], "{}: rank {}: {per_comm:?}", lib.name(), rt.rank);
+        }
+        let skel = dir.with_extension("skel");
+        let out = support::mpiskel()
+            .args(["build", "-q", "--force", "--no-check"])
+            .arg(&dir)
+            .arg("-o")
+            .arg(&skel)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

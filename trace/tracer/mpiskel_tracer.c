@@ -28,11 +28,13 @@
  * OpenMPI's calls PMPI_* directly, so for OpenMPI this file also defines the Fortran entry
  * points (mpi_send_ …), which convert their arguments and call the C wrappers.
  *
- * Threads: calls are recorded from one thread at a time (MPI_THREAD_SINGLE, FUNNELED or
- * SERIALIZED programs).
+ * Threads: calls of every thread are recorded, in one sequence per rank; in an
+ * MPI_THREAD_MULTIPLE program, under a lock (see `rec_lock`).
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+
+#include <pthread.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -114,7 +116,8 @@ struct pers {
 };
 
 static struct {
-    int active, finalized, depth;
+    int active, finalized;
+    int multi; /* MPI_THREAD_MULTIPLE: records are made under `rec_mutex` */
     int rank, size, fd;
     unsigned char *buf;
     size_t len, committed;
@@ -377,9 +380,14 @@ static struct comm *comm_add(MPI_Comm c, uint32_t id, int emit) {
 }
 
 /* The entry of a communicator, defining it in the trace the first time it is seen. */
+static int rec_lock(void);
+static void rec_unlock(int *held);
 static struct comm *comm_get(MPI_Comm c) {
+    int held = rec_lock();
     struct comm *e = comm_find(c);
-    return e ? e : comm_add(c, T.next_comm++, 1);
+    if (!e) e = comm_add(c, T.next_comm++, 1);
+    rec_unlock(&held);
+    return e;
 }
 
 static int64_t peer_of(const int *world, int size, int r) {
@@ -530,22 +538,46 @@ static void pers_define(MPI_Request r, int op, struct comm *c, int64_t peer, int
 }
 
 /* ---- records -------------------------------------------------------------------------------- */
+/* Threads. A call made inside another call of the same thread (a Fortran entry point calling
+ * the C wrapper, MPI calls from a one-sided call) is not recorded: `depth` counts them, per
+ * thread. In a program initialised with MPI_THREAD_MULTIPLE, threads may be in MPI calls at
+ * the same time: each call's bookkeeping before it and its record after it are made under
+ * `rec_mutex` (never the MPI call itself, which may wait for another thread's), so that no
+ * record is lost or torn; the rank's records are in the order the calls returned. */
+static _Thread_local int depth;
+static pthread_mutex_t rec_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP; /* comm_get takes it too */
+static int rec_lock(void) {
+    if (!T.multi) return 0;
+    pthread_mutex_lock(&rec_mutex);
+    return 1;
+}
+static void rec_unlock(int *held) {
+    if (*held) pthread_mutex_unlock(&rec_mutex);
+    *held = 0;
+}
+
+/* ENTER's lock is released before the MPI call; LEAVE's when the wrapper returns (its record
+ * made). */
 #define ENTER                                                                                  \
+    int enter_held = rec_lock();                                                               \
     uint64_t t_in = now_ns();                                                                  \
     uint64_t i_in = instr_now();                                                               \
-    uint64_t c_gap = T.depth == 0 ? gap_cpu(t_in) : 0;                                        \
-    T.depth++
+    uint64_t c_gap = depth == 0 ? gap_cpu(t_in) : 0;                                          \
+    depth++;                                                                                   \
+    rec_unlock(&enter_held)
 #define LEAVE                                                                                  \
-    T.depth--;                                                                                 \
+    __attribute__((cleanup(rec_unlock))) int leave_held = rec_lock();                          \
+    (void)leave_held;                                                                          \
+    depth--;                                                                                   \
     uint64_t t_out = now_ns();                                                                 \
     uint64_t i_gap = i_in - T.instr_prev;                                                      \
     T.instr_prev = instr_now();                                                                \
-    if (T.depth == 0) {                                                                        \
+    if (depth == 0) {                                                                          \
         T.cpu_gap = c_gap;                                                                     \
         gap_begins(t_out);                                                                     \
     }
 
-#define RECORDING (T.active && !T.finalized && T.depth == 0)
+#define RECORDING (T.active && !T.finalized && depth == 0)
 #define TRACING (RECORDING && !T.time_only)
 
 static void ev_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, size_t extra) {
@@ -727,6 +759,9 @@ static void open_counter(void) {
     const char *only = getenv("MPISKEL_TIME_ONLY");
     T.time_only = only && strcmp(only, "1") == 0;
     if (T.time_only) T.cpu_time = 0;
+    /* With several threads in MPI, a rank's gaps run on more than one thread: the thread CPU
+     * clock of the thread that makes a call does not measure them, so they are wall time. */
+    if (T.multi) T.cpu_time = 0;
     const char *want = getenv("MPISKEL_INSTRUCTIONS");
     if (!want || strcmp(want, "1") != 0) return;
     struct perf_event_attr a;
@@ -827,7 +862,10 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     uint64_t t_in = now_ns();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     uint64_t t_out = now_ns();
-    if (rc == MPI_SUCCESS) start(OP_INIT_THREAD, t_in, t_out);
+    if (rc == MPI_SUCCESS) {
+        T.multi = *provided == MPI_THREAD_MULTIPLE;
+        start(OP_INIT_THREAD, t_in, t_out);
+    }
     return rc;
 }
 
@@ -1529,12 +1567,14 @@ static void one_sided_request(MPI_Request r) {
     do {                                                                                       \
         if (!TRACING) return CALL;                                                             \
         uint64_t u_in = now_ns();                                                              \
-        T.depth++;                                                                             \
+        depth++;                                                                               \
         int u_rc = CALL;                                                                       \
-        T.depth--;                                                                             \
+        depth--;                                                                               \
+        int u_held = rec_lock();                                                               \
         unrec_count(KIND, BYTES, u_in);                                                        \
         MPI_Request *u_req = (REQ);                                                            \
         if (u_req) one_sided_request(*u_req);                                                  \
+        rec_unlock(&u_held);                                                                   \
         return u_rc;                                                                           \
     } while (0)
 #define UNRECORDED(KIND, BYTES, CALL) UNRECORDED_REQ(KIND, BYTES, CALL, (MPI_Request *)NULL)
