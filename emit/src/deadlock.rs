@@ -7,7 +7,8 @@
 //! - a non-blocking request completes only when it is matched *and* waited for;
 //! - a blocking receive completes when a matching send is posted;
 //! - a collective completes when every member of its communicator has reached it (each member's
-//!   k-th collective on a communicator meets the others' k-th).
+//!   k-th collective on a communicator meets the others' k-th); a non-blocking one starts
+//!   without blocking, and its wait completes once every member has started it.
 //!
 //! Messages match as in MPI: by source (or any source), destination and tag (or any tag: a
 //! negative tag), and in posting order between a pair (non-overtaking). The execution runs
@@ -110,6 +111,19 @@ pub enum CheckOp {
         /// Request slots.
         slots: Vec<Slot>,
     },
+    /// A non-blocking collective (`MPI_Ibarrier`, `MPI_Iallreduce`, …) started into request
+    /// `slot`: its start never blocks, and a wait on its slot completes once every member has
+    /// started it (the members' k-th collectives on a communicator, blocking or not, meet).
+    Icollective {
+        /// Communicator id, shared by all its members.
+        comm: u32,
+        /// Its members (sorted).
+        members: Arc<[u32]>,
+        /// What it is, for diagnostics (e.g. `Ibarrier`).
+        name: String,
+        /// Request slot.
+        slot: Slot,
+    },
     /// A collective over the ranks `members` (sorted), identified by `comm`.
     Collective {
         /// Communicator id, shared by all its members.
@@ -142,6 +156,9 @@ impl fmt::Display for CheckOp {
             CheckOp::Wait { slots } => write!(f, "MPI_Wait on requests {slots:?}"),
             CheckOp::Collective { name, comm, .. } => {
                 write!(f, "MPI_{name} on communicator {comm}")
+            }
+            CheckOp::Icollective { name, comm, slot, .. } => {
+                write!(f, "MPI_{name} on communicator {comm} (request {slot})")
             }
         }
     }
@@ -602,6 +619,9 @@ fn check_in(
     // another kind at the same point (an `MPI_Barrier` where the others reduce) never completes,
     // as in MPI, where mismatched collectives hang or fail.
     let mut kinds: Map<(u32, usize), &str> = Map::default();
+    // Non-blocking collectives started and not yet waited for: per (rank, slot), the
+    // collective (communicator, index) and its number of members.
+    let mut icoll: Map<(u32, Slot), (u32, usize, usize)> = Map::default();
     // With `buffer_stuck`: the position of the operation that last started each request of
     // each rank ([`standard_sends_of`] without scanning back at every stop).
     let mut started: Map<(u32, Slot), usize> = Map::default();
@@ -642,7 +662,23 @@ fn check_in(
                         }
                         m.is_matched(rank, BLOCKING)
                     }
-                    CheckOp::Wait { slots } => slots.iter().all(|s| m.is_matched(rank, *s)),
+                    CheckOp::Wait { slots } => slots.iter().all(|s| {
+                        m.is_matched(rank, *s)
+                            || icoll.get(&(rank, *s)).is_some_and(|&(c, k, n)| {
+                                arrived.get(&(c, k)).map_or(0, Vec::len) == n
+                            })
+                    }),
+                    CheckOp::Icollective { comm, members, name, slot } => {
+                        let k = *coll_done.get(&(*comm, rank)).unwrap_or(&0);
+                        let kind = *kinds.entry((*comm, k)).or_insert(name.as_str());
+                        if kind != name.as_str() {
+                            false
+                        } else {
+                            arrived.entry((*comm, k)).or_default().push(rank);
+                            icoll.insert((rank, *slot), (*comm, k, members.len()));
+                            true
+                        }
+                    }
                     CheckOp::Collective { comm, members, name } => {
                         let k = *coll_done.get(&(*comm, rank)).unwrap_or(&0);
                         let kind = *kinds.entry((*comm, k)).or_insert(name.as_str());
@@ -661,12 +697,13 @@ fn check_in(
                 if !advance {
                     break;
                 }
-                if let CheckOp::Collective { comm, .. } = op {
+                if let CheckOp::Collective { comm, .. } | CheckOp::Icollective { comm, .. } = op {
                     *coll_done.entry((*comm, rank)).or_insert(0) += 1;
                 }
                 if let CheckOp::Wait { slots } = op {
                     for s in slots {
                         m.matched.remove(&(rank, *s));
+                        icoll.remove(&(rank, *s));
                     }
                 }
                 if order.buffer_stuck {
@@ -737,7 +774,19 @@ fn check_in(
                 CheckOp::Wait { slots } => {
                     let open: Vec<_> =
                         slots.iter().filter(|s| !m.is_matched(r as u32, **s)).collect();
-                    format!("requests {open:?}, which nobody matches")
+                    let collective: Vec<String> = open
+                        .iter()
+                        .filter_map(|s| {
+                            let &(c, k, _) = icoll.get(&(r as u32, **s))?;
+                            let here = arrived.get(&(c, k)).map_or(0, Vec::len);
+                            Some(format!("request {s}: a non-blocking collective on communicator {c} that {here} members started"))
+                        })
+                        .collect();
+                    if collective.is_empty() {
+                        format!("requests {open:?}, which nobody matches")
+                    } else {
+                        format!("requests {open:?} ({})", collective.join("; "))
+                    }
                 }
                 CheckOp::Collective { comm, members, name } => {
                     let k = *coll_done.get(&(*comm, r as u32)).unwrap_or(&0);
@@ -752,6 +801,16 @@ fn check_in(
                                 members.iter().filter(|x| !here.contains(x)).collect();
                             format!("ranks {missing:?} to reach it")
                         }
+                    }
+                }
+                CheckOp::Icollective { comm, name, .. } => {
+                    let k = *coll_done.get(&(*comm, r as u32)).unwrap_or(&0);
+                    match kinds.get(&(*comm, k)) {
+                        Some(kind) if *kind != name.as_str() => format!(
+                            "the other members, which made an MPI_{kind} at this point of the \
+                             communicator"
+                        ),
+                        _ => "nothing (it cannot block)".into(),
                     }
                 }
                 CheckOp::Isend { .. } | CheckOp::Issend { .. } | CheckOp::Irecv { .. } => {
@@ -781,6 +840,40 @@ mod tests {
             (0..sends).map(|_| CheckOp::Send { to: 0, tag: 7, bytes: 8 }).collect();
         sender.push(CheckOp::Send { to: 0, tag: 8, bytes: 8 });
         vec![receiver, sender]
+    }
+
+    /// The non-blocking consensus of sparse data exchanges (DOLFINx, PETSc): a rank starts its
+    /// `MPI_Ibarrier` and then still receives what others send it synchronously. The start
+    /// does not block (taken as blocking, the two ranks waited for each other); the wait
+    /// completes once both have started it, and one that a member never starts is reported.
+    #[test]
+    fn a_non_blocking_barrier_waits_at_its_wait_not_at_its_start() {
+        let members: Arc<[u32]> = vec![0, 1].into();
+        let ibarrier = |slot| CheckOp::Icollective {
+            comm: 0,
+            members: members.clone(),
+            name: "Ibarrier".into(),
+            slot,
+        };
+        let programs = vec![
+            vec![
+                ibarrier(1),
+                CheckOp::Recv { from: Some(1), tag: 0 },
+                CheckOp::Wait { slots: vec![1] },
+            ],
+            vec![CheckOp::Ssend { to: 0, tag: 0 }, ibarrier(1), CheckOp::Wait { slots: vec![1] }],
+        ];
+        assert_eq!(check(&programs), None);
+        let never = vec![programs[0].clone(), vec![CheckOp::Ssend { to: 0, tag: 0 }]];
+        let d = check(&never).expect("rank 0 waits for a barrier rank 1 never starts");
+        assert_eq!(d.blocked.len(), 1, "{d}");
+        assert!(d.blocked[0].waits_for.contains("non-blocking collective"), "{d}");
+        // A blocking collective where the others started a non-blocking one does not match.
+        let mixed = vec![
+            vec![ibarrier(1), CheckOp::Wait { slots: vec![1] }],
+            vec![CheckOp::Collective { comm: 0, members: members.clone(), name: "Barrier".into() }],
+        ];
+        assert!(check(&mixed).is_some());
     }
 
     #[test]

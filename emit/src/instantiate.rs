@@ -163,7 +163,7 @@ struct Rank<'a> {
     pending: BTreeSet<u32>,
     out: Vec<CheckOp>,
     reused: BTreeSet<u32>,
-    /// Pending slots of non-blocking collectives (the check completes those where they start).
+    /// Pending slots of non-blocking collectives on MPI_COMM_SELF (complete where they start).
     collective: BTreeSet<u32>,
     /// Per operation of `out`: the call it came from (its address in the skeleton; 0 for waits
     /// the runtime adds).
@@ -282,15 +282,19 @@ impl Rank<'_> {
                 }
             }
             Call::Collective { op, comm, slot, root, .. } => {
+                let self_comm = matches!(self.skel.comms[*comm], Comm::SelfComm);
+                let slot = slot.map(|s| slot_of(&s));
                 if let Some(s) = slot {
-                    // A restarted slot is waited for first; a collective's wait never blocks.
-                    let s = slot_of(s);
+                    // A restarted slot is waited for first. A non-blocking collective's wait
+                    // blocks until every member has started it (on MPI_COMM_SELF: never).
                     if !self.pending.insert(s) {
                         self.reused.insert(s);
                     }
-                    self.collective.insert(s);
+                    if self_comm {
+                        self.collective.insert(s);
+                    }
                 }
-                if matches!(self.skel.comms[*comm], Comm::SelfComm) {
+                if self_comm {
                     return;
                 }
                 let (id, members) = self.groups.of(self.skel, *comm, self.rank);
@@ -301,7 +305,10 @@ impl Rank<'_> {
                     Some(r) => format!("{} (root {r})", op.name()),
                     None => op.name().into(),
                 };
-                self.out.push(CheckOp::Collective { comm: id, members, name });
+                self.out.push(match slot {
+                    Some(slot) => CheckOp::Icollective { comm: id, members, name, slot },
+                    None => CheckOp::Collective { comm: id, members, name },
+                });
             }
         }
     }

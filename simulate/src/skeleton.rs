@@ -308,19 +308,27 @@ fn check_ops(traces: &[RankTrace]) -> Vec<Vec<CheckOp>> {
                         }
                     }
                     Payload::Collective { comm, root, request, .. } => {
-                        if let Some(r) = request {
-                            collective.insert(r.0);
-                        }
                         let members: Arc<[u32]> = match t.comms.get(comm) {
                             Some(m) => m.iter().map(|r| r.0).collect(),
                             None if *comm == CommId::WORLD => (0..traces.len() as u32).collect(),
-                            None => continue,
+                            None => {
+                                // (Not simulated: its wait never blocks.)
+                                if let Some(r) = request {
+                                    collective.insert(r.0);
+                                }
+                                continue;
+                            }
                         };
                         let name = match root {
                             Some(r) => format!("{} (root {})", e.op.name(), r.0),
                             None => e.op.name().into(),
                         };
-                        out.push(CheckOp::Collective { comm: comm.0, members, name });
+                        out.push(match request {
+                            Some(r) => {
+                                CheckOp::Icollective { comm: comm.0, members, name, slot: r.0 }
+                            }
+                            None => CheckOp::Collective { comm: comm.0, members, name },
+                        });
                     }
                     Payload::None | Payload::Comm { .. } => {}
                 }
