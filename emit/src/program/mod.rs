@@ -22,8 +22,8 @@
 //!   wait. A wait that completed nothing had no request to wait for: both back ends make the
 //!   same empty wait (`sk_wait_none`, `wait_none`: `MPI_Waitall` over none), which costs
 //!   nothing, where a poll would cost SimGrid's simulated probe time. Non-blocking collectives
-//!   run as their `MPI_I…` form with a request slot like any non-blocking call (the check takes
-//!   them as blocking where they start: stricter). Vector collectives run as their regular form
+//!   run as their `MPI_I…` form with a request slot like any non-blocking call (the check
+//!   completes their wait once every member has started them). Vector collectives run as their regular form
 //!   with this rank's size per member.
 //!
 //! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
