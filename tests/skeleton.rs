@@ -1854,3 +1854,22 @@ fn messages_received_out_of_order_keep_their_tags() {
     assert!(!source.contains("TAG_LEFT") && !source.contains("TAG_RIGHT"));
     compiles_strictly_and_runs_under_both(&dir);
 }
+
+/// The non-blocking consensus of a sparse exchange (`fixtures/programs/consensus.c`, as DOLFINx
+/// and PETSc find who sends to them): a rank starts its `MPI_Ibarrier` once its synchronous
+/// sends are received and goes on receiving until the barrier completes. Checked as MPI runs it
+/// (the barrier's start does not block; its wait completes once every rank has started it),
+/// the program is built, not refused as one that can deadlock, and keeps its `MPI_Ibarrier`.
+#[test]
+fn a_non_blocking_consensus_is_built() {
+    let dir = scratch("consensus");
+    let trace = dir.join("trace");
+    support::trace_program(support::Lib::OpenMpi, 4, "consensus", &["30", "2", "50"], &trace);
+    let skel = dir.join("skel");
+    let out =
+        mpiskel().args(["build", "--force"]).arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
+    assert!(source.contains("MPI_Ibarrier("), "the consensus keeps its non-blocking barrier");
+    compile_strict(&skel, "mpicc.openmpi", &[]);
+}

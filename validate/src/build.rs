@@ -262,7 +262,8 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             Ok(app) => Some((panel, app)),
             Err(e) => {
                 notes.push(format!(
-                    "the fidelity check did not run: the application's trace could not be                      simulated ({e}); the skeleton's prediction is not checked"
+                    "the fidelity check did not run: the application's trace could not be simulated \
+                     ({e}); the skeleton's prediction is not checked"
                 ));
                 None
             }
