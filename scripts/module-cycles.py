@@ -13,6 +13,7 @@ printed with the names that tie it; the exit code is 1 when there is one.
 Usage: scripts/module-cycles.py [ROOT]   (default: the repository this script is in)
 """
 
+import functools
 import re
 import sys
 from pathlib import Path
@@ -37,6 +38,7 @@ def modules_of(src):
     return mods
 
 
+@functools.lru_cache(maxsize=None)
 def code_of(f):
     text = f.read_text()
     i = text.find("#[cfg(test)]")
@@ -130,10 +132,6 @@ def graph_of(mods):
                 if target != m:
                     edges[m].setdefault(target, set()).add(name)
     return edges
-
-
-def is_ancestor(a, b):
-    return len(a) < len(b) and b[: len(a)] == a
 
 
 def cycles(edges):
