@@ -19,7 +19,7 @@ test: deps test-fast
 
 # The first tier alone: under two minutes, without MPI.
 test-fast:
-	INSTA_UPDATE=no cargo test -p mpiskel-trace -p mpiskel-logicalize -p mpiskel-compress -p mpiskel-emit -p mpiskel-report -p mpiskel-validate -p mpiskel-simulate -p mpiskel-fuzz
+	INSTA_UPDATE=no cargo test -p mpiskel-trace -p mpiskel-logicalize -p mpiskel-compress -p mpiskel-program -p mpiskel-cut -p mpiskel-emit -p mpiskel-report -p mpiskel-validate -p mpiskel-simulate -p mpiskel-fuzz
 
 # Formatting, clippy, no import cycle among the modules of any crate, and the tracer compiled
 # with -Wall -Wextra -Werror for each MPI.
@@ -27,6 +27,12 @@ lint: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	python3 scripts/module-cycles.py
+	python3 scripts/sizes.py
+	for c in mpiskel-simulate mpiskel-report; do \
+	  if cargo tree -p $$c -e normal,no-proc-macro --prefix none | grep -E '^(syn|quote|prettyplease) '; then \
+	    echo "$$c must not depend on the Rust back end's code generators" >&2; exit 1; \
+	  fi; \
+	done
 	for m in openmpi mpich; do \
 	  mpicc.$$m -fsyntax-only -Wall -Wextra -Werror trace/tracer/mpiskel_tracer.c || exit 1; \
 	done

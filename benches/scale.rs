@@ -179,10 +179,10 @@ fn main() {
 }
 
 /// The deadlock check of a program whose every receive takes any source, which it executes in
-/// many orders of what those receives take (`mpiskel_emit::check`): a ring of 10 exchanges
+/// many orders of what those receives take (`mpiskel_program::check`): a ring of 10 exchanges
 /// with both neighbours, received from `MPI_ANY_SOURCE`, at 1,024 to 16,384 ranks.
 fn wildcard_checks(max_ranks: u32) {
-    use mpiskel_emit::{check, CheckOp};
+    use mpiskel_program::{check, CheckOp};
     println!();
     println!("| deadlock check, ring of wildcard receives | ranks | operations | check (s) |");
     println!("|---|---|---|---|");

@@ -119,7 +119,7 @@ pub struct BuildArgs {
     #[arg(long)]
     no_check: bool,
     /// The largest error, in percent, the kept skeleton may show on any platform of the panel.
-    #[arg(long, value_name = "PERCENT", default_value_t = 100.0 * mpiskel_emit::fidelity::DEFAULT_MAX_ERROR)]
+    #[arg(long, value_name = "PERCENT", default_value_t = 100.0 * mpiskel_cut::fidelity::DEFAULT_MAX_ERROR)]
     max_error: f64,
     /// No progress lines on stderr.
     #[arg(short, long)]
@@ -190,8 +190,8 @@ pub fn build(a: BuildArgs) -> Result<ExitCode> {
         eprintln!("note: {note}");
     }
     if !d.fidelity.is_empty() {
-        eprintln!("fidelity: {}", mpiskel_emit::fidelity::describe(&d.fidelity));
-        eprint!("{}", mpiskel_emit::fidelity::table(&d.fidelity));
+        eprintln!("fidelity: {}", mpiskel_cut::fidelity::describe(&d.fidelity));
+        eprint!("{}", mpiskel_cut::fidelity::table(&d.fidelity));
     }
     let (app, skeleton) = if a.platform.is_some() {
         ("application on the platform", "skeleton there")

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use mpiskel_emit::fidelity::{describe, table, Score, DEFAULT_MAX_ERROR};
+use mpiskel_cut::fidelity::{describe, table, Score, DEFAULT_MAX_ERROR};
 use mpiskel_simulate::fidelity::{app_times, check, Panel};
 use mpiskel_simulate::platform::{placement, Platform};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};

@@ -11,8 +11,8 @@ use mpiskel_compress::{exact, greedy, LoopNest, NestReport, Node};
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 use serde::{Deserialize, Serialize};
 
-use mpiskel_emit::physical::symbolize;
-use mpiskel_emit::symbols::{symbolize_class, SymbolInfo};
+use mpiskel_program::physical::symbolize;
+use mpiskel_program::symbols::{symbolize_class, SymbolInfo};
 
 /// Find the loop nest of one rank's trace (Xu & Subhlok 2008, §3).
 ///
@@ -140,7 +140,7 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
         if !a.exact {
             // The nest `build` uses: with an irregular time-step loop folded into steps.
             let t = Instant::now();
-            stepped = mpiskel_emit::pipeline::nests_of(&logical)
+            stepped = mpiskel_cut::pipeline::nests_of(&logical)
                 .into_iter()
                 .nth(k)
                 .map(|n| (n, t.elapsed().as_secs_f64()));

@@ -164,7 +164,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
     page.matrix(&lt.matrix);
     let made = {
         let _spinner = stages.spinner("finding loops and cutting them");
-        mpiskel_emit::pipeline::make(
+        mpiskel_cut::pipeline::make(
             &mut lt,
             app_time,
             "span of the slowest rank from MPI_Init to MPI_Finalize in the trace",

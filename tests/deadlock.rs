@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::BTreeMap;
 
-use mpiskel_emit::{check, stuck_sends, CheckOp};
+use mpiskel_program::{check, stuck_sends, CheckOp};
 use mpiskel_trace::{OpClass, Payload, Peer, Rank, RankTrace, ReadOptions, TraceSet};
 use support::root;
 
@@ -204,7 +204,7 @@ fn a_trace_with_a_receive_cut_out_is_rejected_with_the_rank_that_hangs() {
 /// which only the deadlock checker of the instantiated program can confirm.
 #[test]
 fn structured_programs_have_no_local_calls() {
-    use mpiskel_emit::{balance_class, calls_of_class, match_calls};
+    use mpiskel_program::{balance_class, calls_of_class, match_calls};
     let mut paths: Vec<std::path::PathBuf> =
         ["ring", "ring-fortran", "halo2d-periodic-4x4", "halo2d-open-4x4", "halo3d-2x2x2"]
             .iter()
@@ -227,9 +227,9 @@ fn structured_programs_have_no_local_calls() {
     }
 }
 
-/// What a skeleton is built from ([`mpiskel_emit::balance_class`], without the list of calls)
+/// What a skeleton is built from ([`mpiskel_program::balance_class`], without the list of calls)
 /// is what matching the list gives: the sizes after balancing and every count.
-fn assert_same_balance(m: &mpiskel_emit::Matching, b: &mpiskel_emit::Balanced) {
+fn assert_same_balance(m: &mpiskel_program::Matching, b: &mpiskel_program::Balanced) {
     assert_eq!(m.bytes, b.bytes);
     assert_eq!(
         (m.global_pairs, m.balanced, m.local_sends, m.local_recvs),
@@ -239,7 +239,7 @@ fn assert_same_balance(m: &mpiskel_emit::Matching, b: &mpiskel_emit::Balanced) {
 
 #[test]
 fn pipelined_sweeps_are_local_under_the_conservative_rule() {
-    use mpiskel_emit::{balance_class, calls_of_class, match_calls};
+    use mpiskel_program::{balance_class, calls_of_class, match_calls};
     let set =
         TraceSet::open(&root().join("fixtures/traces/wavefront-4x4"), &ReadOptions::default())
             .unwrap();
@@ -282,7 +282,7 @@ fn a_rooted_collective_whose_classes_name_different_roots_is_refused() {
             "body": [{"stmt": "call", "call": {"call": "collective", "op": "Bcast",
                 "traced": "Bcast", "comm": 0, "root": root, "bytes": 8, "slot": null}}]}]})
     };
-    let skeleton = |roots: [u32; 2]| -> mpiskel_emit::program::Skeleton {
+    let skeleton = |roots: [u32; 2]| -> mpiskel_program::Skeleton {
         serde_json::from_value(serde_json::json!({
             "n_ranks": 2, "topology": "line", "layout": {"type": "table", "neighbours": [[1], [0]]},
             "directions": [], "comms": [{"type": "world"}],
@@ -293,9 +293,9 @@ fn a_rooted_collective_whose_classes_name_different_roots_is_refused() {
         }))
         .unwrap()
     };
-    let (same, _) = mpiskel_emit::instantiate::instantiate(&skeleton([1, 1]));
+    let (same, _) = mpiskel_program::instantiate::instantiate(&skeleton([1, 1]));
     assert!(check(&same).is_none(), "one root: the broadcast completes");
-    let (mixed, _) = mpiskel_emit::instantiate::instantiate(&skeleton([0, 1]));
+    let (mixed, _) = mpiskel_program::instantiate::instantiate(&skeleton([0, 1]));
     let d = check(&mixed).expect("two roots never complete");
     assert!(d.to_string().contains("(root "), "{d}");
 }

@@ -7,8 +7,8 @@ mod support;
 
 use std::path::Path;
 
-use mpiskel_emit::fidelity::{Outcome, DEFAULT_MAX_ERROR};
-use mpiskel_emit::pipeline::make;
+use mpiskel_cut::fidelity::{Outcome, DEFAULT_MAX_ERROR};
+use mpiskel_cut::pipeline::make;
 use mpiskel_simulate::fidelity::{app_times, Panel};
 use mpiskel_trace::{ReadOptions, TraceSet};
 use mpiskel_validate::policy::{search, Check, Goal};

@@ -7,23 +7,23 @@
 //!
 //! | name | value | defined in | what it tunes |
 //! |---|---|---|---|
-//! | `KEEP_SHARE` | 0.05 | [`crate::compute_cut::KEEP_SHARE`] | share of a block cut to a short part that still runs |
-//! | `KEEP_MIN` | 5e-5 s | [`crate::compute_cut::KEEP_MIN`] | seconds of such a block that always run |
-//! | `FIRST_LONGER` | 1.25 | [`crate::replay::FIRST_APART`] | a first iteration this many times longer than the others' mean is priced apart |
-//! | `QUANTILES` | 12 | [`crate::spread::QUANTILES`] | quantiles kept per compute distribution |
-//! | `QUANTILE_PROBABILITIES` | 0 … 1 | [`crate::spread::QUANTILE_PROBABILITIES`] | their probabilities, between which the runtime interpolates |
+//! | `KEEP_SHARE` | 0.05 | [`mpiskel_cut::compute_cut::KEEP_SHARE`] | share of a block cut to a short part that still runs |
+//! | `KEEP_MIN` | 5e-5 s | [`mpiskel_cut::compute_cut::KEEP_MIN`] | seconds of such a block that always run |
+//! | `FIRST_LONGER` | 1.25 | [`mpiskel_cut::replay::FIRST_APART`] | a first iteration this many times longer than the others' mean is priced apart |
+//! | `QUANTILES` | 12 | [`mpiskel_program::spread::QUANTILES`] | quantiles kept per compute distribution |
+//! | `QUANTILE_PROBABILITIES` | 0 … 1 | [`mpiskel_program::spread::QUANTILE_PROBABILITIES`] | their probabilities, between which the runtime interpolates |
 
 /// Every constant the runtimes share, by the name their `@NAME@` placeholders use, with its
 /// value as the runtimes' source spells it (Rust's shortest round-trip form of the number).
 pub fn shared() -> Vec<(&'static str, String)> {
     let number = |x: f64| format!("{x:?}");
     let list: Vec<String> =
-        crate::spread::QUANTILE_PROBABILITIES.iter().map(|&p| number(p)).collect();
+        mpiskel_program::spread::QUANTILE_PROBABILITIES.iter().map(|&p| number(p)).collect();
     vec![
-        ("KEEP_SHARE", number(crate::compute_cut::KEEP_SHARE)),
-        ("KEEP_MIN", number(crate::compute_cut::KEEP_MIN)),
-        ("FIRST_LONGER", number(crate::replay::FIRST_APART)),
-        ("QUANTILES", crate::spread::QUANTILES.to_string()),
+        ("KEEP_SHARE", number(mpiskel_cut::compute_cut::KEEP_SHARE)),
+        ("KEEP_MIN", number(mpiskel_cut::compute_cut::KEEP_MIN)),
+        ("FIRST_LONGER", number(mpiskel_cut::replay::FIRST_APART)),
+        ("QUANTILES", mpiskel_program::spread::QUANTILES.to_string()),
         ("QUANTILE_PROBABILITIES", list.join(", ")),
     ]
 }

@@ -12,9 +12,10 @@ use mpiskel_trace::polls::PollFolding;
 use mpiskel_trace::stretch::StretchCut;
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::{Built, CheckSummary};
-use crate::program::MatchingReport;
-use crate::{Scaling, Skeleton};
+use mpiskel_cut::pipeline::{Built, CheckSummary};
+use mpiskel_cut::Scaling;
+use mpiskel_program::MatchingReport;
+use mpiskel_program::Skeleton;
 
 /// Why a folder's `skeleton.json` could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +79,7 @@ pub struct PhaseDoc {
     /// Calls per iteration.
     pub calls: u64,
     /// What its time is multiplied by beyond its iterations (a part of a stretch cut short;
-    /// [`crate::program::Phase::scale`]).
+    /// [`mpiskel_program::Phase::scale`]).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,
 }
@@ -142,7 +143,7 @@ pub struct SkeletonDocument {
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub traced_tags: usize,
     /// Compute blocks of the loops that replay the durations the ranks recorded in the
-    /// iterations the skeleton runs, the same iterations on every rank (`mpiskel_emit::replay`;
+    /// iterations the skeleton runs, the same iterations on every rank (`mpiskel_cut::replay`;
     /// 0: every block draws its durations).
     #[serde(default, skip_serializing_if = "is_zero_count")]
     pub replayed_blocks: usize,
@@ -161,14 +162,14 @@ pub struct SkeletonDocument {
     /// What `mpiskel retune` set for the machine the skeleton runs on (absent until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tuning: Option<Tuning>,
-    /// The fidelity check ([`crate::fidelity`]): the application and the skeleton simulated on
+    /// The fidelity check ([`mpiskel_cut::fidelity`]): the application and the skeleton simulated on
     /// each platform of the panel, the reference first. Empty where the build skipped it
     /// (`mpiskel build --no-check`).
     #[serde(default)]
-    pub fidelity: Vec<crate::fidelity::PanelRow>,
+    pub fidelity: Vec<mpiskel_cut::fidelity::PanelRow>,
     /// The candidates the fidelity check measured and which was kept (absent without it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fidelity_decision: Option<crate::fidelity::Decision>,
+    pub fidelity_decision: Option<mpiskel_cut::fidelity::Decision>,
 }
 
 /// Compute settings `mpiskel retune` chose; `mpiskel run` and run.sh pass them on.
@@ -284,8 +285,8 @@ pub fn describe_stretches(cuts: &[StretchCut], app_time_s: f64) -> String {
     )
 }
 
-/// One line on the time steps cut short ([`crate::step_cut`]).
-pub fn describe_steps_cut(c: &crate::scale::StepsCut, app_time_s: f64) -> String {
+/// One line on the time steps cut short ([`mpiskel_cut::step_cut`]).
+pub fn describe_steps_cut(c: &mpiskel_cut::scale::StepsCut, app_time_s: f64) -> String {
     let share = if app_time_s > 0.0 { 100.0 * c.removed_s / app_time_s } else { 0.0 };
     let (n, take, each) = match c.steps {
         1 => ("1 time step".to_owned(), "takes", "it"),
@@ -298,7 +299,7 @@ pub fn describe_steps_cut(c: &crate::scale::StepsCut, app_time_s: f64) -> String
          multiplied by the step's recorded time over the part's; {:.6} s of the application's \
          time ({share:.1} %) are not run",
         100.0 * c.least_share,
-        crate::step_cut::MIN_KEPT_CALLS,
+        mpiskel_cut::step_cut::MIN_KEPT_CALLS,
         c.removed_s
     )
 }
@@ -584,8 +585,8 @@ pub fn render(doc: &SkeletonDocument) -> String {
         }
     }
     if !doc.fidelity.is_empty() {
-        let _ = writeln!(s, "fidelity:  {}", crate::fidelity::describe(&doc.fidelity));
-        for line in crate::fidelity::table(&doc.fidelity).lines() {
+        let _ = writeln!(s, "fidelity:  {}", mpiskel_cut::fidelity::describe(&doc.fidelity));
+        for line in mpiskel_cut::fidelity::table(&doc.fidelity).lines() {
             let _ = writeln!(s, "  {line}");
         }
     }

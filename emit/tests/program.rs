@@ -5,10 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use mpiskel_cut::pipeline::{make, Built};
 use mpiskel_emit::c::Meta;
-use mpiskel_emit::instantiate::instantiate;
-use mpiskel_emit::pipeline::{make, Built};
-use mpiskel_emit::CheckOp;
+use mpiskel_program::instantiate::instantiate;
+use mpiskel_program::CheckOp;
 use mpiskel_trace::{ReadOptions, TraceSet};
 
 /// The checked skeleton of `n` ranks whose rank `r` runs `body(r)` (action lines without the
@@ -81,7 +81,7 @@ fn every_rank_sends_right_and_receives_left_as_often_as_its_main_loop_runs() {
         assert_eq!((sends, recvs), (run as usize, run as usize), "rank {r}");
         assert!(ops.iter().all(|o| !matches!(o, CheckOp::Send { .. } | CheckOp::Recv { .. })));
     }
-    assert!(mpiskel_emit::check(&programs).is_none());
+    assert!(mpiskel_program::check(&programs).is_none());
 }
 
 /// A ring whose messages are numbered (each iteration's tag is its own, as a code that numbers
@@ -105,7 +105,7 @@ fn messages_numbered_by_their_tags_fold_into_one_loop() {
     let main = b.skeleton.classes[0].main_loop().expect("a main loop");
     assert_eq!(main.full, 40, "{:?}", b.nests);
     assert!(main.run < 40, "the main loop is cut: {}", main.run);
-    assert!(mpiskel_emit::check(&instantiate(&b.skeleton).0).is_none());
+    assert!(mpiskel_program::check(&instantiate(&b.skeleton).0).is_none());
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn rounded(v: serde_json::Value) -> serde_json::Value {
 /// that block; ranks whose means differ only by their executions' noise do not.
 #[test]
 fn ranks_that_differ_at_one_block_get_factors_there() {
-    use mpiskel_emit::program::{factor_of, rank_factors, Stmt};
+    use mpiskel_program::{factor_of, rank_factors, Stmt};
     // Rank 1 computes twice as long at the first block, the same at the second (20 times).
     let built = skeleton(2, 0.1, |r| {
         let mut v = Vec::new();
@@ -231,7 +231,7 @@ fn ranks_that_differ_at_one_block_get_factors_there() {
 /// that every rank shared at the same time: with 99 % shared, a tenth of the spread is left.
 #[test]
 fn a_single_rank_draws_only_the_spread_its_ranks_did_not_share() {
-    use mpiskel_emit::program::distribution;
+    use mpiskel_program::distribution;
     // Executions of 1 ms, every fourth 3 ms (rank 0, one sample per execution).
     let samples: Vec<[(u32, f32); 1]> =
         (0..40).map(|k| [(0, if k % 4 == 0 { 3e-3 } else { 1e-3 })]).collect();
@@ -352,8 +352,8 @@ fn a_cut_inner_loop_replays_the_inner_iterations_it_runs() {
 }
 
 /// Every non-blocking receive's region of the receive buffer, by request slot: (offset, bytes).
-fn regions(skel: &mpiskel_emit::Skeleton) -> BTreeMap<u32, (u64, u64)> {
-    use mpiskel_emit::program::{Call, Stmt};
+fn regions(skel: &mpiskel_program::Skeleton) -> BTreeMap<u32, (u64, u64)> {
+    use mpiskel_program::{Call, Stmt};
     fn walk(body: &[Stmt], out: &mut BTreeMap<u32, (u64, u64)>) {
         for s in body {
             match s {

@@ -13,9 +13,9 @@
 
 use std::path::Path;
 
+use mpiskel_cut::pipeline::{make, PipelineError};
 use mpiskel_emit::c::Meta;
-use mpiskel_emit::instantiate::instantiate;
-use mpiskel_emit::pipeline::{make, PipelineError};
+use mpiskel_program::instantiate::instantiate;
 use mpiskel_trace::{RankTrace, TraceFormat, TraceSet};
 
 /// What became of a case that broke no promise.
@@ -105,7 +105,7 @@ pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Viola
         })?;
     }
     let (programs, _) = instantiate(&b.skeleton);
-    if let Some(d) = mpiskel_emit::check(&programs) {
+    if let Some(d) = mpiskel_program::check(&programs) {
         return Err(Violation(format!("the emitted program can block: {d}")));
     }
     simulated(&b.skeleton, "")?;
@@ -121,12 +121,12 @@ pub fn built(set: &TraceSet, correct: bool, rust: bool) -> Result<Outcome, Viola
 fn stretches_cut(
     set: &TraceSet,
     lt: &mpiskel_logicalize::LogicalTrace,
-    b: &mpiskel_emit::pipeline::Built,
+    b: &mpiskel_cut::pipeline::Built,
     app_time: f64,
     meta: &Meta,
 ) -> Result<(), Violation> {
     // Two calls per rank at least: generated programs are short.
-    let cuts = mpiskel_emit::stretches::choose_keeping(
+    let cuts = mpiskel_cut::stretches::choose_keeping(
         lt,
         (&b.skeleton, &b.scaling),
         set.stretches(),
@@ -148,7 +148,7 @@ fn stretches_cut(
         Violation(format!("the C back end failed on a program with stretches cut: {e}"))
     })?;
     let (programs, _) = instantiate(&b.skeleton);
-    if let Some(d) = mpiskel_emit::check(&programs) {
+    if let Some(d) = mpiskel_program::check(&programs) {
         return Err(Violation(format!("a program with stretches cut can block: {d}")));
     }
     simulated(&b.skeleton, " with stretches cut")?;
@@ -158,7 +158,7 @@ fn stretches_cut(
 /// The checked `skel`, simulated on a cluster of one host per rank as `mpiskel simulate` runs a
 /// skeleton folder (the program as it stands for the application, which runs more iterations
 /// of the cut loops than the skeleton, and the skeleton as it runs): no rank may be left stuck.
-fn simulated(skel: &mpiskel_emit::program::Skeleton, what: &str) -> Result<(), Violation> {
+fn simulated(skel: &mpiskel_program::Skeleton, what: &str) -> Result<(), Violation> {
     use mpiskel_simulate::engine::{simulate, Options};
     use mpiskel_simulate::platform::{ClusterSpec, Platform};
     use mpiskel_simulate::skeleton::{lower, lower_as_run};

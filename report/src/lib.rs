@@ -18,9 +18,9 @@ pub mod heatmap;
 pub mod loops;
 pub mod svg;
 
-use mpiskel_emit::program::Skeleton;
-use mpiskel_emit::scale::Scaling;
+use mpiskel_cut::scale::Scaling;
 use mpiskel_logicalize::CommMatrix;
+use mpiskel_program::Skeleton;
 use serde::Serialize;
 
 pub use error::ReportError;
@@ -50,7 +50,7 @@ pub struct Page {
     pub scaling: Vec<(String, String)>,
     /// The fidelity check's panel of a skeleton (`skeleton.json`'s `fidelity`), the reference
     /// first.
-    pub fidelity: Vec<mpiskel_emit::fidelity::PanelRow>,
+    pub fidelity: Vec<mpiskel_cut::fidelity::PanelRow>,
     /// What the fidelity check decided, in words, where it chose among candidates.
     pub fidelity_note: Option<String>,
     /// Runs of the skeleton: predicted against measured, by phase.
@@ -223,7 +223,7 @@ impl Page {
                 tree: loops::class_tree(c),
             });
         }
-        let lead = mpiskel_emit::scale::lead_class_index(skel).unwrap_or(0);
+        let lead = mpiskel_cut::scale::lead_class_index(skel).unwrap_or(0);
         if let Some(class) = skel.classes.get(lead) {
             let shares: Vec<(String, f64, String)> = class
                 .phases

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use mpiskel_emit::program::{Call, ClassProgram, Phase, Stmt};
+use mpiskel_program::{Call, ClassProgram, Phase, Stmt};
 use serde::Serialize;
 
 /// One node of a class's loop tree.
@@ -63,7 +63,7 @@ fn phase_node(p: &Phase) -> Node {
             String::new()
         };
         format!("{} ×{} (the skeleton runs {}{warm})", p.name, p.full, p.run)
-    } else if p.name == mpiskel_emit::program::WARMUP {
+    } else if p.name == mpiskel_program::WARMUP {
         format!("{} (one iteration of the main loop, not run: priced as one more of it)", p.name)
     } else {
         p.name.clone()

@@ -1,6 +1,6 @@
 //! The fidelity panel: the application's trace and a skeleton simulated side by side on a
 //! reference platform and its what-ifs, so that a build measures whether its skeleton predicts
-//! before it writes it (`mpiskel_emit::fidelity` holds the rows and the decision made from them).
+//! before it writes it (`mpiskel_cut::fidelity` holds the rows and the decision made from them).
 //!
 //! The panel ([`Panel::around`]) is the reference — the platform the build was given, else a
 //! cluster inferred from the trace: one single-core host per rank, private 10 Gb/s links of
@@ -23,8 +23,8 @@
 //! [`app_times`]: platforms × the trace's simulation (O(calls simulated × log ranks));
 //! [`check`]: platforms × the skeleton's simulation (O(calls the skeleton makes)).
 
-use mpiskel_emit::fidelity::PanelRow;
-use mpiskel_emit::program::Skeleton;
+use mpiskel_cut::fidelity::PanelRow;
+use mpiskel_program::Skeleton;
 use mpiskel_trace::RankTrace;
 use rayon::prelude::*;
 

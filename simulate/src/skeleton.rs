@@ -16,7 +16,7 @@
 //! not fewer; `WARM + WINDOW + 1` where ranks × `run` is over [`RANK_ITERATIONS`]): the first
 //! `k − 1` and the last (which makes the calls guarded to the last iteration), and the rest
 //! take the mean duration of iterations `WARM … k − 2` on each rank.
-//! Every class cuts its corresponding loops alike ([`mpiskel_emit::scale`] checks each cut for
+//! Every class cuts its corresponding loops alike ([`mpiskel_cut::scale`] checks each cut for
 //! deadlock), so every class runs them alike here too. A time-step loop runs the steps the
 //! skeleton runs, and each step it does not run takes the mean duration of the steps of its
 //! kind that ran (Xu & Subhlok 2008, §3: a loop's iterations repeat; ScalaTrace's time-step
@@ -31,13 +31,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use mpiskel_compress::When;
-use mpiskel_emit::instantiate::{self, resolve};
-use mpiskel_emit::program::{
+use mpiskel_cut::replay::FIRST_APART;
+use mpiskel_program::instantiate::{self, resolve};
+use mpiskel_program::CheckOp;
+use mpiskel_program::{
     calls_in, collective_recv_bytes, collective_send_bytes, factor_of, Call, Comm, Peer as IrPeer,
     Phase, Skeleton, SlotRef, Stmt, QUANTILE_PROBABILITIES,
 };
-use mpiskel_emit::replay::FIRST_APART;
-use mpiskel_emit::CheckOp;
 use mpiskel_trace::model::world_members;
 use mpiskel_trace::{
     CommId, Completed, Event, Op, Payload, Peer, Rank, RankInfo, RankTrace, RequestId, Wildcards,
@@ -82,7 +82,7 @@ pub struct PhaseMarks {
     /// Kind of each application iteration of a time-step loop (empty for other loops).
     pub kinds: Vec<u32>,
     /// Per kind of a time-step loop whose skeleton runs only some kinds of a family
-    /// (`mpiskel_emit::families`): what the kind's time is multiplied by, for the kinds of
+    /// (`mpiskel_cut::families`): what the kind's time is multiplied by, for the kinds of
     /// its family that do not run, 0 for those; empty otherwise.
     pub kind_scales: Vec<f64>,
     /// Index into the rank's marks of the phase's start; of each simulated iteration's start
@@ -106,7 +106,7 @@ pub struct PhaseMarks {
     /// stretch.
     pub stretch: f64,
     /// As the skeleton runs: whether its runtime counts the first iteration once because it
-    /// replays the application's first (`mpiskel_emit::replay::replays_first`).
+    /// replays the application's first (`mpiskel_cut::replay::replays_first`).
     pub first_apart: bool,
     /// As the skeleton runs ([`lower_as_run`]): what its runtime prices the phase by; `None`
     /// otherwise.
@@ -138,7 +138,7 @@ pub struct StepMarks {
     /// Seconds of computation each step did not run.
     pub removed_s: Vec<f64>,
     /// Per kind: its steps in the application and its scale
-    /// (`mpiskel_emit::program::StepCase::scale`).
+    /// (`mpiskel_program::StepCase::scale`).
     pub cases: Vec<(u64, f64)>,
 }
 
@@ -202,7 +202,7 @@ pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
 }
 
 /// Whether the lowered `traces` run to their end under the deadlock check's semantics
-/// ([`mpiskel_emit::check`]: every blocking send synchronous, each collective met by the same
+/// ([`mpiskel_program::check`]: every blocking send synchronous, each collective met by the same
 /// kind on every member). The skeleton's own iterations passed that check; more iterations of
 /// loops the classes cut alike need not (a loop of one class cut with another class's loop
 /// whose later iterations meet other partners), and [`pairs`] counts messages, not their order.
@@ -210,7 +210,7 @@ pub fn lower(skel: &Skeleton, seed: u64, whole: bool) -> Lowered {
 /// # Complexity
 /// O(events × ranks) in the worst case (the check's rounds).
 pub fn runs_through(traces: &[RankTrace]) -> bool {
-    mpiskel_emit::check(&check_ops(traces)).is_none()
+    mpiskel_program::check(&check_ops(traces)).is_none()
 }
 
 /// Every rank's calls of `traces` as the deadlock check's operations: request ids as slots,
@@ -833,7 +833,7 @@ fn kept(
     replay: Option<usize>,
     shrink: f64,
 ) -> f64 {
-    use mpiskel_emit::compute_cut::{KEEP_MIN, KEEP_SHARE};
+    use mpiskel_cut::compute_cut::{KEEP_MIN, KEEP_SHARE};
     if keep_only && replay.is_none() {
         return (KEEP_SHARE * d).max(KEEP_MIN).min(d);
     }
@@ -868,7 +868,7 @@ fn secs_to_ns(s: f64) -> u64 {
 /// A rank's group of one communicator: its id and its members.
 type Group = (u32, Arc<[Rank]>);
 
-/// Every rank's group of communicator `comm` ([`mpiskel_emit::instantiate::groups_of`]), its
+/// Every rank's group of communicator `comm` ([`mpiskel_program::instantiate::groups_of`]), its
 /// members as world ranks (one list per group) and its id past `MPI_COMM_SELF`'s.
 fn groups_of(skel: &Skeleton, comm: usize) -> Vec<Group> {
     let mut made: HashMap<usize, Arc<[Rank]>> = HashMap::new();
@@ -1081,7 +1081,7 @@ impl RankLowering<'_> {
             start,
             iterations,
             end,
-            first_apart: mpiskel_emit::replay::replays_first(&p.body, &self.skel.replays),
+            first_apart: mpiskel_cut::replay::replays_first(&p.body, &self.skel.replays),
             removed_s: self.removed_s,
             keep_s: self.keep_s,
             scale: if n > 0 { (p.full + p.warmup) as f64 / n as f64 * p.scale } else { 0.0 },
@@ -1591,7 +1591,7 @@ mod tests {
         });
         let skel: Skeleton = serde_json::from_value(doc).unwrap();
         let (programs, _) = instantiate::instantiate(&skel);
-        assert!(mpiskel_emit::check(&programs).is_none());
+        assert!(mpiskel_program::check(&programs).is_none());
         let one = lower_with(&skel, 0, false, None, false);
         let sends = one.traces[0].events.iter().filter(|e| e.op == Op::Send).count();
         assert_eq!(sends, 1, "the first iteration's send is made");

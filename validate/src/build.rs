@@ -1,14 +1,14 @@
 //! A skeleton folder from a trace: the whole pipeline — read the trace, fold its polling loops,
 //! leave out local calls, find the topology and the classes, make the checked, scaled program
-//! ([`mpiskel_emit::pipeline`]), render it in C or Rust — and the folder written under a
+//! ([`mpiskel_cut::pipeline`]), render it in C or Rust — and the folder written under a
 //! temporary name and renamed into place when complete.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use mpiskel_cut::pipeline::{make, make_planned, make_strict, Built, PipelineError, Plan};
 use mpiskel_emit::c::{render, Meta};
 use mpiskel_emit::document::{self, SkeletonDocument};
-use mpiskel_emit::pipeline::{make, make_planned, make_strict, Built, PipelineError, Plan};
 use mpiskel_trace::local::LocalCalls;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 
@@ -43,7 +43,7 @@ pub struct BuildOptions {
     /// The skeleton folder to write.
     pub output: PathBuf,
     /// Seconds the skeleton should run on the recording machine (`None`: the default of
-    /// [`mpiskel_emit::scale`]).
+    /// [`mpiskel_cut::scale`]).
     pub target_time: Option<f64>,
     /// Run every compute block whole, even when the skeleton is then over its target.
     pub whole_compute: bool,
@@ -69,7 +69,7 @@ pub struct BuildOptions {
     /// the candidate it chooses (`mpiskel build --no-check`: false).
     pub check: bool,
     /// The largest error a kept skeleton may show on the panel, as a share
-    /// ([`mpiskel_emit::fidelity::DEFAULT_MAX_ERROR`]).
+    /// ([`mpiskel_cut::fidelity::DEFAULT_MAX_ERROR`]).
     pub max_error: f64,
 }
 
@@ -90,7 +90,7 @@ impl BuildOptions {
             platform: None,
             hostfile: None,
             check: true,
-            max_error: mpiskel_emit::fidelity::DEFAULT_MAX_ERROR,
+            max_error: mpiskel_cut::fidelity::DEFAULT_MAX_ERROR,
         }
     }
 }
@@ -311,7 +311,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             plan.program(lt, app_time, &source, o.target_time, !o.whole_compute)
         };
         if let Ok((program, scaling)) = look {
-            let cuts = mpiskel_emit::stretches::choose(
+            let cuts = mpiskel_cut::stretches::choose(
                 lt,
                 (&program, &scaling),
                 stretches.clone(),
@@ -367,7 +367,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 Vec::new()
             } else {
                 let program = (&built.skeleton, &built.scaling);
-                mpiskel_emit::stretches::choose(&lt, program, stretches, app_time)
+                mpiskel_cut::stretches::choose(&lt, program, stretches, app_time)
             };
             let estimate = built.scaling.skeleton_estimate_s;
             match by_stretches(o, &opts, cuts, estimate, (app_time, &source), observer)? {
@@ -422,7 +422,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     }
     if let Some((platform, pf)) = &platform {
         let _busy = observer.busy("simulating the application and the skeleton on the platform");
-        let times = |b: &mpiskel_emit::pipeline::Built| {
+        let times = |b: &mpiskel_cut::pipeline::Built| {
             platform_times(&b.skeleton, &b.scaling, (platform, pf), o.hostfile.as_deref(), o.flops)
         };
         let mut at = times(&built)?;
@@ -436,7 +436,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         // The time steps sampled beyond the target are meant (`Scaling::sampled_extra_s`).
         let share =
             (built.scaling.target_s + built.scaling.sampled_extra_s) / built.scaling.app_time_s;
-        let bound = mpiskel_emit::removal::TOLERANCE.max(at.exposure);
+        let bound = mpiskel_cut::removal::TOLERANCE.max(at.exposure);
         let mut held = false;
         if !o.whole_compute {
             let (mut lo, mut hi) = (0.0f64, None::<f64>);
@@ -446,7 +446,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                     break;
                 }
                 let by = hi.map_or(lo + excess, |h| (lo + h) / 2.0);
-                let again = mpiskel_emit::pipeline::make_shorter(
+                let again = mpiskel_cut::pipeline::make_shorter(
                     &mut lt,
                     app_time,
                     &source,
@@ -588,7 +588,7 @@ fn unchecked(e: &Error) -> String {
 }
 
 /// The program made again from the trace of `o`, read anew, with the stretches between
-/// collectives of all ranks `cuts` ([`mpiskel_emit::stretches::choose`]) cut short
+/// collectives of all ranks `cuts` ([`mpiskel_cut::stretches::choose`]) cut short
 /// ([`mpiskel_trace::stretch`]): with its logical trace and the local calls left out (those the
 /// cut left without a partner included). `None` where nothing is cut, the program cannot be
 /// made so, or its estimate is not under `shortest`, that of the program made (or looked at,
@@ -697,7 +697,7 @@ fn cut_round(
     // The stretches this program would cut that are still whole, as the trace read anew has
     // them (their event ranges are those of the uncut trace).
     let more: Vec<_> = if look_further {
-        mpiskel_emit::stretches::choose(&lt_cut, (&b.skeleton, &b.scaling), after, app_time)
+        mpiskel_cut::stretches::choose(&lt_cut, (&b.skeleton, &b.scaling), after, app_time)
             .into_iter()
             .filter(|(st, _)| cuts.iter().all(|(c, _)| c.index != st.index))
             .filter_map(|(st, keep)| {
@@ -724,8 +724,8 @@ const AIM_ROUNDS: usize = 4;
 /// estimate from it leaves out what its messages take; simulated where the application ran,
 /// both count them, and Xu & Subhlok's factor (their ratio, 2008, §3) holds there.
 pub fn platform_times(
-    skel: &mpiskel_emit::program::Skeleton,
-    scaling: &mpiskel_emit::scale::Scaling,
+    skel: &mpiskel_program::Skeleton,
+    scaling: &mpiskel_cut::scale::Scaling,
     (platform, pf): (&Path, &mpiskel_simulate::platform::Platform),
     hostfile: Option<&Path>,
     speed: f64,

@@ -19,7 +19,7 @@ pub enum Error {
     Trace(#[from] mpiskel_trace::TraceError),
     /// No skeleton could be made.
     #[error(transparent)]
-    Pipeline(#[from] mpiskel_emit::pipeline::PipelineError),
+    Pipeline(#[from] mpiskel_cut::pipeline::PipelineError),
     /// A skeleton folder's `skeleton.json` could not be read.
     #[error(transparent)]
     Document(#[from] mpiskel_emit::document::DocumentError),

@@ -1,13 +1,13 @@
 //! The fidelity-checked build's one decision: which candidate skeleton is kept.
 //!
-//! The cut mechanisms of `mpiskel_emit::pipeline` (main-loop sampling, time-step kinds and
+//! The cut mechanisms of `mpiskel_cut::pipeline` (main-loop sampling, time-step kinds and
 //! families, loop cuts, compute cuts, stretch cuts, …) each make a program; here they only
 //! propose. Every candidate is simulated on the fidelity panel
 //! (`mpiskel_simulate::fidelity`) beside the application's trace and scored by one measure
-//! (`mpiskel_emit::fidelity::Score`: the largest error over the panel, then the longest simulated
+//! (`mpiskel_cut::fidelity::Score`: the largest error over the panel, then the longest simulated
 //! run); [`search`] keeps the shortest within the bound, else the most faithful one, those within
 //! the length bound ([`length_bound`]) first as long as one of them is near the error bound
-//! (`mpiskel_emit::fidelity::choose`). The generators, in the order they propose:
+//! (`mpiskel_cut::fidelity::choose`). The generators, in the order they propose:
 //!
 //! 1. the default build (whatever the pipeline's own order of cuts made);
 //! 2. each other choice of loop nests the trace offers (time steps folded into kinds, the exact
@@ -27,10 +27,10 @@
 //! One make and one panel check per candidate: at most 2 + choices + [`MAX_DOUBLINGS`] + 1
 //! candidates.
 
-use mpiskel_emit::fidelity::{
+use mpiskel_cut::fidelity::{
     choose, Candidate, Decision, Outcome, PanelRow, Score, ERROR_TIE, NEAR,
 };
-use mpiskel_emit::pipeline::{make, make_planned, Built, Plan};
+use mpiskel_cut::pipeline::{make, make_planned, Built, Plan};
 use mpiskel_logicalize::LogicalTrace;
 use mpiskel_simulate::fidelity::{check, check_one, worst_phase, Panel};
 
@@ -82,12 +82,12 @@ pub struct Check<'a> {
 }
 
 /// The longest a kept candidate may run on the reference, as a share of the application's time:
-/// a twelfth where the main loop has [`mpiskel_emit::scale::MANY_ITERATIONS`] iterations or
+/// a twelfth where the main loop has [`mpiskel_cut::scale::MANY_ITERATIONS`] iterations or
 /// more (enough to sample), a third otherwise (a few long iterations, no loop); never shorter
 /// than the default build's own run there, which is as short as the cuts can make it.
 pub fn length_bound(main_full: u64, default_share: f64) -> f64 {
     let rule =
-        if main_full >= mpiskel_emit::scale::MANY_ITERATIONS { 1.0 / 12.0 } else { LONGEST_SHARE };
+        if main_full >= mpiskel_cut::scale::MANY_ITERATIONS { 1.0 / 12.0 } else { LONGEST_SHARE };
     rule.max(default_share)
 }
 
@@ -111,7 +111,7 @@ pub struct Kept {
 
 /// Measures `default` (the pipeline's own build of `lt`) on the panel and, where it is not
 /// within the bound, the other candidates ([`self`'s generators](self)); keeps one by
-/// `mpiskel_emit::fidelity::choose`. Where the default itself cannot be simulated on the panel,
+/// `mpiskel_cut::fidelity::choose`. Where the default itself cannot be simulated on the panel,
 /// it comes back with the reason: the build goes on without the check.
 pub fn search(
     lt: &mut LogicalTrace,

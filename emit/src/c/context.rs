@@ -11,7 +11,7 @@ use super::stmts::Names;
 use super::text::{
     comm_name, iterations_text, phase_comment, ranks_text, seconds, table_lines, tag_stem,
 };
-use crate::program::{Comm, Layout, Phase, Skeleton, Stmt};
+use mpiskel_program::{Comm, Layout, Phase, Skeleton, Stmt};
 
 #[derive(Serialize)]
 struct DirCtx {
@@ -73,10 +73,10 @@ struct TimerCtx {
     inner_run: u64,
     /// 1 where the first iteration replays the application's first, to be counted once.
     first_apart: u8,
-    /// Warm-up iterations skipped that this phase prices ([`crate::warmup`]).
+    /// Warm-up iterations skipped that this phase prices ([`mpiskel_cut::warmup`]).
     warmup: u64,
     /// For a kind of time step that stands for kinds of its family the skeleton does not run,
-    /// or for the rest of its step cut short ([`crate::program::StepCase::scale`]): its scale
+    /// or for the rest of its step cut short ([`mpiskel_program::StepCase::scale`]): its scale
     /// as C; `None` where it is 1.
     scale: Option<String>,
     /// What the scale stands for, for the comment beside it.
@@ -94,7 +94,7 @@ struct ClassCtx {
     phases: Vec<PhaseCtx>,
     /// The slot of each timer among all classes' timer names, where blocks run a short part on
     /// every rank and the classes' phases differ (empty elsewhere; see
-    /// [`crate::compute_cut::keep_slots`]).
+    /// [`mpiskel_cut::compute_cut::keep_slots`]).
     keep_slots: Vec<usize>,
 }
 
@@ -111,7 +111,7 @@ pub(super) fn program(skel: &Skeleton) -> Value {
     let timer_names: Vec<Vec<String>> =
         classes.iter().map(|c| c.timers.iter().map(|t| t.name.clone()).collect()).collect();
     let mut keep_slots_n = 0;
-    if let Some((slots, n)) = crate::compute_cut::keep_slots(skel, &timer_names) {
+    if let Some((slots, n)) = mpiskel_cut::compute_cut::keep_slots(skel, &timer_names) {
         keep_slots_n = n;
         for (c, s) in classes.iter_mut().zip(slots) {
             c.keep_slots = s;
@@ -144,7 +144,7 @@ pub(super) fn program(skel: &Skeleton) -> Value {
                 d.q.iter().map(|x| seconds(*x)).collect::<Vec<_>>().join(", ")
             ))
             .collect::<Vec<_>>(),
-        quantiles => crate::program::QUANTILES,
+        quantiles => mpiskel_program::QUANTILES,
         size_tables => skel
             .size_tables
             .iter()
@@ -446,7 +446,7 @@ fn phase_ctx(
         stands_for: "",
         parent: -1,
         inner_run: 0,
-        first_apart: u8::from(crate::replay::replays_first(&p.body, &skel.replays)),
+        first_apart: u8::from(mpiskel_cut::replay::replays_first(&p.body, &skel.replays)),
     });
     let (lines, pre_lines, head_lines) = match (&p.steps, p.body.as_slice()) {
         (Some(steps), [Stmt::Steps { cases }]) => {
@@ -481,8 +481,8 @@ fn time_steps(
     names: &Names<'_>,
     prefix: &str,
     p: &Phase,
-    steps: &crate::program::StepSchedule,
-    cases: &[crate::program::StepCase],
+    steps: &mpiskel_program::StepSchedule,
+    cases: &[mpiskel_program::StepCase],
     timer: usize,
     timers: &mut Vec<TimerCtx>,
 ) -> (Vec<String>, Vec<String>, Vec<String>) {

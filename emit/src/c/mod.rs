@@ -23,8 +23,8 @@ use minijinja::{context, AutoEscape, Environment, Value};
 
 use serde::Serialize;
 
-use crate::program::Skeleton;
-use crate::scale::Scaling;
+use mpiskel_cut::scale::Scaling;
+use mpiskel_program::Skeleton;
 pub(crate) use text::{comm_name, iterations_text, phase_comment, ranks_text, seconds, tag_stem};
 
 const SKELETON_C: &str = include_str!("../../../templates/skeleton.c.j2");
@@ -76,12 +76,12 @@ pub struct Meta {
     pub version: String,
     /// The fidelity check's panel, the reference first (empty: not checked); the README
     /// summarizes it.
-    pub fidelity: Vec<crate::fidelity::PanelRow>,
+    pub fidelity: Vec<mpiskel_cut::fidelity::PanelRow>,
 }
 
 /// The template context of the fidelity panel: `fidelity` (rows of formatted figures, empty
 /// where the build did not check) and `fidelity_summary` (one sentence).
-pub fn fidelity_context(rows: &[crate::fidelity::PanelRow]) -> Value {
+pub fn fidelity_context(rows: &[mpiskel_cut::fidelity::PanelRow]) -> Value {
     let table: Vec<Value> = rows
         .iter()
         .map(|r| {
@@ -94,7 +94,7 @@ pub fn fidelity_context(rows: &[crate::fidelity::PanelRow]) -> Value {
             }
         })
         .collect();
-    context! { fidelity => table, fidelity_summary => crate::fidelity::describe(rows) }
+    context! { fidelity => table, fidelity_summary => mpiskel_cut::fidelity::describe(rows) }
 }
 
 /// A file of the skeleton folder.

@@ -6,7 +6,7 @@ use mpiskel_compress::When;
 use mpiskel_trace::Op;
 
 use super::text::{seconds, tag_stem};
-use crate::program::{Call, Completion, Element, Peer, Skeleton, SlotRef, Stmt};
+use mpiskel_program::{Call, Completion, Element, Peer, Skeleton, SlotRef, Stmt};
 
 pub(super) struct Names<'a> {
     pub(super) skel: &'a Skeleton,

@@ -1,7 +1,7 @@
 //! The words and numbers of the emitted C that its comments and tables share: seconds as C
 //! literals, rank and iteration lists as short text, a phase's comment, communicator names.
 
-use crate::program::Comm;
+use mpiskel_program::Comm;
 
 /// Seconds as a C literal with six significant digits.
 pub(crate) fn seconds(s: f64) -> String {
@@ -43,7 +43,7 @@ pub(super) fn table_lines<T: ToString>(values: &[T], per_line: usize) -> Vec<Str
 }
 
 /// What a phase's comment says: where it came from, its iterations, calls and computation.
-pub(crate) fn phase_comment(p: &crate::program::Phase) -> String {
+pub(crate) fn phase_comment(p: &mpiskel_program::Phase) -> String {
     let text = phase_text(p);
     if p.scale == 1.0 {
         return text;
@@ -56,7 +56,7 @@ pub(crate) fn phase_comment(p: &crate::program::Phase) -> String {
     )
 }
 
-fn phase_text(p: &crate::program::Phase) -> String {
+fn phase_text(p: &mpiskel_program::Phase) -> String {
     if p.is_loop {
         let warmup = if p.warmup > 0 {
             format!(

@@ -11,8 +11,8 @@ use super::tables::{replay_tables, slot_bytes, tables};
 use super::tokens::{doc, int, Gen};
 use super::topology::{communicators, directions, sub_communicators, Consts, KitParts};
 use crate::c::{ranks_text, Meta, RenderError};
-use crate::program::{Skeleton, Stmt};
-use crate::scale::Scaling;
+use mpiskel_cut::scale::Scaling;
+use mpiskel_program::{Skeleton, Stmt};
 
 /// The skeleton's `src/main.rs`.
 pub(super) fn main_rs(
@@ -276,8 +276,8 @@ fn class_program(
     // Where the classes' phases differ, blocks cut to a short part on every rank restore the
     // most any rank skipped in the phase of the same name.
     let names: Vec<Vec<String>> =
-        skel.classes.iter().map(|c| crate::compute_cut::timer_names(&c.phases)).collect();
-    let keep_slots = match crate::compute_cut::keep_slots(skel, &names) {
+        skel.classes.iter().map(|c| mpiskel_cut::compute_cut::timer_names(&c.phases)).collect();
+    let keep_slots = match mpiskel_cut::compute_cut::keep_slots(skel, &names) {
         Some((slots, n)) => {
             let slots = slots[ci].iter().map(|&s| Literal::usize_unsuffixed(s));
             let n = Literal::usize_unsuffixed(n);
@@ -330,7 +330,7 @@ fn phase_calls(
     skel: &Skeleton,
     gen: &Gen<'_>,
     prefix: &str,
-    phases: &[crate::program::Phase],
+    phases: &[mpiskel_program::Phase],
     program_scope: bool,
     functions: &mut TokenStream,
 ) -> PhaseCalls {
@@ -357,7 +357,7 @@ fn phase_calls(
             }
         }
         let (name, full, run) = (p.name.clone(), int(p.full), int(p.run));
-        let mut timer_expr = if crate::replay::replays_first(&p.body, &skel.replays) {
+        let mut timer_expr = if mpiskel_cut::replay::replays_first(&p.body, &skel.replays) {
             quote! { Phase::new(#name, #full, #run).first_apart() }
         } else {
             quote! { Phase::new(#name, #full, #run) }

@@ -32,8 +32,8 @@ use minijinja::context;
 use minijinja::value::merge_maps;
 
 use crate::c::{render_templates, scaling_context, File, Meta, RenderError};
-use crate::program::Skeleton;
-use crate::scale::Scaling;
+use mpiskel_cut::scale::Scaling;
+use mpiskel_program::Skeleton;
 
 pub use scope::{needs_program_scope, scope_level, self_contained, ScopeLevel};
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use mpiskel_trace::Op;
 
-use crate::program::{Call, Completion, Phase, SlotRef, Stmt};
+use mpiskel_program::{Call, Completion, Phase, SlotRef, Stmt};
 
 /// Where a phase's requests live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

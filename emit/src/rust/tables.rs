@@ -6,7 +6,7 @@ use quote::{format_ident, quote};
 
 use super::scope::slot_counts;
 use super::tokens::{doc, float, int};
-use crate::program::Skeleton;
+use mpiskel_program::Skeleton;
 
 /// The tables of ranks: class of each rank, compute distributions, weights, send sizes,
 /// compute factors. Returns whether there are distributions and weights.

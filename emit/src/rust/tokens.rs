@@ -9,7 +9,7 @@ use quote::{format_ident, quote};
 use super::comments::{idents_of, note};
 use super::scope::{scope_level, uses_var, ScopeLevel};
 use crate::c::{phase_comment, seconds, tag_stem};
-use crate::program::{Call, Completion, Element, Peer, Phase, Skeleton, SlotRef, Stmt};
+use mpiskel_program::{Call, Completion, Element, Peer, Phase, Skeleton, SlotRef, Stmt};
 
 pub(super) fn float(x: f64) -> Literal {
     seconds(x).parse().unwrap_or_else(|_| Literal::f64_unsuffixed(x))

@@ -10,7 +10,7 @@ use quote::{format_ident, quote};
 use super::comments::capitalise;
 use super::tokens::doc;
 use crate::c::{comm_name, tag_stem};
-use crate::program::{Comm, Layout, Skeleton};
+use mpiskel_program::{Comm, Layout, Skeleton};
 
 /// What the parts of the program add to the topology's `Kit` (its fields and their values), to
 /// its set-up code, and to the tables before it.

@@ -10,8 +10,8 @@
 //! # Complexity
 //! O(size of the program), and the Monte Carlo of [`crate::removal`] for drawn blocks.
 
-use crate::program::{wall_per_compute, PhaseIndex, Skeleton, Stmt};
 use crate::scale::{lead_recorded, twelfth, Scaling};
+use mpiskel_program::{wall_per_compute, PhaseIndex, Skeleton, Stmt};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
 /// enough to time, on the machine the skeleton runs on, how fast it computes.
@@ -161,7 +161,7 @@ fn cut_small(skel: &mut Skeleton, scaling: &mut Scaling) {
         else {
             continue;
         };
-        let phases: Vec<&crate::program::Phase> =
+        let phases: Vec<&mpiskel_program::Phase> =
             std::iter::once(p).chain(others.iter().copied()).collect();
         'group: for g in crate::correspond::groups(p, &others) {
             let mut here = Vec::new();
@@ -281,13 +281,13 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         return;
     }
     let Some(first) = skel.classes.first() else { return };
-    let world = |comm: usize| matches!(skel.comms.get(comm), Some(crate::program::Comm::World));
+    let world = |comm: usize| matches!(skel.comms.get(comm), Some(mpiskel_program::Comm::World));
     // Where block `at` of `p` meets the other ranks: the position of the next collective of
     // every rank. In a straight-line phase, point-to-point calls and blocks may come between
     // (NPB IS's verification: each rank sorts its keys, passes one to its neighbour, then all
     // reduce): the collective still waits for the rank that computed longest.
-    let meets_everyone = |p: &crate::program::Phase, at: usize| -> Option<usize> {
-        use crate::program::Call;
+    let meets_everyone = |p: &mpiskel_program::Phase, at: usize| -> Option<usize> {
+        use mpiskel_program::Call;
         for (i, st) in p.body.iter().enumerate().skip(at + 1) {
             match st {
                 Stmt::Call { call: Call::Collective { comm, slot: None, .. }, .. } => {
@@ -302,7 +302,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     };
     // The statements of `p` from `at` to `to` by kind (a block, or a call of an operation): the
     // classes' phases must agree on them for their blocks at one position to be one block.
-    let shape = |p: &crate::program::Phase, at: usize, to: usize| -> Vec<String> {
+    let shape = |p: &mpiskel_program::Phase, at: usize, to: usize| -> Vec<String> {
         p.body[at..=to.min(p.body.len().saturating_sub(1))]
             .iter()
             .map(|st| match st {
@@ -318,7 +318,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     // set-up at 256 ranks, where one class's ranks agree within a tenth and so have no factors;
     // the collective still waits for the longest draw). In a loop, a drawn block no longer than
     // the part a cut block keeps runs whole and can stand beside one.
-    let eligible = |p: &crate::program::Phase, at: usize| -> bool {
+    let eligible = |p: &mpiskel_program::Phase, at: usize| -> bool {
         if p.name == "main_loop" || p.skipped.is_some() || p.steps.is_some() {
             return false;
         }
@@ -337,7 +337,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
     // A block's shortest and longest durations over the ranks of a class: fixed, times each
     // rank's weight; drawn, the least and the most of as many draws as the class has ranks
     // (their expected quantiles, 1/(k+1) and k/(k+1)), times the lightest and heaviest weights.
-    let extremes = |c: &crate::program::ClassProgram, st: &Stmt| -> (f64, f64) {
+    let extremes = |c: &mpiskel_program::ClassProgram, st: &Stmt| -> (f64, f64) {
         let Stmt::Compute { seconds, factors, dist, .. } = st else { return (0.0, 0.0) };
         let weights = skel.block_weights(c, *factors);
         let (wl, wh) =
@@ -504,7 +504,7 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     }
     // Application seconds that a share of the recorded computation stands for.
     let seconds_of = |compute: f64| compute / lead_recorded * app_time_s;
-    let weight_min = |c: &crate::program::ClassProgram, factors: Option<usize>| -> f64 {
+    let weight_min = |c: &mpiskel_program::ClassProgram, factors: Option<usize>| -> f64 {
         let w = skel.block_weights(c, factors).into_iter().fold(f64::INFINITY, f64::min);
         if w.is_finite() {
             w
@@ -681,7 +681,7 @@ type Place = (usize, usize);
 /// # Complexity
 /// O(statements) per class, and O(c × k log k) for c classes of k collectives.
 fn before_world_collectives(skel: &Skeleton) -> Vec<Vec<Place>> {
-    use crate::program::Call;
+    use mpiskel_program::Call;
     use std::collections::BTreeMap;
     /// Collectives of all ranks that one pass over `body` makes, `None` where not fixed.
     fn count(body: &[Stmt]) -> Option<u64> {
@@ -709,7 +709,7 @@ fn before_world_collectives(skel: &Skeleton) -> Vec<Vec<Place>> {
             })
             .sum()
     }
-    if skel.classes.len() < 2 || !matches!(skel.comms.first(), Some(crate::program::Comm::World)) {
+    if skel.classes.len() < 2 || !matches!(skel.comms.first(), Some(mpiskel_program::Comm::World)) {
         return Vec::new();
     }
     // Per class: collective number → (its operation, the block before it if any).
@@ -855,7 +855,7 @@ pub fn keep_slots(skel: &Skeleton, names: &[Vec<String>]) -> Option<(Vec<Vec<usi
 
 /// The names of a class's timed phases, in the order both back ends number their timers: each
 /// phase, then its step kinds (`name.kind0`, …) or its cut inner loop (`name.inner`).
-pub fn timer_names(phases: &[crate::program::Phase]) -> Vec<String> {
+pub fn timer_names(phases: &[mpiskel_program::Phase]) -> Vec<String> {
     let mut v = Vec::new();
     for p in phases {
         v.push(p.name.clone());

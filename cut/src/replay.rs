@@ -1,7 +1,7 @@
 //! Compute blocks that replay their recorded durations instead of drawing them.
 //!
 //! A drawn block gives each rank an independent duration from the block's distribution
-//! ([`crate::program::distribution`]). That keeps how far the ranks spread, not who computes
+//! ([`mpiskel_program::distribution`]). That keeps how far the ranks spread, not who computes
 //! longest when: where the load rotates over the ranks (each rank's work follows
 //! `(rank + iteration) mod 3`, a pipeline's stages, a moving root), some neighbour computes the
 //! longest block in every iteration of the application, while independent draws miss it in a
@@ -54,8 +54,8 @@ use std::collections::HashMap;
 use mpiskel_compress::LoopNest;
 use mpiskel_logicalize::LogicalTrace;
 
-pub use crate::program::Replay;
-use crate::program::{leaf_map, Skeleton, Stmt};
+pub use mpiskel_program::Replay;
+use mpiskel_program::{leaf_map, Skeleton, Stmt};
 
 /// Table cells (executions × ranks of the class) the replayed blocks of a skeleton may hold in
 /// all: about 10 bytes of source each, so at most a few hundred kilobytes of tables.
@@ -417,9 +417,9 @@ fn blocks(body: &[Stmt], times: u64, out: &mut Vec<(usize, f64, u64)>) {
 fn step_candidates(
     class: usize,
     phase: usize,
-    p: &crate::program::Phase,
-    schedule: &crate::program::StepSchedule,
-    cases: &[crate::program::StepCase],
+    p: &mpiskel_program::Phase,
+    schedule: &mpiskel_program::StepSchedule,
+    cases: &[mpiskel_program::StepCase],
     cols: usize,
     out: &mut Vec<Candidate>,
 ) {

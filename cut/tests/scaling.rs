@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use mpiskel_emit::pipeline::make;
-use mpiskel_emit::program::Stmt;
+use mpiskel_cut::pipeline::make;
+use mpiskel_program::Stmt;
 use mpiskel_trace::{ReadOptions, TraceSet};
 
 /// Writes a TI trace of `n` ranks whose rank `r` runs `body(r)` (action lines without the rank)
@@ -36,12 +36,12 @@ fn ring(n: u32, iterations: u32, inner: u32, flops: u64) -> impl Fn(u32) -> Vec<
 
 /// Builds the skeleton of the trace at `path` for `target_s` seconds of an application that ran
 /// `app_s` seconds.
-fn built(path: &Path, app_s: f64, target_s: f64) -> mpiskel_emit::pipeline::Built {
+fn built(path: &Path, app_s: f64, target_s: f64) -> mpiskel_cut::pipeline::Built {
     built_for(path, app_s, Some(target_s))
 }
 
 /// The same for `target_s` seconds, or the default target.
-fn built_for(path: &Path, app_s: f64, target_s: Option<f64>) -> mpiskel_emit::pipeline::Built {
+fn built_for(path: &Path, app_s: f64, target_s: Option<f64>) -> mpiskel_cut::pipeline::Built {
     let set = TraceSet::open(path, &ReadOptions::default()).unwrap();
     let mut lt = mpiskel_logicalize::logicalize(&set);
     make(&mut lt, app_s, "given", target_s, true).unwrap()
@@ -281,7 +281,7 @@ fn a_block_before_a_hand_off_and_a_reduction_is_cut_on_every_rank() {
     let mut kept = 0;
     for p in finish {
         for st in &p.body {
-            if let mpiskel_emit::program::Stmt::Compute { keep_only: true, seconds, .. } = st {
+            if let mpiskel_program::Stmt::Compute { keep_only: true, seconds, .. } = st {
                 assert!(*seconds >= 1e-3, "the long block is the one cut: {seconds}");
                 kept += 1;
             }
@@ -656,8 +656,8 @@ fn the_floor_of_communication_from_counts_made_once_is_the_floor_counted_anew() 
     let path = ti_trace(dir.path(), n, body);
     let b = built_for(&path, 1.0, None);
     let mut skel = b.skeleton.clone();
-    let counts = mpiskel_emit::traffic::FloorOfRuns::new(&skel);
-    assert_eq!(counts.floor(&skel), mpiskel_emit::traffic::traffic(&skel).floor());
+    let counts = mpiskel_cut::traffic::FloorOfRuns::new(&skel);
+    assert_eq!(counts.floor(&skel), mpiskel_cut::traffic::traffic(&skel).floor());
     let mut cut = 0;
     for c in &mut skel.classes {
         for p in c.phases.iter_mut().filter(|p| p.is_loop && p.full > 2) {
@@ -666,9 +666,9 @@ fn the_floor_of_communication_from_counts_made_once_is_the_floor_counted_anew() 
         }
     }
     assert!(cut >= 3, "{}", b.skeleton.classes[0].notation);
-    let anew = mpiskel_emit::traffic::traffic(&skel).floor();
+    let anew = mpiskel_cut::traffic::traffic(&skel).floor();
     assert!((counts.floor(&skel) - anew).abs() <= 1e-12 * anew.max(1.0), "{anew}");
-    assert_ne!(anew, mpiskel_emit::traffic::traffic(&b.skeleton).floor());
+    assert_ne!(anew, mpiskel_cut::traffic::traffic(&b.skeleton).floor());
 }
 
 /// A refused run of loop cuts names as suspects the cuts that change what some rank ran before
@@ -680,8 +680,8 @@ fn the_floor_of_communication_from_counts_made_once_is_the_floor_counted_anew() 
 /// that named `a` or `c` a suspect too would as well.
 #[test]
 fn a_cut_that_changes_nothing_a_rank_ran_before_the_check_stopped_is_not_a_suspect() {
-    use mpiskel_emit::cut_runs::Stopped;
-    use mpiskel_emit::program::{ClassProgram, Phase, Skeleton};
+    use mpiskel_cut::cut_runs::Stopped;
+    use mpiskel_program::{ClassProgram, Phase, Skeleton};
     let dir = tempfile::tempdir().unwrap();
     let base = built(&ti_trace(dir.path(), 2, ring(2, 20, 1, 1_000_000)), 1.0, 0.1).skeleton;
     let phase = |name: &str, full: u64| Phase {
@@ -714,7 +714,7 @@ fn a_cut_that_changes_nothing_a_rank_ran_before_the_check_stopped_is_not_a_suspe
     let cut_b = |s: &Skeleton| s.classes[0].phases[0].run < s.classes[0].phases[0].full;
     let search = |says_where: bool| {
         let (mut skel, mut checks) = (skel.clone(), 0);
-        let made = mpiskel_emit::scale::cut_loops_in_runs(
+        let made = mpiskel_cut::scale::cut_loops_in_runs(
             &mut skel,
             0,
             &cuts,

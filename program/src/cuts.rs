@@ -1,6 +1,6 @@
 //! What the cuts leave in the program: the recorded durations a cut loop's compute blocks
-//! replay ([`Replay`], chosen by [`crate::replay`]) and what cutting a kind of time step short
-//! did ([`StepCut`], by [`crate::step_cut`]). Data only: the program's IR holds them and the
+//! replay ([`Replay`], chosen by [`mpiskel_cut::replay`]) and what cutting a kind of time step short
+//! did ([`StepCut`], by [`mpiskel_cut::step_cut`]). Data only: the program's IR holds them and the
 //! back ends and the simulator read them; the modules that choose them import the IR, not the
 //! other way round.
 
@@ -22,7 +22,7 @@ pub struct Replay {
     /// executions in order), one column per rank of the class (ascending).
     pub seconds: Vec<Vec<f64>>,
     /// Leading rows that replay the loop's first iteration as recorded, unscaled (see
-    /// [`crate::replay::FIRST_APART`]); a skeleton that runs more iterations than the table holds starts
+    /// [`mpiskel_cut::replay::FIRST_APART`]); a skeleton that runs more iterations than the table holds starts
     /// again after them.
     #[serde(default)]
     pub first_rows: usize,

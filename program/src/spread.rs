@@ -205,7 +205,7 @@ fn unsteady_share(xs: &[f64]) -> f64 {
 /// The distribution of the durations `v` with mean `mean`: its quantiles, scaled so that the
 /// distribution's mean is `mean`; `None` for fewer than 8 values, no mean, or a spread under
 /// 2 % of the mean.
-pub(crate) fn quantiles_of(mut v: Vec<f64>, mean: f64) -> Option<Dist> {
+pub fn quantiles_of(mut v: Vec<f64>, mean: f64) -> Option<Dist> {
     if v.len() < 8 || mean <= 0.0 {
         return None;
     }

@@ -19,7 +19,7 @@
 //! # Complexity
 //! O(phases) to skip or restore.
 
-use crate::program::{calls_in, compute_of, ClassProgram, Skeleton, Stmt, WARMUP};
+use mpiskel_program::{calls_in, compute_of, ClassProgram, Skeleton, Stmt, WARMUP};
 
 /// Skips the warm-up phase ([`WARMUP`]) of every class, where every class has one: its body
 /// keeps only the computation it had beyond one iteration of the main loop (the set-up's last

@@ -1,7 +1,7 @@
 //! The deadlock checker on the classic cases: each hand-made deadlocking program is rejected with
 //! a diagnostic naming the rank, the operation and what it waits for; correct patterns pass.
 
-use mpiskel_emit::{check, CheckOp};
+use mpiskel_program::{check, CheckOp};
 
 fn send(to: u32) -> CheckOp {
     CheckOp::Send { to, tag: 0, bytes: 8 }

@@ -1,6 +1,24 @@
-//! The skeleton program: one SPMD program for every rank, built from the logical trace and the
+//! The skeleton program (Xu & Subhlok 2008, §4): one SPMD program for every rank, built from
+//! the logical trace and the loop nest of each process class, and what is proved of it before
+//! it is cut or rendered.
+//!
+//! - the IR (this crate's root: classes, phases, statements, calls) and its lowering from the
+//!   loop nests (`assemble.rs`, `lower.rs`, `calls.rs`, `layout.rs`, `regions.rs`, `cuts.rs`);
+//! - [`symbols`]: a class's logical program as symbols for loop discovery; [`physical`]: one
+//!   rank's physical calls as the same;
+//! - [`matching`]: global and local sends and receives (Xu & Subhlok 2008, Fig. 3), size balancing;
+//! - [`spread`]: how the recorded durations of a compute block spread over ranks and iterations;
+//! - [`instantiate`] + [`deadlock::check`]: every rank's program executed under the strictest
+//!   MPI semantics; a program that can block forever is returned with the blocked ranks named.
+//!
+//! The cut (`mpiskel-cut`) sets the IR's iteration counts; the back ends (`mpiskel-emit`) render
+//! it; the simulator (`mpiskel-simulate`) runs it. This crate never reads trace files.
+//!
+//! # The program
+//!
+//! One SPMD program for every rank, built from the logical trace and the
 //! loop nest of each process class. Both back ends render this IR; the deadlock check executes
-//! it (see [`crate::instantiate`]); scaling sets its iteration counts (see [`crate::scale`]).
+//! it (see [`crate::instantiate`]); scaling sets its iteration counts (see [`mpiskel_cut::scale`]).
 //!
 //! Choices made while building it (Xu & Subhlok 2008, §4 leaves them open):
 //! - **Ranks.** Rank `r` of the skeleton plays rank `r` of the application, so a skeleton keeps
@@ -32,6 +50,14 @@
 //! `warm_iteration.rs`), `regions.rs`
 //! (the receive buffer's regions), `assemble.rs` (the whole program).
 
+#![deny(missing_docs)]
+pub mod deadlock;
+pub mod instantiate;
+pub mod matching;
+pub mod physical;
+pub mod spread;
+pub mod symbols;
+
 mod assemble;
 mod calls;
 mod cuts;
@@ -44,9 +70,11 @@ mod warm_iteration;
 pub use assemble::{build, build_tagged, stretch_parts, stretch_range, BuildError, Tags};
 pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonblocking_collective};
 pub use cuts::{Replay, StepCut};
+pub use deadlock::{check, stuck_sends, Blocked, CheckOp, Deadlock};
 pub use ir::*;
 pub use layout::{ident_of, neighbour};
-pub(crate) use lower::leaf_map;
+pub use lower::{leaf_map, LeafMap, Positions};
+pub use matching::{balance_class, calls_of_class, match_calls, Balanced, Matching, P2pCall};
 
 pub use crate::spread::{
     distribution, rank_factors, Dist, CENSORED_BELOW, FACTOR_SPREAD, QUANTILES,

@@ -28,9 +28,9 @@
 //! O(n) in the statements of the kinds that run, and one instantiation and check of the
 //! program.
 
-pub use crate::program::StepCut;
-use crate::program::{calls_in, Call, Comm, Skeleton, StepCase, Stmt};
 use crate::scale::{by_span, lead_recorded, recorded_of, Scaling, StepsCut};
+pub use mpiskel_program::StepCut;
+use mpiskel_program::{calls_in, Call, Comm, Skeleton, StepCase, Stmt};
 
 /// The least share of a step's recorded time that its cut keeps.
 pub const MIN_KEPT_SHARE: f64 = crate::stretches::MIN_KEPT_SHARE;

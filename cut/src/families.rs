@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use crate::program::{Call, StepCase, Stmt};
+use mpiskel_program::{Call, StepCase, Stmt};
 
 /// A call without its partners, tag, sizes, buffer offsets and request slots; and its bytes
 /// (sent, or received where it sends nothing).
@@ -110,7 +110,7 @@ pub fn bytes_sent(body: &[Stmt]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::Peer;
+    use mpiskel_program::Peer;
 
     fn swap(to: usize, tag: i32, bytes: u64) -> Stmt {
         let call = Call::SendRecv {

@@ -358,7 +358,7 @@ pub(super) fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::Element;
+    use crate::Element;
 
     #[test]
     fn a_drifting_reduction_agrees_on_whole_elements_of_every_size_it_had() {

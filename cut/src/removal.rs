@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use mpiskel_trace::Op;
 
-use crate::program::{Call, Phase, PhaseIndex, Skeleton, Stmt, QUANTILE_PROBABILITIES};
+use mpiskel_program::{Call, Phase, PhaseIndex, Skeleton, Stmt, QUANTILE_PROBABILITIES};
 
 /// Largest bias of the prediction that clipping may add, as a share of the segment's expected
 /// time: well under the method's target (3 % mean).

@@ -134,7 +134,7 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
 
 /// Whether call `i` of `ops` takes its message from any source: posted with `MPI_ANY_SOURCE`,
 /// or a receive right after a probe of any source.
-pub(crate) fn takes_from_any_source(ops: &[mpiskel_logicalize::LogicalOp], i: usize) -> bool {
+pub fn takes_from_any_source(ops: &[mpiskel_logicalize::LogicalOp], i: usize) -> bool {
     let k = &ops[i].key;
     k.any_source
         || (k.op.class() == OpClass::Recv

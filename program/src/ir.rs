@@ -273,7 +273,7 @@ pub enum Call {
     },
 }
 
-/// Why a drawn block runs its mean ([`crate::tails`]): half of its mean lies in the top `tail`
+/// Why a drawn block runs its mean ([`mpiskel_cut::tails`]): half of its mean lies in the top `tail`
 /// of its recorded durations, and one run of the skeleton executes it `executions` times on the
 /// ranks of its class, too few to reach that top once on average.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -309,7 +309,7 @@ pub enum Stmt {
         /// [`Skeleton::distributions`]) each execution draws its duration from.
         dist: Option<usize>,
         /// Seconds taken out of every rank's duration to shorten the skeleton (a long set-up
-        /// block; see [`crate::scale`]): the same amount on every rank, so that the ranks'
+        /// block; see [`mpiskel_cut::scale`]): the same amount on every rank, so that the ranks'
         /// differences, and the waiting they cause, stay. The runtime adds the time it would
         /// have taken back into its phase's prediction.
         #[serde(default, skip_serializing_if = "is_zero")]
@@ -321,21 +321,21 @@ pub enum Stmt {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         factors: Option<usize>,
         /// The recorded durations this block replays instead of drawing (index into
-        /// [`Skeleton::replays`]; see [`crate::replay`]).
+        /// [`Skeleton::replays`]; see [`mpiskel_cut::replay`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         replay: Option<usize>,
         /// Every rank runs only a short part of the block (max(5 %, 50 µs) of its own duration)
         /// and the rest is added back to its phase's prediction as the most any rank skipped: a
         /// block outside the main loop right before a collective of every rank, where the
         /// rank that computes longest (the root reading the input) is what every rank waited
-        /// for (see [`crate::compute_cut::cut_compute`]).
+        /// for (see [`mpiskel_cut::compute_cut::cut_compute`]).
         #[serde(default, skip_serializing_if = "is_false")]
         keep_only: bool,
         /// The leaf of the class's loop nest the block stands for (not serialized; `None` for
         /// blocks merged from several leaves).
         #[serde(skip)]
         leaf: Option<usize>,
-        /// Where the block runs its mean instead of drawing ([`crate::tails`]): why.
+        /// Where the block runs its mean instead of drawing ([`mpiskel_cut::tails`]): why.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pinned: Option<Pinned>,
     },
@@ -407,20 +407,20 @@ pub struct StepCase {
     /// The kind's body in the notation of Xu & Subhlok (2008, §3).
     pub note: String,
     /// What the kind's prediction (its time × `full / run`) is multiplied by: where the
-    /// skeleton runs only some kinds of a family ([`crate::families`]), the family's recorded
+    /// skeleton runs only some kinds of a family ([`mpiskel_cut::families`]), the family's recorded
     /// time over that of the kinds it runs; 1 otherwise.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub scale: f64,
     /// Where the skeleton runs only the first part of the kind's step
-    /// ([`crate::step_cut`]): what it keeps and what the rest is priced at (in `scale`).
+    /// ([`mpiskel_cut::step_cut`]): what it keeps and what the rest is priced at (in `scale`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<super::StepCut>,
 }
 
 impl StepCase {
     /// How the kind's time is priced beyond the steps it runs, for the comment above its code:
-    /// the rest of a step cut short ([`crate::step_cut`]) and the kinds of its family that do
-    /// not run ([`crate::families`]); empty where neither.
+    /// the rest of a step cut short ([`mpiskel_cut::step_cut`]) and the kinds of its family that do
+    /// not run ([`mpiskel_cut::families`]); empty where neither.
     pub fn pricing(&self) -> String {
         let mut s = String::new();
         let family = match &self.cut {
@@ -511,7 +511,7 @@ pub struct Phase {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<StepSchedule>,
     /// For the main loop: copies of one of its iterations elsewhere in the program that the
-    /// skeleton does not run (an untimed warm-up iteration, [`crate::warmup`]), each priced as
+    /// skeleton does not run (an untimed warm-up iteration, [`mpiskel_cut::warmup`]), each priced as
     /// one more iteration of this loop.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub warmup: u64,
@@ -537,7 +537,7 @@ fn is_one(x: &f64) -> bool {
     *x == 1.0
 }
 
-/// The name of the phase that holds a warm-up iteration of the main loop ([`crate::warmup`]).
+/// The name of the phase that holds a warm-up iteration of the main loop ([`mpiskel_cut::warmup`]).
 pub const WARMUP: &str = "warmup";
 
 pub(super) fn is_zero_u32(x: &u32) -> bool {
@@ -588,7 +588,7 @@ impl Stmt {
 
 impl Phase {
     /// A phase of `full` iterations (all run), one of which is `body`, from `origin`.
-    pub(crate) fn new(
+    pub fn new(
         name: String,
         full: u64,
         is_loop: bool,
@@ -671,7 +671,7 @@ pub struct Skeleton {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub message_tags: Vec<(i32, i32)>,
     /// Whether every message runs with the tag of its traced tag (`message_tags`) rather than
-    /// its channel's ([`crate::program::Tags::Traced`]).
+    /// its channel's ([`crate::Tags::Traced`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all_tags: bool,
     /// Communicators used (index 0 is `MPI_COMM_WORLD`).
@@ -716,10 +716,10 @@ pub struct Skeleton {
     pub compute_factors: Vec<Vec<f64>>,
     /// The buffer the skeleton attaches for its buffered sends (`MPI_Bsend`, `MPI_Ibsend`): sends
     /// that the run completed before their receive was posted, and without which the program
-    /// could block (see [`crate::pipeline::make`]). `None` where it makes none.
+    /// could block (see [`mpiskel_cut::pipeline::make`]). `None` where it makes none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_buffer: Option<SendBuffer>,
-    /// Recorded durations of the compute blocks that replay them (see [`crate::replay`]).
+    /// Recorded durations of the compute blocks that replay them (see [`mpiskel_cut::replay`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replays: Vec<super::Replay>,
     /// Whether the compute blocks are processor time (the trace recorded it): natively, the
@@ -729,7 +729,7 @@ pub struct Skeleton {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub processor_time: bool,
     /// Whether the trace recorded how long calls took (`LogicalTrace::call_times`): the calls'
-    /// [`Stmt::Call`] `wait_s` then hold it, and [`crate::scale`] splits the recorded time by
+    /// [`Stmt::Call`] `wait_s` then hold it, and [`mpiskel_cut::scale`] splits the recorded time by
     /// the phases' wall time ([`Phase::span_s`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub call_times: bool,
@@ -810,7 +810,7 @@ pub fn factor_of(tables: &[Vec<f64>], factors: Option<usize>, r: u32) -> f64 {
 
 /// The largest number of bytes `c` sends on any rank, given the size tables (0 for calls that
 /// send nothing point-to-point).
-pub(crate) fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
+pub fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
     match c {
         Call::Send { bytes, sizes, .. } | Call::SendRecv { bytes, sizes, .. } => sizes
             .and_then(|t| tables.get(t))
@@ -821,12 +821,12 @@ pub(crate) fn largest_send(c: &Call, tables: &[Vec<u64>]) -> u64 {
 }
 
 /// Whether a flag is off (left out of the JSON).
-pub(crate) fn is_false(x: &bool) -> bool {
+pub fn is_false(x: &bool) -> bool {
     !*x
 }
 
 /// Whether a number is zero (left out of the JSON).
-pub(crate) fn is_zero(x: &f64) -> bool {
+pub fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
@@ -859,7 +859,7 @@ pub fn span_of(body: &[Stmt]) -> f64 {
 }
 
 /// [`compute_of`] less what the computation cut takes out of each block
-/// ([`crate::compute_cut`]): the recorded seconds one pass over `body` still runs.
+/// ([`mpiskel_cut::compute_cut`]): the recorded seconds one pass over `body` still runs.
 pub fn kept_compute_of(body: &[Stmt]) -> f64 {
     body.iter()
         .map(|s| match s {
@@ -886,7 +886,7 @@ pub fn wall_per_compute(body: &[Stmt], at: usize) -> f64 {
 }
 
 /// The recorded wall seconds of one pass over `body` that the computation cut takes out
-/// ([`crate::compute_cut`]): each block's removed seconds ([`kept_compute_of`]), with the time
+/// ([`mpiskel_cut::compute_cut`]): each block's removed seconds ([`kept_compute_of`]), with the time
 /// off the processor that went with them ([`wall_per_compute`]).
 pub fn removed_wall_of(body: &[Stmt]) -> f64 {
     body.iter()
@@ -904,7 +904,7 @@ pub fn removed_wall_of(body: &[Stmt]) -> f64 {
 }
 
 /// The mean over the application's steps of `f` of a step's body.
-pub(crate) fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
+pub fn per_step(cases: &[StepCase], f: fn(&[Stmt]) -> f64) -> f64 {
     let n: u64 = cases.iter().map(|c| c.full).sum();
     if n == 0 {
         return 0.0;

@@ -36,7 +36,7 @@ use std::collections::HashMap;
 use mpiskel_compress::{find_steps, greedy, LoopNest, Node, StepFold, Sym};
 use mpiskel_logicalize::LogicalTrace;
 
-use crate::symbols::{symbolize_class, Symbolized};
+use mpiskel_program::symbols::{symbolize_class, Symbolized};
 
 /// Kinds of steps a time-step loop may have at most.
 pub const MAX_KINDS: usize = 64;
@@ -78,7 +78,7 @@ fn stretch_bounds(lt: &LogicalTrace, class: &mpiskel_logicalize::ProcessClass) -
     let mut b: Vec<usize> = lt
         .stretches
         .iter()
-        .filter_map(|s| crate::program::stretch_parts(class, s))
+        .filter_map(|s| mpiskel_program::stretch_parts(class, s))
         .flatten()
         .flat_map(|(a, b, _)| [a as usize, b as usize])
         .collect();

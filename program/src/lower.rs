@@ -77,33 +77,42 @@ pub(super) fn leaf_loops(items: &[Node]) -> Vec<Vec<LoopSpan>> {
 }
 
 /// Per leaf of one class's nest: the program positions it stands for.
-pub(crate) struct LeafMap {
-    pub(crate) positions: Positions,
-    pub(crate) leaf_of: Vec<usize>,
+#[derive(Debug)]
+pub struct LeafMap {
+    /// The program positions of each leaf.
+    pub positions: Positions,
+    /// The leaf of each program position.
+    pub leaf_of: Vec<usize>,
 }
 
 /// The positions of each leaf, in one flat list with a start per leaf: a class of millions of
 /// calls that fold into no loop has a leaf per call, and a list of its own per leaf would cost
 /// an allocation and 56 bytes each, 16 bytes so.
-pub(crate) struct Positions {
+#[derive(Debug)]
+pub struct Positions {
     starts: Vec<usize>,
     flat: Vec<usize>,
 }
 
 impl Positions {
     /// Number of leaves.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.starts.len().saturating_sub(1)
     }
 
+    /// Whether there is no leaf.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The positions of `leaf`, ascending.
-    pub(crate) fn get(&self, leaf: usize) -> Option<&[usize]> {
+    pub fn get(&self, leaf: usize) -> Option<&[usize]> {
         let (&a, &b) = (self.starts.get(leaf)?, self.starts.get(leaf + 1)?);
         Some(&self.flat[a..b])
     }
 
     /// The positions of each leaf in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &[usize]> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &[usize]> + '_ {
         self.starts.windows(2).map(|w| &self.flat[w[0]..w[1]])
     }
 }
@@ -116,7 +125,8 @@ impl std::ops::Index<usize> for Positions {
     }
 }
 
-pub(crate) fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
+/// The leaves of `nest` (of `n_leaves` leaves) and the program positions each stands for.
+pub fn leaf_map(nest: &LoopNest, n_leaves: usize) -> LeafMap {
     let leaf_of = nest.leaf_of_position();
     // Counted first, then placed: one list for all leaves.
     let mut starts = vec![0usize; n_leaves + 1];
@@ -180,7 +190,7 @@ pub(super) fn phases_of(
     };
     let at_end = |pos: u64| stretches.iter().any(|&(a, b, _)| a == pos || b == pos);
     // An untimed warm-up iteration of the main loop is a phase of its own, which the skeleton
-    // may skip ([`crate::warmup`]).
+    // may skip ([`mpiskel_cut::warmup`]).
     let warm = main.and_then(|m| super::warm_iteration::find(items, m));
     for (i, node) in items.iter().enumerate() {
         if let Some(w) = warm.as_ref().filter(|w| w.start == i) {

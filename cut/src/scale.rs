@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::cut_runs::{Cuts, Stopped};
-use crate::program::{
+use mpiskel_program::{
     compute_of, is_zero, kept_compute_of, removed_wall_of, span_of, ClassProgram, InnerCut, Phase,
     PhaseIndex, Skeleton, Stmt,
 };
@@ -585,12 +585,12 @@ fn sample_steps(
     Some((run_s, total(&r) - for_target))
 }
 
-/// Sets each kind's [`crate::program::StepCase::scale`] for the families of `cases`
+/// Sets each kind's [`mpiskel_program::StepCase::scale`] for the families of `cases`
 /// (`families`, per kind) of which the skeleton runs only some kinds: the family's recorded
 /// time (`cost`, per kind and step) over that of the kinds it runs, each kind counted with
 /// all its steps (its own time × `full / run` stands for them). Where the kinds that run
 /// recorded no time, by their counts of steps.
-fn scale_families(cases: &mut [crate::program::StepCase], families: &[u32], cost: &[f64]) {
+fn scale_families(cases: &mut [mpiskel_program::StepCase], families: &[u32], cost: &[f64]) {
     let mut sums: BTreeMap<u32, [f64; 4]> = BTreeMap::new();
     for (k, c) in cases.iter().enumerate() {
         let Some(&f) = families.get(k) else { return };
@@ -612,7 +612,7 @@ fn scale_families(cases: &mut [crate::program::StepCase], families: &[u32], cost
 }
 
 /// Makes a time-step phase run `sample` (indices into its steps), with each kind's count.
-fn set_steps(p: &mut crate::program::Phase, sample: Vec<u32>) {
+fn set_steps(p: &mut mpiskel_program::Phase, sample: Vec<u32>) {
     let (Some(st), [Stmt::Steps { cases }]) = (&mut p.steps, p.body.as_mut_slice()) else {
         return;
     };
@@ -1056,7 +1056,7 @@ pub fn scale(
 #[cfg(test)]
 mod tests {
     use super::scale_families;
-    use crate::program::StepCase;
+    use mpiskel_program::StepCase;
 
     fn case(full: u64, run: u64) -> StepCase {
         StepCase { full, run, body: Vec::new(), note: String::new(), scale: 1.0, cut: None }

@@ -27,8 +27,8 @@
 use mpiskel_compress::LoopNest;
 use mpiskel_logicalize::LogicalTrace;
 
-use crate::program::{compute_of, leaf_map, ClassProgram, Skeleton, Stmt};
 use crate::removal::{uniform, Duration};
+use mpiskel_program::{compute_of, leaf_map, ClassProgram, Skeleton, Stmt};
 
 /// Half-width, as a share of the loop's time, within which the sampled iterations' mean stands
 /// for all iterations (at about 95 %).

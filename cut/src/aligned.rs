@@ -24,7 +24,7 @@
 
 use std::collections::HashMap;
 
-use crate::program::{per_step, ClassProgram, PhaseIndex, Stmt};
+use mpiskel_program::{per_step, ClassProgram, PhaseIndex, Stmt};
 
 /// The region (blocking collectives of `MPI_COMM_WORLD` made before it), iterations, such
 /// collectives per iteration, and order among the loops of that region alike in both: a loop's
@@ -37,7 +37,7 @@ fn world_collectives(body: &[Stmt]) -> f64 {
     body.iter()
         .map(|s| match s {
             Stmt::Call {
-                call: crate::program::Call::Collective { comm: 0, slot: None, .. },
+                call: mpiskel_program::Call::Collective { comm: 0, slot: None, .. },
                 ..
             } => 1.0,
             Stmt::Call { .. } | Stmt::Compute { .. } => 0.0,
@@ -164,7 +164,7 @@ pub fn same_loop_named(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::{Call, Phase};
+    use mpiskel_program::{Call, Phase};
 
     fn call(op: mpiskel_trace::Op, comm: usize) -> Stmt {
         let call = Call::Collective { op, traced: op, comm, root: None, bytes: 8, slot: None };

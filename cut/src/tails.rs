@@ -1,6 +1,6 @@
 //! Drawn compute blocks whose mean lies in a tail their few draws would rarely reach.
 //!
-//! A drawn block ([`crate::spread`]) gives each execution a duration from its recorded
+//! A drawn block ([`mpiskel_program::spread`]) gives each execution a duration from its recorded
 //! distribution, and over many executions the draws hold the block's mean. Over a few they hold
 //! it only where the mean is spread over the distribution. Where half of the mean lies in a
 //! tail that the skeleton's draws of the block (its executions on every rank of its class)
@@ -12,7 +12,7 @@
 //! predicted 0.011 s for a 0.54–0.66 s run (−98 %). Such a block runs its mean in every
 //! execution: the waiting its rare long draws cause on other ranks is lost, where the draws
 //! would have shown it a few times too often or not at all. The emitted code says so at the block
-//! ([`crate::program::Pinned::note`]: the share of the durations that holds half the mean, and
+//! ([`mpiskel_program::Pinned::note`]: the share of the durations that holds half the mean, and
 //! how often one run reaches it).
 //!
 //! Blocks that replay their recorded durations ([`crate::replay`]) keep them, and blocks under
@@ -22,10 +22,10 @@
 //! and now and then a microsecond, as the simulated application ran them).
 //!
 //! # Complexity
-//! O(size of the program + distributions × [`crate::spread::QUANTILES`]).
+//! O(size of the program + distributions × [`mpiskel_program::spread::QUANTILES`]).
 
-use crate::program::{Pinned, Skeleton, Stmt};
-use crate::spread::{Dist, QUANTILE_PROBABILITIES};
+use mpiskel_program::spread::{Dist, QUANTILE_PROBABILITIES};
+use mpiskel_program::{Pinned, Skeleton, Stmt};
 
 /// The probability of a draw from `dist` landing in the top of the distribution that holds
 /// half of its mean (the draws interpolate linearly between the quantiles; the segment where
@@ -63,7 +63,7 @@ pub fn undersampled(dist: &Dist, executions: f64) -> bool {
 /// blocks changed.
 ///
 /// # Complexity
-/// O(size of the program + distributions × [`crate::spread::QUANTILES`]).
+/// O(size of the program + distributions × [`mpiskel_program::spread::QUANTILES`]).
 pub fn pin_undersampled(skel: &mut Skeleton) -> usize {
     let dists = skel.distributions.clone();
     let mut pinned = 0;

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use crate::program::{Call, Phase, Stmt};
+use mpiskel_program::{Call, Phase, Stmt};
 
 /// Where a block sits in a phase's body: its index in each body from the phase's down through
 /// the loops around it.
@@ -266,7 +266,7 @@ pub fn at_mut<'a>(body: &'a mut [Stmt], path: &[usize]) -> Option<&'a mut Stmt> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::program::Stmt;
+    use mpiskel_program::Stmt;
 
     fn block(s: f64) -> Stmt {
         Stmt::block(s)
@@ -358,7 +358,7 @@ mod tests {
         Stmt::Call {
             call: Call::Send {
                 op: mpiskel_trace::Op::Isend,
-                to: crate::program::Peer::Dir(0),
+                to: mpiskel_program::Peer::Dir(0),
                 tag: 0,
                 bytes: 8,
                 slot: None,
@@ -374,7 +374,7 @@ mod tests {
         Stmt::Call {
             call: Call::Recv {
                 op: mpiskel_trace::Op::Irecv,
-                from: crate::program::Peer::Dir(1),
+                from: mpiskel_program::Peer::Dir(1),
                 tag: 0,
                 bytes: 8,
                 count: 8,

@@ -16,15 +16,15 @@
 use mpiskel_logicalize::LogicalTrace;
 use mpiskel_trace::stretch::Stretch;
 
-use crate::program::{stretch_range, Phase, Skeleton};
 use crate::scale::Scaling;
+use mpiskel_program::{stretch_range, Phase, Skeleton};
 
 /// The least share of a stretch's span that its cut keeps.
 pub const MIN_KEPT_SHARE: f64 = 0.02;
 
 /// The fewest calls per rank that the cut of a stretch keeps (where the stretch has more): the
 /// pace of its second half stands for the rest of the stretch
-/// ([`crate::program::stretch_parts`]), and a short sample sets it by chance. A stretch of drawn
+/// ([`mpiskel_program::stretch_parts`]), and a short sample sets it by chance. A stretch of drawn
 /// exchanges on 4 ranks, cut to 80, 170, 400 and 2,400 calls per rank, predicted, both
 /// simulated on a 10 Gb/s and a 100 Mb/s cluster, 21–25 %, 1–10 %, 2 % and under 0.5 % from its
 /// trace.

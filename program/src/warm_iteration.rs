@@ -2,7 +2,7 @@
 //! before the main loop whose calls, expanded, are exactly those of one iteration of its body
 //! (the body's parts guarded to the first or last iteration taken or left, since a loop of one
 //! iteration is both). Lowering makes that stretch a phase of its own ([`super::WARMUP`]),
-//! which [`crate::warmup`] lets the skeleton skip.
+//! which [`mpiskel_cut::warmup`] lets the skeleton skip.
 //!
 //! # Complexity
 //! O(n + L · w) for n top-level nodes, a body of L calls and the w candidate ends tried (at

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::compute_cut::cut_compute;
 use crate::cut_runs::Stopped;
-use crate::deadlock::{check, standard_sends_of, stuck_sends, CheckOp, Deadlock};
-use crate::instantiate::{instantiate, instantiate_traced, Instantiated};
-use crate::program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
 use crate::scale::{
     cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions, Scaling,
     MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
 };
+use mpiskel_program::deadlock::{check, standard_sends_of, stuck_sends, CheckOp, Deadlock};
+use mpiskel_program::instantiate::{instantiate, instantiate_traced, Instantiated};
+use mpiskel_program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
 use mpiskel_trace::stretch::StretchCut;
 use mpiskel_trace::Op;
 

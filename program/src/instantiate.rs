@@ -7,7 +7,7 @@
 //! `MPI_REQUEST_NULL`); `MPI_Waitany`/`Waitsome` are taken to complete the lowest pending
 //! request of their set (a possible execution: the real call returns no later); a
 //! `MPI_Sendrecv` is a send and a receive started together and waited for. A buffered send
-//! (`MPI_Bsend`, see [`crate::pipeline::make`]) is a send that returns at once and whose
+//! (`MPI_Bsend`, see [`mpiskel_cut::pipeline::make`]) is a send that returns at once and whose
 //! message must still be received before the program ends (the runtime detaches its buffer
 //! before `MPI_Finalize`, which waits for every buffered message to leave).
 //!
@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use crate::deadlock::{CheckOp, Slot};
-use crate::program::{largest_send, Call, Comm, Layout, Peer, Skeleton, SlotRef, Stmt};
+use crate::{largest_send, Call, Comm, Layout, Peer, Skeleton, SlotRef, Stmt};
 use mpiskel_compress::When;
 use mpiskel_trace::Op;
 

@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::program::{Call, Phase, Skeleton, Stmt};
 use mpiskel_compress::When;
+use mpiskel_program::{Call, Phase, Skeleton, Stmt};
 
 /// MPI calls and bytes sent, by the skeleton and by the application, over every rank.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -192,7 +192,7 @@ fn phase_totals(p: &Phase, per: &PerIteration) -> ((f64, f64), (f64, f64)) {
     // A time-step loop's body stands for one step; its counts are the steps of each kind.
     let steps = matches!(p.body.as_slice(), [Stmt::Steps { .. }]);
     let (app_n, run_n) = if steps {
-        let total = |f: &dyn Fn(&crate::program::StepCase) -> u64| match &p.body[0] {
+        let total = |f: &dyn Fn(&mpiskel_program::StepCase) -> u64| match &p.body[0] {
             Stmt::Steps { cases } => cases.iter().map(f).sum::<u64>() as f64,
             _ => 0.0,
         };

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Finds the library files and the product functions too long to review; `make lint` runs it.
+
+A library file is a source file under a workspace crate's `src/` (its unit tests included); it
+may hold at most MAX_FILE lines. A product function is a `fn` with a body in such a file, outside
+its unit tests (`#[cfg(test)]` to the end of the file); it may span at most MAX_FN lines from
+its `fn` to its closing brace. Comments and string literals are blanked before braces are
+counted, so that a brace inside them does not count. The exit code is 1 when something is over.
+
+Usage: scripts/sizes.py [ROOT]   (default: the repository this script is in)
+"""
+
+import re
+import sys
+from pathlib import Path
+
+MAX_FILE = 800
+MAX_FN = 150
+
+# Comments, strings (raw ones too) and character literals, blanked (newlines kept) before counting.
+LEXEMES = re.compile(
+    r"//[^\n]*|/\*.*?\*/|r(#*)\"[\s\S]*?\"\1|b?\"(?:\\.|[^\"\\])*\"|b?'(?:\\.|[^'\\])'", re.S
+)
+FN = re.compile(r"\bfn\s+(\w+)")
+TESTS = re.compile(r"(?m)^#\[cfg\(test\)\]")
+
+
+def blank(match):
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def long_functions(text):
+    """(line, name, lines) of each function over MAX_FN lines in `text`, outside its tests."""
+    code = LEXEMES.sub(blank, text)
+    tests = TESTS.search(code)
+    if tests:
+        code = code[: tests.start()]
+    for m in FN.finditer(code):
+        open_at, semi = code.find("{", m.end()), code.find(";", m.end())
+        if open_at < 0 or 0 <= semi < open_at:
+            continue  # a declaration without a body
+        depth, k = 0, open_at
+        while k < len(code):
+            depth += {"{": 1, "}": -1}.get(code[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        first, last = code.count("\n", 0, m.start()) + 1, code.count("\n", 0, k) + 1
+        if last - first + 1 > MAX_FN:
+            yield first, m.group(1), last - first + 1
+
+
+def main():
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
+    crates = sorted(p.parent for p in root.glob("**/Cargo.toml") if (p.parent / "src").is_dir()
+                    and "target" not in p.parts)
+    over = 0
+    for crate in crates:
+        for path in sorted((crate / "src").rglob("*.rs")):
+            text = path.read_text()
+            rel = path.relative_to(root)
+            lines = text.count("\n")
+            if lines > MAX_FILE:
+                print(f"{rel}: {lines} lines (at most {MAX_FILE})")
+                over += 1
+            for line, name, length in long_functions(text):
+                print(f"{rel}:{line}: fn {name} spans {length} lines (at most {MAX_FN})")
+                over += 1
+    print(f"{len(crates)} crates, {over} over the limits")
+    return 1 if over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
