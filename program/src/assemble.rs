@@ -132,12 +132,7 @@ pub fn build_tagged(
     let (directions, any_tags) = directions_and_tags(lt, tags);
     let dir_index: HashMap<&str, usize> =
         lt.directions.iter().enumerate().map(|(i, d)| (&*d.name, i)).collect();
-    let peer = |p: &Option<LogicalPeer>| match p {
-        Some(LogicalPeer::Dir(d)) => dir_index.get(&*d.name).map_or(Peer::Null, |&i| Peer::Dir(i)),
-        Some(LogicalPeer::Null) | None => Peer::Null,
-        Some(LogicalPeer::Any) => Peer::Any,
-        Some(LogicalPeer::Exception(r)) => Peer::Rank(*r),
-    };
+    let peer = |p: &Option<LogicalPeer>| peer_of(&dir_index, p);
 
     let mut comms = vec![Comm::World];
     let mut comm_index = |c: &LogicalComm| -> usize {
@@ -190,39 +185,18 @@ pub fn build_tagged(
             .map(|leaf| {
                 let p = lm.positions[leaf][0];
                 let op = &class.ops[p];
-                // Sizes after balancing: the first occurrence's (balancing is per position
-                // and positions of one leaf share a key) — or, for a leaf of a time step
-                // whose sizes vary from step to step, their mean, which carries the bytes
-                // of the channel over the run.
-                let size = |p: usize| match m.bytes.get(p) {
-                    Some(&b) if b > 0 => b,
-                    _ => class.ops[p].key.bytes,
-                };
                 let ps = &lm.positions[leaf];
-                let bytes = if ps.iter().all(|&q| class.ops[q].key.bytes == op.key.bytes) {
-                    size(p)
-                } else {
-                    let total: u128 = ps.iter().map(|&q| u128::from(size(q))).sum();
-                    (total as f64 / ps.len() as f64).round() as u64
-                };
+                let bytes = leaf_bytes(class, &m, ps);
                 let completes: Vec<u32> = completes_leaves
                     .get(&leaf)
                     .map(|s| {
-                        s.iter()
-                            .filter_map(|l| slot_of_leaf.get(l))
-                            .flat_map(|r| r.base..r.base + r.ring)
-                            .collect()
+                        let slots = s.iter().filter_map(|l| slot_of_leaf.get(l));
+                        slots.flat_map(|r| r.base..r.base + r.ring).collect()
                     })
                     .unwrap_or_default();
-                // A receive right after a probe of any source takes whatever the probe found:
-                // it is a receive from any source too.
-                let probed_any = p > 0 && {
-                    let prev = &class.ops[p - 1].key;
-                    prev.op.class() == OpClass::Probe && prev.any_source && prev.peer == op.key.peer
-                };
                 let mut call = call_of(
                     op,
-                    probed_any,
+                    probed_any_source(class, p),
                     bytes,
                     slot_of_leaf.get(&leaf).copied(),
                     completes,
@@ -238,12 +212,7 @@ pub fn build_tagged(
                     *bytes = agreed;
                 }
                 if let Some(Call::Send { sizes, .. } | Call::SendRecv { sizes, .. }) = &mut call {
-                    *sizes = rank_sizes(class, ps, n).map(|t| {
-                        size_tables.iter().position(|x| *x == t).unwrap_or_else(|| {
-                            size_tables.push(t);
-                            size_tables.len() - 1
-                        })
-                    });
+                    *sizes = rank_sizes(class, ps, n).map(|t| table_index(&mut size_tables, t));
                 }
                 if !op.absent.is_empty() {
                     if let Some(
@@ -253,12 +222,7 @@ pub fn build_tagged(
                         | Call::Probe { .. }),
                     ) = &mut call
                     {
-                        let t = presence(class, ps, n);
-                        let t = presence_tables.iter().position(|x| *x == t).unwrap_or_else(|| {
-                            presence_tables.push(t);
-                            presence_tables.len() - 1
-                        });
-                        guard(call, t);
+                        guard(call, table_index(&mut presence_tables, presence(class, ps, n)));
                     }
                 }
                 call
@@ -285,12 +249,7 @@ pub fn build_tagged(
         comms,
         classes,
         class_of_rank,
-        grid_coords: match topo {
-            Some(t) if matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6) => {
-                lt.identification.coords.clone()
-            }
-            _ => Vec::new(),
-        },
+        grid_coords: grid_coords(lt),
         n_slots: max_slots,
         reused_slots: Vec::new(),
         send_bytes: send_bytes.max(8),
@@ -306,6 +265,59 @@ pub fn build_tagged(
         processor_time: lt.processor_time,
         call_times: lt.call_times,
     })
+}
+
+/// Sizes after balancing of the positions `ps` of one leaf: the first occurrence's (balancing
+/// is per position and positions of one leaf share a key) — or, for a leaf of a time step whose
+/// sizes vary from step to step, their mean, which carries the bytes of the channel over the run.
+fn leaf_bytes(class: &ProcessClass, m: &Balanced, ps: &[usize]) -> u64 {
+    let size = |p: usize| match m.bytes.get(p) {
+        Some(&b) if b > 0 => b,
+        _ => class.ops[p].key.bytes,
+    };
+    if ps.iter().all(|&q| class.ops[q].key.bytes == class.ops[ps[0]].key.bytes) {
+        size(ps[0])
+    } else {
+        let total: u128 = ps.iter().map(|&q| u128::from(size(q))).sum();
+        (total as f64 / ps.len() as f64).round() as u64
+    }
+}
+
+/// Whether the call at `p` follows a probe of any source of the same peer: a receive right
+/// after one takes whatever the probe found, so it is a receive from any source too.
+fn probed_any_source(class: &ProcessClass, p: usize) -> bool {
+    p > 0 && {
+        let (prev, key) = (&class.ops[p - 1].key, &class.ops[p].key);
+        prev.op.class() == OpClass::Probe && prev.any_source && prev.peer == key.peer
+    }
+}
+
+/// The index of `t` in `tables`, appended where it is not there yet.
+fn table_index<T: PartialEq>(tables: &mut Vec<T>, t: T) -> usize {
+    tables.iter().position(|x| *x == t).unwrap_or_else(|| {
+        tables.push(t);
+        tables.len() - 1
+    })
+}
+
+/// A logical peer as the IR's, directions by their index.
+fn peer_of(dir_index: &HashMap<&str, usize>, p: &Option<LogicalPeer>) -> Peer {
+    match p {
+        Some(LogicalPeer::Dir(d)) => dir_index.get(&*d.name).map_or(Peer::Null, |&i| Peer::Dir(i)),
+        Some(LogicalPeer::Null) | None => Peer::Null,
+        Some(LogicalPeer::Any) => Peer::Any,
+        Some(LogicalPeer::Exception(r)) => Peer::Rank(*r),
+    }
+}
+
+/// Each rank's grid coordinates where the topology is a grid, none otherwise.
+fn grid_coords(lt: &LogicalTrace) -> Vec<Vec<usize>> {
+    match lt.topology() {
+        Some(t) if matches!(t.kind, Kind::Cartesian | Kind::Moore | Kind::Bt6) => {
+            lt.identification.coords.clone()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// How ranks find their neighbours: a Cartesian communicator where the ranks lie row-major in

@@ -30,7 +30,7 @@
 //! amortised through per-(source, destination, tag) queues. With wildcard receives, up to
 //! [`WILDCARD_RUNS`] + 1 more executions, each choice scanning the queued sends to its rank.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 
 use rustc_hash::FxBuildHasher;
 use std::fmt;
@@ -39,12 +39,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// The checker's hash maps, keyed by ranks, slots and counts: hashed by Fx (`rustc-hash`), a
-/// tenth of a check's time went to SipHash. No result depends on their order.
-type Map<K, V> = HashMap<K, V, FxBuildHasher>;
-
-/// A request slot of one rank (the rank's own numbering).
-pub type Slot = u32;
+pub use crate::matcher::Slot;
+use crate::matcher::{wild, Map, Matcher, BLOCKING};
 
 /// One operation as the checker sees it. Ranks are world ranks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,274 +194,6 @@ impl fmt::Display for Deadlock {
     }
 }
 
-/// A posted send or receive, waiting for its partner.
-#[derive(Debug, Clone, Copy)]
-struct Posted {
-    rank: u32,
-    /// Request slot, or `None` for a blocking call.
-    slot: Option<Slot>,
-}
-
-#[derive(Default)]
-struct Matcher {
-    /// Where a wildcard receive finds several queued sends: the lowest source and tag
-    /// (`false`) or the highest (`true`).
-    highest: bool,
-    /// Wildcard receives are matched only where nothing else can move, the send each takes
-    /// chosen from all it could take then ([`Matcher::choose`]); and standard-mode sends of at
-    /// most [`EAGER_BYTES`] complete once posted (the library buffers them), others once
-    /// received.
-    delay: bool,
-    /// Unmatched sends by destination, then (source, tag), in posting order; no queue empty.
-    sends: Map<u32, BTreeMap<(u32, i32), VecDeque<Posted>>>,
-    /// Unmatched receives by destination, in posting order: (source or any, tag, who).
-    recvs: Map<u32, VecDeque<(Option<u32>, i32, Posted)>>,
-    /// Delayed: how many wildcard receives are pending at each destination.
-    wild_at: BTreeMap<u32, usize>,
-    /// Matched (rank, slot) pairs; blocking calls use slot `u32::MAX`.
-    matched: Map<(u32, Slot), bool>,
-}
-
-const BLOCKING: Slot = Slot::MAX;
-/// The slot a buffered send is matched under: no operation waits for it.
-const BUFFERED_SEND: Slot = Slot::MAX - 3;
-
-impl Matcher {
-    fn done(&mut self, p: Posted) {
-        self.matched.insert((p.rank, p.slot.unwrap_or(BLOCKING)), true);
-    }
-
-    fn is_matched(&self, rank: u32, slot: Slot) -> bool {
-        self.matched.get(&(rank, slot)).copied().unwrap_or(false)
-    }
-
-    /// Completes the blocking send of `rank` to `to` with `tag`, queued unmatched, as buffered:
-    /// its message stays queued for its receive under [`BUFFERED_SEND`]. False if it is not
-    /// queued.
-    fn buffer(&mut self, rank: u32, to: u32, tag: i32) -> bool {
-        let queued = self.sends.get_mut(&to).and_then(|by| by.get_mut(&(rank, tag)));
-        let Some(p) = queued.and_then(|q| q.iter_mut().find(|p| p.slot.is_none())) else {
-            return false;
-        };
-        p.slot = Some(BUFFERED_SEND);
-        self.done(Posted { rank, slot: None });
-        true
-    }
-
-    /// Completes the non-blocking send of `rank` in request `slot`, queued unmatched, as
-    /// buffered (`MPI_Ibsend`): its message stays queued for its receive under
-    /// [`BUFFERED_SEND`]. False if it is not queued.
-    fn buffer_request(&mut self, rank: u32, slot: Slot) -> bool {
-        let queued = self
-            .sends
-            .values_mut()
-            .flat_map(|by| by.iter_mut())
-            .filter(|((source, _), _)| *source == rank)
-            .find_map(|(_, q)| q.iter_mut().find(|p| p.slot == Some(slot)));
-        let Some(p) = queued else { return false };
-        p.slot = Some(BUFFERED_SEND);
-        self.done(Posted { rank, slot: Some(slot) });
-        true
-    }
-
-    /// The first queued send of `source` to `to` with `tag`, taken off its queue.
-    fn pop(&mut self, to: u32, key: (u32, i32)) -> Option<Posted> {
-        let by = self.sends.get_mut(&to)?;
-        let q = by.get_mut(&key)?;
-        let p = q.pop_front();
-        if q.is_empty() {
-            by.remove(&key);
-        }
-        p
-    }
-
-    /// The (source, tag) of the queued sends to `to` that a receive from `from` with `tag`
-    /// accepts, ascending.
-    fn open(&self, to: u32, from: Option<u32>, tag: i32) -> impl Iterator<Item = (u32, i32)> + '_ {
-        self.sends
-            .get(&to)
-            .into_iter()
-            .flat_map(|by| by.keys())
-            .copied()
-            .filter(move |&(s, t)| accepts(from, tag, s, t))
-    }
-
-    /// Posts a send; `eager`: a standard-mode send small enough for every library to buffer.
-    fn post_send(&mut self, from: u32, to: u32, tag: i32, slot: Option<Slot>, eager: bool) {
-        let mut me = Posted { rank: from, slot };
-        if self.delay && eager {
-            // Complete now; matched later under a slot nobody waits for (the request's own
-            // may be started again before then).
-            self.done(me);
-            me.slot = Some(BUFFERED_SEND);
-        }
-        if let Some(q) = self.recvs.get_mut(&to) {
-            if let Some(i) = q.iter().position(|(src, t, _)| accepts(*src, *t, from, tag)) {
-                // Delayed, a wildcard receive first in line leaves the send to the choice.
-                if !(self.delay && wild(q[i].0, q[i].1)) {
-                    let (_, _, r) = q.remove(i).expect("position is valid");
-                    self.done(r);
-                    self.done(me);
-                    return;
-                }
-            }
-        }
-        self.sends.entry(to).or_default().entry((from, tag)).or_default().push_back(me);
-    }
-
-    fn post_recv(&mut self, to: u32, from: Option<u32>, tag: i32, slot: Option<Slot>) {
-        let me = Posted { rank: to, slot };
-        if self.delay {
-            // A wildcard waits for the choice; so does a receive behind a pending wildcard
-            // that would take the same send.
-            // (Without a wildcard pending at `to`, no receive queued there has a send queued for
-            // it, so one behind it finds none either and is queued all the same.)
-            let behind = from.is_some_and(|s| {
-                self.wild_at.contains_key(&to)
-                    && self
-                        .recvs
-                        .get(&to)
-                        .is_some_and(|q| q.iter().any(|(src, t, _)| accepts(*src, *t, s, tag)))
-            });
-            let is_wild = wild(from, tag);
-            if is_wild || behind {
-                if is_wild {
-                    *self.wild_at.entry(to).or_default() += 1;
-                }
-                self.recvs.entry(to).or_default().push_back((from, tag, me));
-                return;
-            }
-        }
-        // Any source or any tag: the oldest matching send is taken from the lowest source and
-        // tag (the highest, in the opposite order).
-        let key = if self.highest {
-            self.open(to, from, tag).last()
-        } else {
-            self.open(to, from, tag).next()
-        };
-        if let Some(k) = key {
-            let s = self.pop(to, k).expect("queue is not empty");
-            self.done(s);
-            self.done(me);
-            return;
-        }
-        self.recvs.entry(to).or_default().push_back((from, tag, me));
-    }
-
-    /// Delayed, where nothing else can move: at each destination (lowest first), the oldest
-    /// wildcard receive that some queued send could match takes one, the `forced`-th of those
-    /// it could take (each the first unmatched of its source and tag, ordered by them; the
-    /// first where `forced` has no entry for it); then queued sends that now come first for a
-    /// receive of their own match it. Each choice is appended to `choices` with how many sends
-    /// it had; returns whether any was made. (Destinations do not compete for a send, so one
-    /// choice at each at once is as general as one at a time.)
-    fn choose(&mut self, forced: &[usize], choices: &mut Vec<(usize, usize)>) -> bool {
-        let dests: Vec<u32> = self.wild_at.keys().copied().collect();
-        let mut made = false;
-        for d in dests {
-            let Some(q) = self.recvs.get(&d) else { continue };
-            let found = q.iter().enumerate().find_map(|(i, &(src, t, _))| {
-                if !wild(src, t) {
-                    return None;
-                }
-                let open: Vec<(u32, i32)> = self.open(d, src, t).collect();
-                (!open.is_empty()).then_some((i, open))
-            });
-            let Some((i, open)) = found else { continue };
-            let c = forced.get(choices.len()).copied().unwrap_or(0).min(open.len() - 1);
-            choices.push((c, open.len()));
-            let sent = self.pop(d, open[c]).expect("the queue is not empty");
-            let (_, _, r) =
-                self.recvs.get_mut(&d).and_then(|q| q.remove(i)).expect("position is valid");
-            if let Some(n) = self.wild_at.get_mut(&d) {
-                *n -= 1;
-                if *n == 0 {
-                    self.wild_at.remove(&d);
-                }
-            }
-            self.done(r);
-            self.done(sent);
-            self.settle(d);
-            made = true;
-        }
-        made
-    }
-
-    /// Matches the queued sends to `to` that now come first for a receive that is not a
-    /// wildcard, until none does.
-    ///
-    /// # Complexity
-    /// One pass over the receives queued at `to`: O(Q + M log K) for Q receives, M matches and
-    /// K (source, tag) keys of queued sends. A receive that is not a wildcard accepts one key,
-    /// so the matches of different keys are independent: for each key, the receives of it
-    /// before the first queued receive that also accepts it and is a wildcard (or that found
-    /// no send left) take its sends in order, as matching them one at a time would.
-    fn settle(&mut self, to: u32) {
-        let Some(mut q) = self.recvs.remove(&to) else { return };
-        let Some(mut by) = self.sends.remove(&to) else {
-            self.recvs.insert(to, q);
-            return;
-        };
-        // Keys that a receive still queued comes first for: later receives cannot take them.
-        let mut closed_keys: HashSet<(u32, i32), FxBuildHasher> = HashSet::default();
-        let mut closed_sources: HashSet<u32, FxBuildHasher> = HashSet::default();
-        let mut closed_tags: HashSet<i32, FxBuildHasher> = HashSet::default();
-        let mut all_closed = false;
-        let mut kept = VecDeque::with_capacity(q.len());
-        let mut matched = Vec::new();
-        for (src, t, r) in q.drain(..) {
-            if all_closed || by.is_empty() {
-                kept.push_back((src, t, r));
-                continue;
-            }
-            match src {
-                Some(s) if t >= 0 => {
-                    let key = (s, t);
-                    let open = !closed_keys.contains(&key)
-                        && !closed_sources.contains(&s)
-                        && !closed_tags.contains(&t);
-                    let sent =
-                        if open { by.get_mut(&key).and_then(VecDeque::pop_front) } else { None };
-                    match sent {
-                        Some(p) => {
-                            if by.get(&key).is_some_and(VecDeque::is_empty) {
-                                by.remove(&key);
-                            }
-                            matched.push(r);
-                            matched.push(p);
-                        }
-                        None => {
-                            closed_keys.insert(key);
-                            kept.push_back((src, t, r));
-                        }
-                    }
-                }
-                Some(s) => {
-                    closed_sources.insert(s);
-                    kept.push_back((src, t, r));
-                }
-                None if t >= 0 => {
-                    closed_tags.insert(t);
-                    kept.push_back((src, t, r));
-                }
-                None => {
-                    all_closed = true;
-                    kept.push_back((src, t, r));
-                }
-            }
-        }
-        for p in matched {
-            self.done(p);
-        }
-        if !kept.is_empty() {
-            self.recvs.insert(to, kept);
-        }
-        if !by.is_empty() {
-            self.sends.insert(to, by);
-        }
-    }
-}
-
 /// The positions in `before` (a rank's operations up to a wait) of the standard-mode
 /// non-blocking sends that started the requests `slots`, each the last to start it; none for a
 /// request of another kind (a receive, a synchronous send).
@@ -490,16 +218,6 @@ pub fn standard_sends_of(before: &[CheckOp], slots: &[Slot]) -> Vec<usize> {
         }
     }
     found
-}
-
-/// Whether a receive from `from` (`None`: any source) with `tag` (negative: any) is a wildcard.
-fn wild(from: Option<u32>, tag: i32) -> bool {
-    from.is_none() || tag < 0
-}
-
-/// Whether a receive from `from` with `tag` accepts a send of `source` with `send_tag`.
-fn accepts(from: Option<u32>, tag: i32, source: u32, send_tag: i32) -> bool {
-    (tag < 0 || tag == send_tag) && from.is_none_or(|f| f == source)
 }
 
 /// Executes all ranks' programs together; `None` when every rank finishes.
@@ -611,7 +329,7 @@ fn check_in(
     let mut pc = vec![0usize; n];
     // Whether the blocking call at pc has been posted already.
     let mut posted = vec![false; n];
-    let mut m = Matcher { highest: reverse, delay: order.delay, ..Matcher::default() };
+    let mut m = Matcher::new(reverse, order.delay);
     // Collectives: per communicator, how many each member has completed, and who is waiting.
     let mut coll_done: Map<(u32, u32), usize> = Map::default();
     let mut arrived: Map<(u32, usize), Vec<u32>> = Map::default();
@@ -728,33 +446,7 @@ fn check_in(
         if !progress && !chose {
             let before = buffered.len();
             if order.buffer_stuck {
-                for r in 0..n {
-                    let rank = r as u32;
-                    match programs[r].get(pc[r]) {
-                        Some(CheckOp::Send { to, tag, .. })
-                            if posted[r]
-                                && !m.is_matched(rank, BLOCKING)
-                                && m.buffer(rank, *to, *tag) =>
-                        {
-                            buffered.push((rank, pc[r]));
-                        }
-                        Some(CheckOp::Wait { slots }) => {
-                            for &slot in slots {
-                                if m.is_matched(rank, slot) {
-                                    continue;
-                                }
-                                let Some(&at) = started.get(&(rank, slot)) else { continue };
-                                if !matches!(programs[r][at], CheckOp::Isend { .. }) {
-                                    continue;
-                                }
-                                if m.buffer_request(rank, slot) {
-                                    buffered.push((rank, at));
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                }
+                buffer_stuck(programs, &pc, &posted, &mut m, &started, buffered);
             }
             if buffered.len() == before {
                 break;
@@ -765,163 +457,114 @@ fn check_in(
         .filter(|&r| pc[r] < programs[r].len())
         .map(|r| {
             let op = programs[r][pc[r]].clone();
-            let waits_for = match &op {
-                CheckOp::Send { to, .. } | CheckOp::Ssend { to, .. } => {
-                    format!("rank {to} to post a matching receive")
-                }
-                CheckOp::Recv { from: Some(f), .. } => format!("rank {f} to post a matching send"),
-                CheckOp::Recv { from: None, .. } => "any rank to post a matching send".into(),
-                CheckOp::Wait { slots } => {
-                    let open: Vec<_> =
-                        slots.iter().filter(|s| !m.is_matched(r as u32, **s)).collect();
-                    let collective: Vec<String> = open
-                        .iter()
-                        .filter_map(|s| {
-                            let &(c, k, _) = icoll.get(&(r as u32, **s))?;
-                            let here = arrived.get(&(c, k)).map_or(0, Vec::len);
-                            Some(format!("request {s}: a non-blocking collective on communicator {c} that {here} members started"))
-                        })
-                        .collect();
-                    if collective.is_empty() {
-                        format!("requests {open:?}, which nobody matches")
-                    } else {
-                        format!("requests {open:?} ({})", collective.join("; "))
-                    }
-                }
-                CheckOp::Collective { comm, members, name } => {
-                    let k = *coll_done.get(&(*comm, r as u32)).unwrap_or(&0);
-                    match kinds.get(&(*comm, k)) {
-                        Some(kind) if *kind != name.as_str() => format!(
-                            "the other members, which made an MPI_{kind} at this point of the \
-                             communicator"
-                        ),
-                        _ => {
-                            let here = arrived.get(&(*comm, k)).cloned().unwrap_or_default();
-                            let missing: Vec<_> =
-                                members.iter().filter(|x| !here.contains(x)).collect();
-                            format!("ranks {missing:?} to reach it")
-                        }
-                    }
-                }
-                CheckOp::Icollective { comm, name, .. } => {
-                    let k = *coll_done.get(&(*comm, r as u32)).unwrap_or(&0);
-                    match kinds.get(&(*comm, k)) {
-                        Some(kind) if *kind != name.as_str() => format!(
-                            "the other members, which made an MPI_{kind} at this point of the \
-                             communicator"
-                        ),
-                        _ => "nothing (it cannot block)".into(),
-                    }
-                }
-                CheckOp::Isend { .. } | CheckOp::Issend { .. } | CheckOp::Irecv { .. } => {
-                    "nothing (it cannot block)".into()
-                }
-            };
+            let waits_for = waits_for(&op, r as u32, &m, &coll_done, &arrived, &kinds, &icoll);
             Blocked { rank: r as u32, position: pc[r], op, waits_for }
         })
         .collect();
     (Some(Deadlock { blocked }), choices)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Rank 0 posts a receive from any source, then `n` receives from rank 1 and one of
-    /// another tag, and waits for them all; rank 1 sends `sends` messages of the first tag and
-    /// one of the other. The receives behind the wildcard wait for its choice, then take their
-    /// sends at once ([`Matcher::settle`]).
-    fn behind_a_wildcard(n: u32, sends: u32) -> Vec<Vec<CheckOp>> {
-        let mut receiver = vec![CheckOp::Irecv { from: None, tag: 7, slot: 0 }];
-        receiver.extend((1..=n).map(|slot| CheckOp::Irecv { from: Some(1), tag: 7, slot }));
-        receiver.push(CheckOp::Irecv { from: Some(1), tag: 8, slot: n + 1 });
-        receiver.push(CheckOp::Wait { slots: (0..=n + 1).collect() });
-        let mut sender: Vec<CheckOp> =
-            (0..sends).map(|_| CheckOp::Send { to: 0, tag: 7, bytes: 8 }).collect();
-        sender.push(CheckOp::Send { to: 0, tag: 8, bytes: 8 });
-        vec![receiver, sender]
-    }
-
-    /// The non-blocking consensus of sparse data exchanges (DOLFINx, PETSc): a rank starts its
-    /// `MPI_Ibarrier` and then still receives what others send it synchronously. The start
-    /// does not block (taken as blocking, the two ranks waited for each other); the wait
-    /// completes once both have started it, and one that a member never starts is reported.
-    #[test]
-    fn a_non_blocking_barrier_waits_at_its_wait_not_at_its_start() {
-        let members: Arc<[u32]> = vec![0, 1].into();
-        let ibarrier = |slot| CheckOp::Icollective {
-            comm: 0,
-            members: members.clone(),
-            name: "Ibarrier".into(),
-            slot,
-        };
-        let programs = vec![
-            vec![
-                ibarrier(1),
-                CheckOp::Recv { from: Some(1), tag: 0 },
-                CheckOp::Wait { slots: vec![1] },
-            ],
-            vec![CheckOp::Ssend { to: 0, tag: 0 }, ibarrier(1), CheckOp::Wait { slots: vec![1] }],
-        ];
-        assert_eq!(check(&programs), None);
-        let never = vec![programs[0].clone(), vec![CheckOp::Ssend { to: 0, tag: 0 }]];
-        let d = check(&never).expect("rank 0 waits for a barrier rank 1 never starts");
-        assert_eq!(d.blocked.len(), 1, "{d}");
-        assert!(d.blocked[0].waits_for.contains("non-blocking collective"), "{d}");
-        // A blocking collective where the others started a non-blocking one does not match.
-        let mixed = vec![
-            vec![ibarrier(1), CheckOp::Wait { slots: vec![1] }],
-            vec![CheckOp::Collective { comm: 0, members: members.clone(), name: "Barrier".into() }],
-        ];
-        assert!(check(&mixed).is_some());
-    }
-
-    #[test]
-    fn receives_behind_a_wildcard_take_their_sends_once_it_has_chosen() {
-        assert_eq!(check(&behind_a_wildcard(20_000, 20_001)), None);
-        let short = check(&behind_a_wildcard(20_000, 20_000)).expect("one receive is left");
-        assert_eq!(short.blocked.len(), 1, "{short}");
-        assert_eq!(short.blocked[0].rank, 0);
-    }
-
-    /// Once a wildcard has chosen its send, the receives queued behind it take theirs in
-    /// order, up to a wildcard still queued that accepts their key.
-    #[test]
-    fn receives_settle_up_to_the_next_wildcard_of_their_key() {
-        let mut m = Matcher { delay: true, ..Matcher::default() };
-        for _ in 0..3 {
-            m.post_send(1, 0, 7, None, false);
+/// Where nothing moves: the standard-mode sends the ranks are stuck on (a blocking send posted
+/// and unmatched, or the non-blocking sends a wait is stuck on, `started` giving the position
+/// that last started each request) completed as buffered, each pushed on `buffered` as (rank,
+/// position).
+fn buffer_stuck(
+    programs: &[Vec<CheckOp>],
+    pc: &[usize],
+    posted: &[bool],
+    m: &mut Matcher,
+    started: &Map<(u32, Slot), usize>,
+    buffered: &mut Vec<(u32, usize)>,
+) {
+    let n = programs.len();
+    for r in 0..n {
+        let rank = r as u32;
+        match programs[r].get(pc[r]) {
+            Some(CheckOp::Send { to, tag, .. })
+                if posted[r] && !m.is_matched(rank, BLOCKING) && m.buffer(rank, *to, *tag) =>
+            {
+                buffered.push((rank, pc[r]));
+            }
+            Some(CheckOp::Wait { slots }) => {
+                for &slot in slots {
+                    if m.is_matched(rank, slot) {
+                        continue;
+                    }
+                    let Some(&at) = started.get(&(rank, slot)) else { continue };
+                    if !matches!(programs[r][at], CheckOp::Isend { .. }) {
+                        continue;
+                    }
+                    if m.buffer_request(rank, slot) {
+                        buffered.push((rank, at));
+                    }
+                }
+            }
+            _ => {}
         }
-        m.post_send(2, 0, 8, Some(9), false);
-        m.post_recv(0, None, 7, Some(0));
-        m.post_recv(0, Some(1), 7, Some(1));
-        m.post_recv(0, Some(1), 7, Some(2));
-        m.post_recv(0, None, 8, Some(3));
-        m.post_recv(0, Some(2), 8, Some(4));
-        assert!((0..=4).all(|slot| !m.is_matched(0, slot)), "all wait for the choice");
-        let mut choices = Vec::new();
-        assert!(m.choose(&[], &mut choices));
-        // The first wildcard took (1, 7); the next wildcard's turn is a choice of its own.
-        assert_eq!(choices, vec![(0, 1)]);
-        assert!((0..=2).all(|slot| m.is_matched(0, slot)));
-        assert!(!m.is_matched(0, 3) && !m.is_matched(0, 4), "behind the wildcard of tag 8");
-        assert_eq!(m.recvs[&0].len(), 2);
-        assert!(m.choose(&[], &mut choices));
-        assert!(m.is_matched(0, 3) && !m.is_matched(0, 4), "the send of (2, 8) went to it");
-    }
-
-    #[test]
-    fn the_last_start_of_each_standard_send_is_found_in_one_pass() {
-        let before = [
-            CheckOp::Isend { to: 1, tag: 0, slot: 1, bytes: 8 },
-            CheckOp::Irecv { from: Some(1), tag: 0, slot: 2 },
-            CheckOp::Isend { to: 1, tag: 0, slot: 1, bytes: 8 },
-            CheckOp::Issend { to: 1, tag: 0, slot: 3 },
-            CheckOp::Isend { to: 1, tag: 0, slot: 4, bytes: 8 },
-            CheckOp::Irecv { from: Some(1), tag: 0, slot: 4 },
-        ];
-        let mut found = standard_sends_of(&before, &[1, 2, 3, 4, 5]);
-        found.sort_unstable();
-        assert_eq!(found, vec![2]);
     }
 }
+
+/// What the blocked operation `op` of `rank` waits for, in words.
+fn waits_for(
+    op: &CheckOp,
+    rank: u32,
+    m: &Matcher,
+    coll_done: &Map<(u32, u32), usize>,
+    arrived: &Map<(u32, usize), Vec<u32>>,
+    kinds: &Map<(u32, usize), &str>,
+    icoll: &Map<(u32, Slot), (u32, usize, usize)>,
+) -> String {
+    match &op {
+        CheckOp::Send { to, .. } | CheckOp::Ssend { to, .. } => {
+            format!("rank {to} to post a matching receive")
+        }
+        CheckOp::Recv { from: Some(f), .. } => format!("rank {f} to post a matching send"),
+        CheckOp::Recv { from: None, .. } => "any rank to post a matching send".into(),
+        CheckOp::Wait { slots } => {
+            let open: Vec<_> = slots.iter().filter(|s| !m.is_matched(rank, **s)).collect();
+            let collective: Vec<String> = open
+                .iter()
+                .filter_map(|s| {
+                    let &(c, k, _) = icoll.get(&(rank, **s))?;
+                    let here = arrived.get(&(c, k)).map_or(0, Vec::len);
+                    Some(format!("request {s}: a non-blocking collective on communicator {c} that {here} members started"))
+                })
+                .collect();
+            if collective.is_empty() {
+                format!("requests {open:?}, which nobody matches")
+            } else {
+                format!("requests {open:?} ({})", collective.join("; "))
+            }
+        }
+        CheckOp::Collective { comm, members, name } => {
+            let k = *coll_done.get(&(*comm, rank)).unwrap_or(&0);
+            match kinds.get(&(*comm, k)) {
+                Some(kind) if *kind != name.as_str() => format!(
+                    "the other members, which made an MPI_{kind} at this point of the \
+                     communicator"
+                ),
+                _ => {
+                    let here = arrived.get(&(*comm, k)).cloned().unwrap_or_default();
+                    let missing: Vec<_> = members.iter().filter(|x| !here.contains(x)).collect();
+                    format!("ranks {missing:?} to reach it")
+                }
+            }
+        }
+        CheckOp::Icollective { comm, name, .. } => {
+            let k = *coll_done.get(&(*comm, rank)).unwrap_or(&0);
+            match kinds.get(&(*comm, k)) {
+                Some(kind) if *kind != name.as_str() => format!(
+                    "the other members, which made an MPI_{kind} at this point of the \
+                     communicator"
+                ),
+                _ => "nothing (it cannot block)".into(),
+            }
+        }
+        CheckOp::Isend { .. } | CheckOp::Issend { .. } | CheckOp::Irecv { .. } => {
+            "nothing (it cannot block)".into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

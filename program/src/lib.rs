@@ -44,7 +44,8 @@
 //!   completes their wait once every member has started them). Vector collectives run as their regular form
 //!   with this rank's size per member.
 //!
-//! The parts: `ir.rs` (the types), `layout.rs` (ranks, directions, the Cartesian layout),
+//! The parts: `ir.rs` (the types; `ir_calls.rs` the calls and what they name), `layout.rs`
+//! (ranks, directions, the Cartesian layout),
 //! `calls.rs` (logical operations as calls), `cuts.rs` (what the cuts leave in it: replayed
 //! durations, steps cut short), `lower.rs` (loop nests as phases, the warm-up iteration found by
 //! `warm_iteration.rs`), `regions.rs`
@@ -53,6 +54,7 @@
 #![deny(missing_docs)]
 pub mod deadlock;
 pub mod instantiate;
+mod matcher;
 pub mod matching;
 pub mod physical;
 pub mod spread;
@@ -62,6 +64,7 @@ mod assemble;
 mod calls;
 mod cuts;
 mod ir;
+mod ir_calls;
 mod layout;
 mod lower;
 mod regions;
@@ -72,6 +75,7 @@ pub use calls::{collective_recv_bytes, collective_send_bytes, comm_size, nonbloc
 pub use cuts::{Replay, StepCut};
 pub use deadlock::{check, stuck_sends, Blocked, CheckOp, Deadlock};
 pub use ir::*;
+pub use ir_calls::*;
 pub use layout::{ident_of, neighbour};
 pub use lower::{leaf_map, LeafMap, Positions};
 pub use matching::{balance_class, calls_of_class, match_calls, Balanced, Matching, P2pCall};
