@@ -10,7 +10,8 @@
 //! # Complexity
 //! O(size of the program), and the Monte Carlo of [`crate::removal`] for drawn blocks.
 
-use crate::scale::{lead_recorded, twelfth, Scaling};
+use crate::recorded::lead_recorded;
+use crate::scale::{twelfth, Scaling};
 use mpiskel_program::{wall_per_compute, PhaseIndex, Skeleton, Stmt};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
@@ -441,7 +442,7 @@ fn cut_tail(skel: &mut Skeleton, scaling: &mut Scaling) {
     if scaling.skeleton_estimate_s <= scaling.target_s || lead_recorded <= 0.0 {
         return;
     }
-    let lead = crate::scale::lead_class_index(skel);
+    let lead = crate::recorded::lead_class_index(skel);
     let mut counted = 0.0f64;
     let mut saved = 0.0f64;
     for ci in 0..skel.classes.len() {

@@ -24,17 +24,21 @@
 #![deny(missing_docs)]
 
 pub mod aligned;
+mod buffered;
 pub mod compute_cut;
 pub mod correspond;
 pub mod cut_runs;
 pub mod families;
 pub mod fidelity;
+mod over_target;
 pub mod pipeline;
+pub mod recorded;
 pub mod removal;
 pub mod replay;
 pub mod sampling;
 pub mod scale;
 pub mod step_cut;
+pub mod step_sampling;
 pub mod stretches;
 pub mod tails;
 pub mod timesteps;

@@ -9,15 +9,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::compute_cut::cut_compute;
 use crate::cut_runs::Stopped;
+use crate::recorded::main_iterations;
 use crate::scale::{
-    cut_verified, default_target, main_iterations, scale, uncut, Reach, ScaleOptions, Scaling,
-    MANY_ITERATIONS, MIN_INNER, MIN_SAMPLED,
+    cut_verified, default_target, scale, uncut, Reach, ScaleOptions, Scaling, MANY_ITERATIONS,
 };
-use mpiskel_program::deadlock::{check, standard_sends_of, stuck_sends, CheckOp, Deadlock};
-use mpiskel_program::instantiate::{instantiate, instantiate_traced, Instantiated};
-use mpiskel_program::{build_tagged, BuildError, Call, SendBuffer, Skeleton, Stmt, Tags};
-use mpiskel_trace::stretch::StretchCut;
-use mpiskel_trace::Op;
+use mpiskel_program::deadlock::{check, CheckOp, Deadlock};
+use mpiskel_program::instantiate::{instantiate, instantiate_traced};
+use mpiskel_program::{build_tagged, BuildError, Skeleton, Stmt, Tags};
+
+pub use crate::buffered::PinnedSources;
+use crate::buffered::{buffer_blocked_sends, count_buffered, send_buffer};
+use crate::over_target::{over_target, Steps};
 
 /// What the deadlock check did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,7 +180,7 @@ impl Plan {
         let sampled_within = (target_s.is_none() && n_main >= MANY_ITERATIONS)
             .then(|| crate::scale::twelfth(app_time_s));
         let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
-        let recorded_spread = crate::scale::lead_class_index(&skeleton)
+        let recorded_spread = crate::recorded::lead_class_index(&skeleton)
             .map_or(0.0, |ci| crate::sampling::recorded_spread(&skeleton, ci, lt, nests));
         let options = ScaleOptions { skip_warmup: true, recorded_spread };
         let mut scaling = scale(
@@ -322,361 +324,6 @@ fn make_sends(
     Err(PipelineError::Deadlock(d))
 }
 
-/// Makes the standard-mode sends that a deadlock of `skel` is stuck on buffered (`MPI_Bsend`,
-/// or `MPI_Ibsend` for a non-blocking send a wait is stuck on): those one execution finds stuck
-/// ([`stuck_sends`]), then, round after round, those a deadlock the check still finds is stuck
-/// on, until the program passes or a deadlock holds no such send (see [`make`]). Returns the calls made buffered, the program as checked last, and its
-/// verdict.
-///
-/// # Complexity
-/// One instantiation and execution, then one instantiation and check per round; at most one
-/// round per send of the program.
-fn buffer_blocked_sends(skel: &mut Skeleton) -> (usize, Instantiated, Option<Deadlock>) {
-    // First the sends one execution finds stuck, all at once ([`stuck_sends`]).
-    let inst = instantiate_traced(skel);
-    let (stuck, _) = stuck_sends(&inst.programs);
-    let at = addresses(&inst, stuck.into_iter());
-    let mut n = make_buffered(skel, &at);
-    loop {
-        let inst = instantiate_traced(skel);
-        let Some(d) = check(&inst.programs) else { return (n, inst, None) };
-        let mut sends = Vec::new();
-        for b in &d.blocked {
-            match &b.op {
-                CheckOp::Send { .. } | CheckOp::Ssend { .. } => sends.push((b.rank, b.position)),
-                CheckOp::Wait { slots } => {
-                    let before = &inst.programs[b.rank as usize][..b.position];
-                    sends.extend(
-                        standard_sends_of(before, slots).into_iter().map(|at| (b.rank, at)),
-                    );
-                }
-                _ => {}
-            }
-        }
-        let at = addresses(&inst, sends.into_iter());
-        let made = make_buffered(skel, &at);
-        if made == 0 {
-            return (n, inst, Some(d));
-        }
-        n += made;
-    }
-}
-
-/// The addresses in the skeleton ([`Instantiated::origins`]) of the operations at (rank,
-/// position) of `inst`'s programs.
-fn addresses(
-    inst: &Instantiated,
-    at: impl Iterator<Item = (u32, usize)>,
-) -> std::collections::HashSet<usize> {
-    at.filter_map(|(rank, position)| inst.origins.get(rank as usize)?.get(position).copied())
-        .filter(|&at| at != 0)
-        .collect()
-}
-
-/// Turns the standard-mode sends at the addresses `at` (see [`Instantiated::origins`]) into
-/// buffered ones (`Op::Bsend`: `MPI_Bsend`, or `MPI_Ibsend` where the send has a request);
-/// returns how many.
-fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> usize {
-    fn walk(body: &mut [Stmt], at: &std::collections::HashSet<usize>, n: &mut usize) {
-        for s in body {
-            match s {
-                Stmt::Call { call, .. } => {
-                    let here = &*call as *const Call as usize;
-                    if let Call::Send { op, .. } = call {
-                        // Blocking sends become `MPI_Bsend`, non-blocking ones `MPI_Ibsend`
-                        // (a synchronous send is never taken for buffered).
-                        if matches!(op, Op::Send | Op::Isend) && at.contains(&here) {
-                            *op = Op::Bsend;
-                            *n += 1;
-                        }
-                    }
-                }
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, at, n),
-                Stmt::Steps { cases } => {
-                    for c in cases {
-                        walk(&mut c.body, at, n);
-                    }
-                }
-                Stmt::Compute { .. } => {}
-            }
-        }
-    }
-    let mut n = 0;
-    for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
-        walk(&mut p.body, at, &mut n);
-    }
-    n
-}
-
-/// Calls of `skel` that are buffered sends, in its statements (not per rank): all of them, and
-/// the non-blocking ones (`MPI_Ibsend`).
-fn count_buffered(skel: &Skeleton) -> (usize, usize) {
-    fn walk(body: &[Stmt], n: &mut (usize, usize)) {
-        for s in body {
-            match s {
-                Stmt::Call { call: Call::Send { op: Op::Bsend, slot, .. }, .. } => {
-                    n.0 += 1;
-                    n.1 += usize::from(slot.is_some());
-                }
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, n),
-                Stmt::Steps { cases } => cases.iter().for_each(|c| walk(&c.body, n)),
-                _ => {}
-            }
-        }
-    }
-    let mut n = (0, 0);
-    for p in skel.classes.iter().flat_map(|c| &c.phases) {
-        walk(&p.body, &mut n);
-    }
-    n
-}
-
-/// The buffer the buffered sends of `skel` need, from its instantiation.
-fn send_buffer(skel: &Skeleton, inst: &Instantiated) -> Option<SendBuffer> {
-    let main_run = skel
-        .classes
-        .iter()
-        .filter_map(|c| c.main_loop_index().map(|i| c.phases[i].run))
-        .max()
-        .unwrap_or(1);
-    (inst.buffer.1 > 0).then_some(SendBuffer {
-        bytes: inst.buffer.0,
-        messages: inst.buffer.1,
-        main_run,
-    })
-}
-
-/// Receives and probes of a logical trace pinned in place to the sources the run gave them
-/// ([`PinnedSources::pin`]), until [`PinnedSources::restore`] gives them their wildcard back.
-///
-/// In place rather than on a copy: the logical trace of a long run takes tens of megabytes
-/// (Quantum ESPRESSO MD, 858,000 calls: 89 MB), and a copy would be held beside the trace
-/// for every program made from it.
-#[derive(Debug, Default)]
-pub struct PinnedSources {
-    /// (class, position, the call as traced) of every call pinned.
-    at: Vec<(usize, usize, std::sync::Arc<mpiskel_logicalize::OpKey>)>,
-}
-
-impl PinnedSources {
-    /// Makes every receive and probe of `lt` posted with `MPI_ANY_SOURCE` take the source the
-    /// run gave it (its resolved peer). Calls whose source stayed unknown (a request never
-    /// completed) keep the wildcard. A call shared by several positions is pinned once.
-    ///
-    /// # Complexity
-    /// O(calls).
-    pub fn pin(lt: &mut LogicalTrace) -> PinnedSources {
-        use std::collections::HashMap;
-        use std::sync::Arc;
-        let mut at = Vec::new();
-        for (ci, class) in lt.classes.iter_mut().enumerate() {
-            // Pinned keys by the address of the key they replace (kept alive in `at`).
-            let mut made: HashMap<*const mpiskel_logicalize::OpKey, Arc<_>> = HashMap::new();
-            for (i, op) in class.ops.iter_mut().enumerate() {
-                let resolved =
-                    !matches!(op.key.peer, Some(mpiskel_logicalize::LogicalPeer::Any) | None);
-                if !(op.key.any_source && resolved) {
-                    continue;
-                }
-                let pinned = made
-                    .entry(Arc::as_ptr(&op.key))
-                    .or_insert_with(|| {
-                        let mut k = (*op.key).clone();
-                        k.any_source = false;
-                        Arc::new(k)
-                    })
-                    .clone();
-                at.push((ci, i, std::mem::replace(&mut op.key, pinned)));
-            }
-        }
-        PinnedSources { at }
-    }
-
-    /// How many calls are pinned.
-    pub fn len(&self) -> usize {
-        self.at.len()
-    }
-
-    /// Whether none is.
-    pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
-    }
-
-    /// Gives the calls pinned their wildcard back: `lt` is as it was before [`Self::pin`].
-    pub fn restore(self, lt: &mut LogicalTrace) {
-        for (ci, i, key) in self.at {
-            lt.classes[ci].ops[i].key = key;
-        }
-    }
-}
-
-/// Which parts hold a skeleton over its target, or "" if it is within it (10 % over counts as
-/// within: the estimate is one).
-///
-/// Communication counts apart: a skeleton sends every message at its recorded size, so where
-/// it runs more of the application's calls or bytes than the target's share, it is over the
-/// target wherever communication takes most of the time, whatever its estimate (which counts
-/// computation only for a trace without call times).
-///
-/// Stretches cut short (`stretches`) count at the part they keep, and where they hold the
-/// skeleton over its target, the note says why they keep that much: at least
-/// [`crate::stretches::MIN_KEPT_CALLS`] calls per rank each.
-/// Why loops that could be cut run whole: the deadlock checks of the cuts reached their budget.
-fn untried(n: u64) -> String {
-    format!(
-        "{n} loop cuts were not tried: checking that each leaves no rank waiting took the \
-         deadlock checks' budget ({:.1} million operations per search)",
-        crate::cut_runs::CHECKED_OPERATIONS as f64 / 1e6
-    )
-}
-
-/// How a time-step main loop's steps were sampled.
-#[derive(Debug, Clone, Copy)]
-enum Steps {
-    /// By kind: every kind runs.
-    Kinds,
-    /// By family ([`crate::families`]): `kinds` kinds of `families` families.
-    Pooled { kinds: usize, families: usize },
-}
-
-fn over_target(
-    s: &Scaling,
-    sampled: bool,
-    steps: Option<Steps>,
-    stretches: &[StretchCut],
-) -> String {
-    let pct = |x: f64| 100.0 * x / s.app_time_s;
-    let kept_s: f64 = stretches.iter().map(|c| c.span_s - c.removed_s()).sum();
-    let removed_s: f64 = stretches.iter().map(StretchCut::removed_s).sum();
-    let why_kept = || {
-        format!(
-            "the {} stretches cut short keep {:.1} %, at least {} calls per rank each (a shorter \
-             sample sets their pace by chance)",
-            stretches.len(),
-            pct(kept_s),
-            crate::stretches::MIN_KEPT_CALLS
-        )
-    };
-    let floor = s
-        .traffic
-        .as_ref()
-        .filter(|t| {
-            s.app_time_s > 0.0
-                && t.floor() * s.app_time_s > s.target_s * (1.0 + crate::scale::TARGET_SLACK)
-        })
-        .map(|t| t.describe());
-    if s.skeleton_estimate_s <= s.target_s * (1.0 + crate::scale::TARGET_SLACK) {
-        return floor.map_or_else(String::new, |f| {
-            let mut kept =
-                if stretches.is_empty() { String::new() } else { format!("; {}", why_kept()) };
-            if s.cuts_untried > 0 {
-                kept = format!("{kept}; {}", untried(s.cuts_untried));
-            }
-            format!(
-                "over the target ({:.1} % of the application's time) if communication takes \
-                 most of it: {f}{kept}",
-                pct(s.target_s)
-            )
-        });
-    }
-    let rest = (1.0 - s.main_share) * s.app_time_s - s.warmup_s - removed_s;
-    let mut parts = Vec::new();
-    if rest >= s.target_s {
-        let warmup =
-            if s.warmup_s > 0.0 { ", a warm-up iteration of the main loop left out" } else { "" };
-        parts.push(if stretches.is_empty() {
-            format!(
-                "the parts outside the main loop (set-up, finish{warmup}) take {:.1} % and run \
-                 whole but for what their compute blocks could lose",
-                pct(rest)
-            )
-        } else {
-            format!(
-                "{}; the other parts outside the main loop (set-up, finish{warmup}) take {:.1} % \
-                 and run whole but for their loops' cuts and what their compute blocks could lose",
-                why_kept(),
-                pct((rest - kept_s).max(0.0))
-            )
-        });
-    }
-    if s.main_full > 1 && s.main_run == s.main_full && s.main_full <= MIN_INNER {
-        parts.push(format!(
-            "the main loop runs all its {} iterations: the compute durations its iterations draw \
-             spread so widely that fewer would not predict the application within 2 %",
-            s.main_full
-        ));
-    } else if s.main_full > s.main_run && s.main_full <= MIN_INNER && s.main_needed > 1 {
-        parts.push(format!(
-            "the main loop runs {} of its {} iterations, as many as the spread of the compute \
-             durations they draw needs, {:.1} % of the time each",
-            s.main_run,
-            s.main_full,
-            pct(s.main_share * s.app_time_s / s.main_full as f64)
-        ));
-    } else if s.main_full > s.main_run && (s.main_run == 1 || sampled && s.main_run <= MIN_SAMPLED)
-    {
-        let why = if s.main_run > 1 {
-            format!(
-                "up to {MIN_SAMPLED}, as many as fit in a twelfth of the application's time, so \
-                 that the compute durations they draw average out"
-            )
-        } else {
-            "the fewest it can".to_owned()
-        };
-        parts.push(format!(
-            "the main loop runs {} of its {} iterations ({why}), {:.1} % of the time each",
-            s.main_run,
-            s.main_full,
-            pct(s.main_share * s.app_time_s / s.main_full as f64)
-        ));
-    } else if let (Some(Steps::Kinds), true, true) = (steps, sampled, s.main_full > s.main_run) {
-        parts.push(format!(
-            "the main loop runs {} of its {} time steps: each kind of step at least \
-             {MIN_SAMPLED} times (every step of a kind with fewer), as far as they fit in a \
-             twelfth of the application's time, so that the durations the steps of a kind \
-             replay average out",
-            s.main_run, s.main_full
-        ));
-    } else if let (Some(Steps::Pooled { kinds, families }), true) =
-        (steps, s.main_full > s.main_run)
-    {
-        parts.push(format!(
-            "the main loop runs {} of its {} time steps: they are of {kinds} kinds, too many to \
-             run one of each, and of {families} families (kinds that make the same calls, their \
-             largest messages of one size), each of which runs at least one step, up to \
-             {MIN_SAMPLED} as far as they fit in a twelfth of the application's time; the kinds \
-             of a family that run stand for those that do not, by their recorded time",
-            s.main_run, s.main_full
-        ));
-    }
-    if let Some(c) = &s.steps_cut {
-        parts.push(format!(
-            "the time steps cut short keep {:.1} % of their time or more: at least {} calls each \
-             (a shorter sample sets their pace by chance), and enough time that a scheduler \
-             tick, multiplied by the kind's scale, stays within {:.0} % of the application's \
-             time",
-            100.0 * c.least_share,
-            crate::step_cut::MIN_KEPT_CALLS,
-            100.0 * crate::sampling::PRECISION
-        ));
-    }
-    if parts.is_empty() {
-        parts.push("the loops left run whole and their compute blocks are too short to cut".into());
-    }
-    if s.cuts_untried > 0 {
-        parts.push(untried(s.cuts_untried));
-    }
-    if let Some(f) = floor {
-        parts.push(format!("if communication takes most of the time, {f}"));
-    }
-    format!(
-        "over the target ({:.1} % of the application's time against {:.1} %): {}",
-        pct(s.skeleton_estimate_s),
-        pct(s.target_s),
-        parts.join("; ")
-    )
-}
-
 /// Builds the skeleton from the first of the loop nests [`nest_choices`] offers whose main loop
 /// can be cut, where that skeleton stays within its target or within a twelfth of the
 /// application's time. Beyond both, a later choice is taken: the first that meets its target,
@@ -818,7 +465,7 @@ fn make_with(
     let t = Instant::now();
     // A warm-up iteration is skipped where the program stays checkable; where skipping it is
     // what would keep the loops whole, it runs.
-    let recorded_spread = crate::scale::lead_class_index(&whole)
+    let recorded_spread = crate::recorded::lead_class_index(&whole)
         .map_or(0.0, |ci| crate::sampling::recorded_spread(&whole, ci, lt, &nests));
     let options = |skip_warmup| ScaleOptions { skip_warmup, recorded_spread };
     // Stretches cut short (`mpiskel_trace::stretch`) are not in the trace the program was made
@@ -868,7 +515,7 @@ fn make_with(
         }
     }
     // Over the target: which parts hold it up, after why loops stayed whole if they did.
-    let main = crate::scale::lead_class_index(&skeleton)
+    let main = crate::recorded::lead_class_index(&skeleton)
         .and_then(|ci| skeleton.classes[ci].main_loop())
         .filter(|p| p.steps.is_some());
     let steps = main.map(|p| match p.body.as_slice() {
@@ -946,7 +593,7 @@ fn cut_for_traffic(
     let (cuts, total) =
         crate::scale::one_iteration_cuts(skeleton, scaling.app_time_s, scaling.target_s);
     let mut accepted = None;
-    let lead = crate::scale::lead_class_index(skeleton).unwrap_or(0);
+    let lead = crate::recorded::lead_class_index(skeleton).unwrap_or(0);
     let max_checks = crate::cut_runs::max_checks(operations(skeleton));
     let made = crate::scale::cut_loops_in_runs(
         skeleton,

@@ -28,7 +28,8 @@
 //! O(n) in the statements of the kinds that run, and one instantiation and check of the
 //! program.
 
-use crate::scale::{by_span, lead_recorded, recorded_of, Scaling, StepsCut};
+use crate::recorded::{by_span, lead_recorded, recorded_of};
+use crate::scale::{Scaling, StepsCut};
 pub use mpiskel_program::StepCut;
 use mpiskel_program::{calls_in, Call, Comm, Skeleton, StepCase, Stmt};
 

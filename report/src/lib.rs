@@ -223,7 +223,7 @@ impl Page {
                 tree: loops::class_tree(c),
             });
         }
-        let lead = mpiskel_cut::scale::lead_class_index(skel).unwrap_or(0);
+        let lead = mpiskel_cut::recorded::lead_class_index(skel).unwrap_or(0);
         if let Some(class) = skel.classes.get(lead) {
             let shares: Vec<(String, f64, String)> = class
                 .phases
