@@ -12,7 +12,8 @@
 
 use crate::recorded::lead_recorded;
 use crate::scale::{twelfth, Scaling};
-use mpiskel_program::{wall_per_compute, PhaseIndex, Skeleton, Stmt};
+use crate::world_places::{before_world_collectives, Place};
+use mpiskel_program::{wall_per_compute, ClassProgram, Phase, PhaseIndex, Skeleton, Stmt};
 
 /// Share of a block's smallest duration (over the ranks) that still runs when the block is cut:
 /// enough to time, on the machine the skeleton runs on, how fast it computes.
@@ -282,44 +283,14 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         return;
     }
     let Some(first) = skel.classes.first() else { return };
-    let world = |comm: usize| matches!(skel.comms.get(comm), Some(mpiskel_program::Comm::World));
-    // Where block `at` of `p` meets the other ranks: the position of the next collective of
-    // every rank. In a straight-line phase, point-to-point calls and blocks may come between
-    // (NPB IS's verification: each rank sorts its keys, passes one to its neighbour, then all
-    // reduce): the collective still waits for the rank that computed longest.
-    let meets_everyone = |p: &mpiskel_program::Phase, at: usize| -> Option<usize> {
-        use mpiskel_program::Call;
-        for (i, st) in p.body.iter().enumerate().skip(at + 1) {
-            match st {
-                Stmt::Call { call: Call::Collective { comm, slot: None, .. }, .. } => {
-                    return world(*comm).then_some(i)
-                }
-                Stmt::Call { call: Call::Collective { .. }, .. } => return None,
-                Stmt::Call { .. } | Stmt::Compute { .. } if !p.is_loop => {}
-                _ => return None,
-            }
-        }
-        None
-    };
-    // The statements of `p` from `at` to `to` by kind (a block, or a call of an operation): the
-    // classes' phases must agree on them for their blocks at one position to be one block.
-    let shape = |p: &mpiskel_program::Phase, at: usize, to: usize| -> Vec<String> {
-        p.body[at..=to.min(p.body.len().saturating_sub(1))]
-            .iter()
-            .map(|st| match st {
-                Stmt::Call { call, .. } => format!("{:?}", std::mem::discriminant(call)),
-                Stmt::Compute { .. } => "compute".into(),
-                _ => "other".into(),
-            })
-            .collect()
-    };
+    let meets_everyone = |p: &Phase, at: usize| meets_everyone(skel, p, at);
     // A block followed, before any other call or block, by a collective on every rank, in a
     // phase other than the main loop: fixed (neither drawn nor replayed), or drawn in a
     // straight-line phase (each rank's one execution drawn from the class's spread: NPB MG's
     // set-up at 256 ranks, where one class's ranks agree within a tenth and so have no factors;
     // the collective still waits for the longest draw). In a loop, a drawn block no longer than
     // the part a cut block keeps runs whole and can stand beside one.
-    let eligible = |p: &mpiskel_program::Phase, at: usize| -> bool {
+    let eligible = |p: &Phase, at: usize| -> bool {
         if p.name == "main_loop" || p.skipped.is_some() || p.steps.is_some() {
             return false;
         }
@@ -334,23 +305,6 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         dist.is_none_or(|d| !p.is_loop || short(d))
             && *removed == 0.0
             && meets_everyone(p, at).is_some()
-    };
-    // A block's shortest and longest durations over the ranks of a class: fixed, times each
-    // rank's weight; drawn, the least and the most of as many draws as the class has ranks
-    // (their expected quantiles, 1/(k+1) and k/(k+1)), times the lightest and heaviest weights.
-    let extremes = |c: &mpiskel_program::ClassProgram, st: &Stmt| -> (f64, f64) {
-        let Stmt::Compute { seconds, factors, dist, .. } = st else { return (0.0, 0.0) };
-        let weights = skel.block_weights(c, *factors);
-        let (wl, wh) =
-            weights.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
-        match dist.and_then(|d| skel.distributions.get(d)) {
-            Some(d) if !d.q.is_empty() => {
-                let k = weights.len() as f64;
-                let at = |u: f64| crate::removal::quantile(&d.q, u);
-                (at(1.0 / (k + 1.0)) * wl, at(k / (k + 1.0)) * wh)
-            }
-            _ => (seconds * wl, seconds * wh),
-        }
     };
     // The phase of each class with a name (the report gathers the phases by name).
     let index = PhaseIndex::new(&skel.classes);
@@ -387,7 +341,7 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
             for (c, pi) in skel.classes.iter().zip(&at_of) {
                 let Some(pi) = pi else { continue };
                 if let Some(st) = c.phases[*pi].body.get(at) {
-                    let (l, h) = extremes(c, st);
+                    let (l, h) = extremes(skel, c, st);
                     most = most.max(h);
                     least = least.min(l);
                 }
@@ -427,6 +381,55 @@ fn cut_to_keep(skel: &mut Skeleton, scaling: &mut Scaling) {
         }
     }
     account(scaling, lead_recorded, counted, saved);
+}
+
+/// Where block `at` of `p` meets the other ranks: the position of the next collective of every
+/// rank (on `MPI_COMM_WORLD`). In a straight-line phase, point-to-point calls and blocks may
+/// come between (NPB IS's verification: each rank sorts its keys, passes one to its neighbour,
+/// then all reduce): the collective still waits for the rank that computed longest.
+fn meets_everyone(skel: &Skeleton, p: &Phase, at: usize) -> Option<usize> {
+    use mpiskel_program::{Call, Comm};
+    for (i, st) in p.body.iter().enumerate().skip(at + 1) {
+        match st {
+            Stmt::Call { call: Call::Collective { comm, slot: None, .. }, .. } => {
+                return matches!(skel.comms.get(*comm), Some(Comm::World)).then_some(i)
+            }
+            Stmt::Call { call: Call::Collective { .. }, .. } => return None,
+            Stmt::Call { .. } | Stmt::Compute { .. } if !p.is_loop => {}
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// The statements of `p` from `at` to `to` by kind (a block, or a call of an operation): the
+/// classes' phases must agree on them for their blocks at one position to be one block.
+fn shape(p: &Phase, at: usize, to: usize) -> Vec<String> {
+    p.body[at..=to.min(p.body.len().saturating_sub(1))]
+        .iter()
+        .map(|st| match st {
+            Stmt::Call { call, .. } => format!("{:?}", std::mem::discriminant(call)),
+            Stmt::Compute { .. } => "compute".into(),
+            _ => "other".into(),
+        })
+        .collect()
+}
+
+/// A block's shortest and longest durations over the ranks of class `c`: fixed, times each
+/// rank's weight; drawn, the least and the most of as many draws as the class has ranks (their
+/// expected quantiles, 1/(k+1) and k/(k+1)), times the lightest and heaviest weights.
+fn extremes(skel: &Skeleton, c: &ClassProgram, st: &Stmt) -> (f64, f64) {
+    let Stmt::Compute { seconds, factors, dist, .. } = st else { return (0.0, 0.0) };
+    let weights = skel.block_weights(c, *factors);
+    let (wl, wh) = weights.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &w| (l.min(w), h.max(w)));
+    match dist.and_then(|d| skel.distributions.get(d)) {
+        Some(d) if !d.q.is_empty() => {
+            let k = weights.len() as f64;
+            let at = |u: f64| crate::removal::quantile(&d.q, u);
+            (at(1.0 / (k + 1.0)) * wl, at(k / (k + 1.0)) * wh)
+        }
+        _ => (seconds * wl, seconds * wh),
+    }
 }
 
 /// The second step of [`cut_compute`]: a class's last compute block, after its last call, runs
@@ -505,13 +508,9 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     }
     // Application seconds that a share of the recorded computation stands for.
     let seconds_of = |compute: f64| compute / lead_recorded * app_time_s;
-    let weight_min = |c: &mpiskel_program::ClassProgram, factors: Option<usize>| -> f64 {
+    let weight_min = |c: &ClassProgram, factors: Option<usize>| -> f64 {
         let w = skel.block_weights(c, factors).into_iter().fold(f64::INFINITY, f64::min);
-        if w.is_finite() {
-            w
-        } else {
-            1.0
-        }
+        Some(w).filter(|w| w.is_finite()).unwrap_or(1.0)
     };
     // What a block can lose in one class, less what runs: its shortest duration on any of its
     // ranks, or for a drawn block what every rank may skip (see [`crate::removal`]).
@@ -589,23 +588,7 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
         return;
     }
     if total <= 0.0 {
-        // Per class: (phase, position, what it can lose per execution, executions run).
-        let per_class: Vec<Vec<(usize, usize, f64, f64)>> = skel
-            .classes
-            .iter()
-            .enumerate()
-            .map(|(ci, c)| {
-                let mut blocks = Vec::new();
-                for (pi, p) in c.phases.iter().enumerate() {
-                    for at in 0..p.body.len() {
-                        if let Some(can) = can_of(ci, &p.name, at).filter(|&x| x >= MIN_REMOVED) {
-                            blocks.push((pi, at, can, p.run as f64));
-                        }
-                    }
-                }
-                blocks
-            })
-            .collect();
+        let per_class = blocks_of_each_class(skel, &can_of);
         cut_each_class(skel, scaling, &seconds_of, &per_class);
         return;
     }
@@ -615,18 +598,7 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     let (mut kept, mut kept_mean) = (0.0, 0.0);
     for (places, can, runs, wall) in &blocks {
         let (mut most, mut mean) = (0.0f64, 0.0f64);
-        let weights: Vec<Vec<f64>> = skel
-            .classes
-            .iter()
-            .zip(places)
-            .map(|(c, place)| {
-                let factors = place.and_then(|(pi, at)| match c.phases[pi].body.get(at) {
-                    Some(Stmt::Compute { factors, .. }) => *factors,
-                    _ => None,
-                });
-                skel.block_weights(c, factors)
-            })
-            .collect();
+        let weights = place_weights(skel, places);
         for ((c, ws), place) in skel.classes.iter_mut().zip(&weights).zip(places) {
             let w = ws.iter().copied().fold(1.0f64, f64::max);
             let Some((pi, at)) = *place else { continue };
@@ -667,105 +639,38 @@ fn cut_compute_with(skel: &mut Skeleton, scaling: &mut Scaling, main: bool) {
     }
 }
 
-/// A compute block's place in a class program: its phase's index and its position there.
-type Place = (usize, usize);
-
-/// The compute blocks that end at the same collective of all ranks (on `MPI_COMM_WORLD`) in
-/// every class: per such collective, each class's (phase, position) of the block right before
-/// it, where that block is at the top of a straight-line phase (one that runs once, not the
-/// main loop). Collectives are counted in the order the application makes them, a loop's as
-/// often as it iterates; a class whose count becomes uncertain (time steps of several kinds, a
-/// guarded call, an inner loop cut) offers no block past that point, and a collective that is
-/// not the same operation in every class ends the matching, as the classes then do not make the
-/// same collectives.
-///
-/// # Complexity
-/// O(statements) per class, and O(c × k log k) for c classes of k collectives.
-fn before_world_collectives(skel: &Skeleton) -> Vec<Vec<Place>> {
-    use mpiskel_program::Call;
-    use std::collections::BTreeMap;
-    /// Collectives of all ranks that one pass over `body` makes, `None` where not fixed.
-    fn count(body: &[Stmt]) -> Option<u64> {
-        body.iter().try_fold(0u64, |n, s| {
-            Some(
-                n + match s {
-                    Stmt::Call { call: Call::Collective { comm: 0, .. }, .. } => 1,
-                    Stmt::Loop { count: k, body, .. } => k * count(body)?,
-                    Stmt::Guard { .. } | Stmt::Steps { .. } => {
-                        (count_any(std::slice::from_ref(s)) == 0).then_some(0)?
-                    }
-                    _ => 0,
-                },
-            )
-        })
-    }
-    /// Whether `body` makes any collective of all ranks, at any depth.
-    fn count_any(body: &[Stmt]) -> u64 {
-        body.iter()
-            .map(|s| match s {
-                Stmt::Call { call: Call::Collective { comm: 0, .. }, .. } => 1,
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => count_any(body),
-                Stmt::Steps { cases } => cases.iter().map(|c| count_any(&c.body)).sum(),
-                _ => 0,
-            })
-            .sum()
-    }
-    if skel.classes.len() < 2 || !matches!(skel.comms.first(), Some(mpiskel_program::Comm::World)) {
-        return Vec::new();
-    }
-    // Per class: collective number → (its operation, the block before it if any).
-    let per_class: Vec<BTreeMap<u64, (mpiskel_trace::Op, Option<Place>)>> = skel
-        .classes
-        .iter()
-        .map(|c| {
-            let mut at = BTreeMap::new();
-            let mut k = 0u64;
-            'phases: for (pi, p) in c.phases.iter().enumerate() {
-                // An inner loop cut runs fewer iterations than its statement says it made.
-                if p.inner.is_some() {
-                    break;
-                }
-                let straight = !p.is_loop && p.full == 1 && p.name != "main_loop";
-                if !straight {
-                    match count(&p.body) {
-                        Some(n) => k += n * p.full,
-                        None => break 'phases,
-                    }
-                    continue;
-                }
-                for (i, s) in p.body.iter().enumerate() {
-                    match s {
-                        Stmt::Call { call: Call::Collective { comm: 0, op, .. }, .. } => {
-                            let block = matches!(
-                                i.checked_sub(1).and_then(|j| p.body.get(j)),
-                                Some(Stmt::Compute { .. })
-                            );
-                            at.insert(k, (*op, block.then(|| (pi, i - 1))));
-                            k += 1;
-                        }
-                        other => match count(std::slice::from_ref(other)) {
-                            Some(n) => k += n,
-                            None => break 'phases,
-                        },
-                    }
+/// Per class, the blocks that can lose at least `MIN_REMOVED` (`can_of`: what a class's block
+/// of a phase at a position can lose per execution): (phase, position, that loss, executions
+/// run).
+fn blocks_of_each_class(
+    skel: &Skeleton,
+    can_of: &dyn Fn(usize, &str, usize) -> Option<f64>,
+) -> Vec<Vec<(usize, usize, f64, f64)>> {
+    let mut per_class = Vec::with_capacity(skel.classes.len());
+    for (ci, c) in skel.classes.iter().enumerate() {
+        let mut blocks = Vec::new();
+        for (pi, p) in c.phases.iter().enumerate() {
+            for at in 0..p.body.len() {
+                if let Some(can) = can_of(ci, &p.name, at).filter(|&x| x >= MIN_REMOVED) {
+                    blocks.push((pi, at, can, p.run as f64));
                 }
             }
-            at
-        })
-        .collect();
-    let mut out = Vec::new();
-    let Some(first) = per_class.first() else { return out };
-    for (k, (op, _)) in first {
-        let same: Option<Vec<_>> = per_class.iter().map(|c| c.get(k).copied()).collect();
-        let Some(same) = same else { continue };
-        if same.iter().any(|(o, _)| o != op) {
-            break;
         }
-        if let Some(places) = same.iter().map(|(_, b)| *b).collect::<Option<Vec<_>>>() {
-            out.push(places);
-        }
+        per_class.push(blocks);
     }
-    out
+    per_class
+}
+
+/// Each class's rank weights at its block of `places` (its factors', where it has any).
+fn place_weights(skel: &Skeleton, places: &[Option<Place>]) -> Vec<Vec<f64>> {
+    let weights = skel.classes.iter().zip(places).map(|(c, place)| {
+        let factors = place.and_then(|(pi, at)| match c.phases[pi].body.get(at) {
+            Some(Stmt::Compute { factors, .. }) => *factors,
+            _ => None,
+        });
+        skel.block_weights(c, factors)
+    });
+    weights.collect()
 }
 
 /// [`cut_compute`] for a program without a loop to cut, where no compute block is at the same
@@ -816,56 +721,3 @@ fn cut_each_class(
 
 /// Smallest share of a cut block's kept part that still runs ([`Scaling::compute_shrink`]).
 const MIN_SHRINK: f64 = 0.1;
-
-/// Where blocks run only a short part on every rank ([`cut_to_keep`]) and the classes' timed
-/// phases differ (`names`: each class's timers in order), the slot of each class's timer among
-/// all names (first seen first) and the number of slots: the runtime gathers the most any rank
-/// restores by name, not by position. `None` where positions do.
-pub fn keep_slots(skel: &Skeleton, names: &[Vec<String>]) -> Option<(Vec<Vec<usize>>, usize)> {
-    fn any_keep(body: &[Stmt]) -> bool {
-        body.iter().any(|s| match s {
-            Stmt::Compute { keep_only, .. } => *keep_only,
-            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => any_keep(body),
-            Stmt::Steps { cases } => cases.iter().any(|c| any_keep(&c.body)),
-            Stmt::Call { .. } => false,
-        })
-    }
-    let keeps = skel.classes.iter().flat_map(|c| &c.phases).any(|p| any_keep(&p.body));
-    let first = names.first()?;
-    if !keeps || names.iter().all(|n| n == first) {
-        return None;
-    }
-    let mut all: Vec<&str> = Vec::new();
-    let slots = names
-        .iter()
-        .map(|class| {
-            class
-                .iter()
-                .map(|n| match all.iter().position(|a| a == n) {
-                    Some(i) => i,
-                    None => {
-                        all.push(n);
-                        all.len() - 1
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    Some((slots, all.len()))
-}
-
-/// The names of a class's timed phases, in the order both back ends number their timers: each
-/// phase, then its step kinds (`name.kind0`, …) or its cut inner loop (`name.inner`).
-pub fn timer_names(phases: &[mpiskel_program::Phase]) -> Vec<String> {
-    let mut v = Vec::new();
-    for p in phases {
-        v.push(p.name.clone());
-        if let (Some(_), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
-            v.extend((0..cases.len()).map(|k| format!("{}.kind{k}", p.name)));
-        }
-        if p.inner.is_some() {
-            v.push(format!("{}.inner", p.name));
-        }
-    }
-    v
-}

@@ -44,5 +44,6 @@ pub mod tails;
 pub mod timesteps;
 pub mod traffic;
 pub mod warmup;
+mod world_places;
 
 pub use scale::{scale, Scaling};

@@ -188,15 +188,10 @@ fn median_near(lo: u64, hi: u64, near: u64, critical: &[f64]) -> u64 {
         .unwrap_or(near)
 }
 
-/// Makes the compute blocks of the skeleton's loops replay their recorded durations, as far as
-/// [`MAX_CELLS`] allows; returns how many blocks replay. `nests` are the loop nests the skeleton
-/// was built from, one per class of `lt`.
-pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usize {
-    skel.replays.clear();
-    clear(skel);
-    if nests.len() != lt.classes.len() || skel.classes.len() != lt.classes.len() {
-        return 0;
-    }
+/// The compute blocks of `skel`'s loops (and kinds of time steps) that may replay, each with
+/// the rows and cells its table would take; blocks too short to hold anything up left out
+/// unless together they hold most of their loop's computation.
+fn candidates_of(skel: &Skeleton) -> Vec<Candidate> {
     let mut candidates = Vec::new();
     for (ci, class) in skel.classes.iter().enumerate() {
         let cols = class.ranks.len();
@@ -257,6 +252,40 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
             }
         }
     }
+    candidates
+}
+
+/// One factor per loop, over every class (`names`: each replay's loop): the whole loop's
+/// recorded computation over the replayed iterations', times the share replayed; a first
+/// iteration replayed apart stays as recorded.
+fn scale_to_loops(skel: &mut Skeleton, names: &[String]) {
+    let mut totals: HashMap<&str, (f64, f64)> = HashMap::new();
+    for (r, name) in skel.replays.iter().zip(names) {
+        let e = totals.entry(name.as_str()).or_default();
+        e.0 += r.scale;
+        e.1 += r.seconds[r.first_rows..].iter().flatten().sum::<f64>();
+    }
+    for (r, name) in skel.replays.iter_mut().zip(names) {
+        let (whole, replayed) = totals[name.as_str()];
+        let f = if replayed > 0.0 { whole / replayed } else { 1.0 };
+        r.scale = f;
+        let first = r.first_rows;
+        for x in r.seconds[first..].iter_mut().flatten() {
+            *x *= f;
+        }
+    }
+}
+
+/// Makes the compute blocks of the skeleton's loops replay their recorded durations, as far as
+/// [`MAX_CELLS`] allows; returns how many blocks replay. `nests` are the loop nests the skeleton
+/// was built from, one per class of `lt`.
+pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usize {
+    skel.replays.clear();
+    clear(skel);
+    if nests.len() != lt.classes.len() || skel.classes.len() != lt.classes.len() {
+        return 0;
+    }
+    let mut candidates = candidates_of(skel);
     candidates.sort_by(|a, b| b.weight.total_cmp(&a.weight));
     let mut maps = HashMap::new();
     // Per loop, over its blocks that may replay, in every class, per iteration: the recorded
@@ -365,24 +394,7 @@ pub fn attach(skel: &mut Skeleton, lt: &LogicalTrace, nests: &[LoopNest]) -> usi
         names.push(name);
         skel.replays.push(r);
     }
-    // One factor per loop, over every class: the whole loop's recorded computation over the
-    // iterations replayed ones', times the share replayed.
-    let mut totals: HashMap<&str, (f64, f64)> = HashMap::new();
-    // A first iteration replayed apart stays as recorded.
-    for (r, name) in skel.replays.iter().zip(&names) {
-        let e = totals.entry(name.as_str()).or_default();
-        e.0 += r.scale;
-        e.1 += r.seconds[r.first_rows..].iter().flatten().sum::<f64>();
-    }
-    for (r, name) in skel.replays.iter_mut().zip(&names) {
-        let (whole, replayed) = totals[name.as_str()];
-        let f = if replayed > 0.0 { whole / replayed } else { 1.0 };
-        r.scale = f;
-        let first = r.first_rows;
-        for x in r.seconds[first..].iter_mut().flatten() {
-            *x *= f;
-        }
-    }
+    scale_to_loops(skel, &names);
     for (ci, class) in skel.classes.iter_mut().enumerate() {
         for (pi, p) in class.phases.iter_mut().enumerate() {
             mark(&mut p.body, &|leaf| chosen.get(&(ci, pi, leaf)).copied());

@@ -140,21 +140,7 @@ pub(crate) fn sample_steps(
         groups.values().map(|m| ((f * m.len() as f64).round() as usize).clamp(1, m.len())).collect()
     };
     let total = |r: &[usize]| r.iter().zip(&cost).map(|(&r, &c)| r as f64 * c).sum::<f64>();
-    // The largest share within the budget (bisection; the cost grows with f).
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    if total(&runs(1.0)) <= budget_s {
-        lo = 1.0;
-    } else {
-        for _ in 0..50 {
-            let mid = (lo + hi) / 2.0;
-            if total(&runs(mid)) <= budget_s {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-    }
-    let mut r = runs(lo);
+    let mut r = runs(largest_share(|f| total(&runs(f)), budget_s));
     let for_target = total(&r);
     if let Some(within) = sampled_within {
         let sizes: Vec<usize> = groups.values().map(Vec::len).collect();
@@ -190,6 +176,24 @@ pub(crate) fn sample_steps(
         }
     }
     Some((run_s, total(&r) - for_target))
+}
+
+/// The largest share `f` in [0, 1] whose cost `total(f)` (growing with `f`) is within
+/// `budget_s`: 1 where all of it is, else by bisection (50 halvings).
+fn largest_share(total: impl Fn(f64) -> f64, budget_s: f64) -> f64 {
+    if total(1.0) <= budget_s {
+        return 1.0;
+    }
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..50 {
+        let mid = (lo + hi) / 2.0;
+        if total(mid) <= budget_s {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Sets each kind's [`mpiskel_program::StepCase::scale`] for the families of `cases`

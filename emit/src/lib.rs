@@ -4,6 +4,7 @@
 //! - [`c`]: the C back end (minijinja templates from `templates/`, runtime from `skeletons/`);
 //! - [`rust`]: the Rust back end (rsmpi; `quote!` → `syn` → `prettyplease`), from the same IR;
 //! - [`document`]: `skeleton.json`, the provenance of a skeleton folder, and its reader;
+//! - [`timers`]: the runtime's timers of each class by name, where the classes' phases differ;
 //! - [`constants`]: the one table of the tuning constants the runtimes share with the emitter
 //!   and the simulator, written into the runtimes as a folder is written.
 //!
@@ -14,3 +15,4 @@ pub mod c;
 pub mod constants;
 pub mod document;
 pub mod rust;
+pub mod timers;

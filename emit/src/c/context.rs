@@ -94,7 +94,7 @@ struct ClassCtx {
     phases: Vec<PhaseCtx>,
     /// The slot of each timer among all classes' timer names, where blocks run a short part on
     /// every rank and the classes' phases differ (empty elsewhere; see
-    /// [`mpiskel_cut::compute_cut::keep_slots`]).
+    /// [`crate::timers::keep_slots`]).
     keep_slots: Vec<usize>,
 }
 
@@ -111,7 +111,7 @@ pub(super) fn program(skel: &Skeleton) -> Value {
     let timer_names: Vec<Vec<String>> =
         classes.iter().map(|c| c.timers.iter().map(|t| t.name.clone()).collect()).collect();
     let mut keep_slots_n = 0;
-    if let Some((slots, n)) = mpiskel_cut::compute_cut::keep_slots(skel, &timer_names) {
+    if let Some((slots, n)) = crate::timers::keep_slots(skel, &timer_names) {
         keep_slots_n = n;
         for (c, s) in classes.iter_mut().zip(slots) {
             c.keep_slots = s;

@@ -276,8 +276,8 @@ fn class_program(
     // Where the classes' phases differ, blocks cut to a short part on every rank restore the
     // most any rank skipped in the phase of the same name.
     let names: Vec<Vec<String>> =
-        skel.classes.iter().map(|c| mpiskel_cut::compute_cut::timer_names(&c.phases)).collect();
-    let keep_slots = match mpiskel_cut::compute_cut::keep_slots(skel, &names) {
+        skel.classes.iter().map(|c| crate::timers::timer_names(&c.phases)).collect();
+    let keep_slots = match crate::timers::keep_slots(skel, &names) {
         Some((slots, n)) => {
             let slots = slots[ci].iter().map(|&s| Literal::usize_unsuffixed(s));
             let n = Literal::usize_unsuffixed(n);
