@@ -692,6 +692,3 @@ pub fn scale(
         main_loop_whole: false,
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -246,3 +246,6 @@ pub(crate) fn set_steps(p: &mut mpiskel_program::Phase, sample: Vec<u32>) {
 /// −6 to +5 %). What this adds over the target is taken out of computation by [`crate::compute_cut::cut_compute`] where
 /// it can be.
 pub const MIN_SAMPLED: u64 = 4;
+
+#[cfg(test)]
+mod tests;
