@@ -129,53 +129,7 @@ impl Names<'_> {
             Call::Probe { from, tag } => {
                 format!("sk_iprobe({}, {}, world);", self.peer(from), self.tag(*tag))
             }
-            Call::Complete { how, slots, traced } => {
-                let note = match traced {
-                    Op::Test | Op::Testall | Op::Testany | Op::Testsome
-                        if *how != Completion::Poll =>
-                    {
-                        format!(" /* MPI_{traced} completed these in the trace */")
-                    }
-                    _ => String::new(),
-                };
-                let contiguous = slots.windows(2).all(|w| w[1] == w[0] + 1);
-                let first = slots.first().copied().unwrap_or(0);
-                let n = slots.len();
-                match how {
-                    // A wait that completed nothing had no request to wait for: the same empty
-                    // wait, which costs nothing in any MPI (a progress poll in its place costs
-                    // SimGrid's simulated probe time, which grows with each probe that finds
-                    // nothing).
-                    Completion::Poll if traced.is_wait() => {
-                        format!("sk_wait_none(); /* MPI_{traced} had no request to complete in the trace */")
-                    }
-                    Completion::Poll => {
-                        format!("sk_poll(world); /* MPI_{traced} completed nothing in the trace */")
-                    }
-                    Completion::All if n == 1 => {
-                        format!("MPI_Wait(&req[{first}], MPI_STATUS_IGNORE);{note}")
-                    }
-                    Completion::All if contiguous => {
-                        format!("MPI_Waitall({n}, &req[{first}], sk_statuses({n}));{note}")
-                    }
-                    Completion::All => format!(
-                        "sk_waitall(req, {n}, (const int[]){{{}}});{note}",
-                        slots.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                    ),
-                    Completion::Any | Completion::Some => {
-                        let f = if *how == Completion::Any { "sk_waitany" } else { "sk_waitsome" };
-                        if contiguous {
-                            format!("{f}(&req[{first}], {n});{note}")
-                        } else {
-                            // Not consecutive: wait for them one by one, in order.
-                            format!(
-                                "sk_waitall(req, {n}, (const int[]){{{}}}); /* MPI_{traced} over scattered requests */",
-                                slots.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
-                            )
-                        }
-                    }
-                }
-            }
+            Call::Complete { how, slots, traced } => completion(*how, slots, *traced),
             Call::Collective { op, traced, comm, root, bytes, slot } => {
                 let cm = &self.comm_names[*comm];
                 let blocking_name = traced.name().strip_prefix('I').unwrap_or(traced.name());
@@ -388,5 +342,52 @@ pub(super) fn slot_expr(s: &SlotRef) -> String {
         format!("&req[{} + {}]", s.base, Names::loop_var(s.depth))
     } else {
         format!("&req[{}]", s.base)
+    }
+}
+
+/// The C of a completion of `slots` (`how`), traced as `traced`.
+fn completion(how: Completion, slots: &[u32], traced: Op) -> String {
+    let note = match traced {
+        Op::Test | Op::Testall | Op::Testany | Op::Testsome if how != Completion::Poll => {
+            format!(" /* MPI_{traced} completed these in the trace */")
+        }
+        _ => String::new(),
+    };
+    let contiguous = slots.windows(2).all(|w| w[1] == w[0] + 1);
+    let first = slots.first().copied().unwrap_or(0);
+    let n = slots.len();
+    match how {
+        // A wait that completed nothing had no request to wait for: the same empty
+        // wait, which costs nothing in any MPI (a progress poll in its place costs
+        // SimGrid's simulated probe time, which grows with each probe that finds
+        // nothing).
+        Completion::Poll if traced.is_wait() => {
+            format!("sk_wait_none(); /* MPI_{traced} had no request to complete in the trace */")
+        }
+        Completion::Poll => {
+            format!("sk_poll(world); /* MPI_{traced} completed nothing in the trace */")
+        }
+        Completion::All if n == 1 => {
+            format!("MPI_Wait(&req[{first}], MPI_STATUS_IGNORE);{note}")
+        }
+        Completion::All if contiguous => {
+            format!("MPI_Waitall({n}, &req[{first}], sk_statuses({n}));{note}")
+        }
+        Completion::All => format!(
+            "sk_waitall(req, {n}, (const int[]){{{}}});{note}",
+            slots.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+        Completion::Any | Completion::Some => {
+            let f = if how == Completion::Any { "sk_waitany" } else { "sk_waitsome" };
+            if contiguous {
+                format!("{f}(&req[{first}], {n});{note}")
+            } else {
+                // Not consecutive: wait for them one by one, in order.
+                format!(
+                    "sk_waitall(req, {n}, (const int[]){{{}}}); /* MPI_{traced} over scattered requests */",
+                    slots.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                )
+            }
+        }
     }
 }

@@ -53,26 +53,12 @@ pub(super) fn main_rs(
     } else {
         quote! {}
     };
-    let at_method = if nd > 0 {
-        quote! {
-            #[doc = " The process in direction `d`, if there is one."]
-            fn at(&self, d: usize) -> Option<Process<'_>> {
-                self.nbr[d].map(|r| self.world.process_at_rank(r))
-            }
-        }
-    } else {
-        quote! {}
-    };
+    let at_method = at_method(nd);
 
     let sb = Literal::u64_unsuffixed(skel.send_bytes.max(8));
     let rb = Literal::u64_unsuffixed(skel.recv_bytes.max(8));
     let name = &meta.name;
-    let factor = format!("{:.6}", scaling.factor)
-        .parse::<Literal>()
-        .unwrap_or_else(|_| Literal::f64_unsuffixed(scaling.factor));
-    let app = format!("{:.6}", scaling.app_time_s)
-        .parse::<Literal>()
-        .unwrap_or_else(|_| Literal::f64_unsuffixed(scaling.app_time_s));
+    let (factor, app) = (six_places(scaling.factor), six_places(scaling.app_time_s));
     let main_full = int(scaling.main_full);
     let body_dispatch = if multi {
         quote! {
@@ -166,6 +152,24 @@ pub(super) fn main_rs(
         #items
     };
     format_file("src/main.rs", file)
+}
+
+/// `x` as a literal of six decimal places.
+fn six_places(x: f64) -> Literal {
+    format!("{x:.6}").parse::<Literal>().unwrap_or_else(|_| Literal::f64_unsuffixed(x))
+}
+
+/// The kit's method that finds the process in a direction, where there are directions (`nd`).
+fn at_method(nd: usize) -> TokenStream {
+    if nd == 0 {
+        return quote! {};
+    }
+    quote! {
+        #[doc = " The process in direction `d`, if there is one."]
+        fn at(&self, d: usize) -> Option<Process<'_>> {
+            self.nbr[d].map(|r| self.world.process_at_rank(r))
+        }
+    }
 }
 
 /// What `main` sets in the runtime before the class runs: the compute distributions, the

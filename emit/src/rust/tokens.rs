@@ -368,37 +368,39 @@ impl Gen<'_> {
         }
     }
 
+    /// A block that replays table `t` (`x` seconds on average, `removed` of them not run).
+    fn replayed(&self, x: f64, t: usize, removed: f64) -> TokenStream {
+        let r = &self.skel.replays[t];
+        let cut = if removed > 0.0 {
+            format!(", of which {} s are not run but added to the prediction", seconds(removed))
+        } else {
+            String::new()
+        };
+        let n = note(&format!(
+            "{} s on average, as recorded in {} of the {} {}{cut}",
+            seconds(x),
+            r.iterations.len(),
+            r.full,
+            if r.steps { "steps of this kind" } else { "iterations" }
+        ));
+        let table = format_ident!("REPLAY_{}", t);
+        let t = Literal::usize_unsuffixed(t);
+        let column = quote! { CLASS_COLUMN[k.all.rank() as usize] };
+        let again = Literal::usize_unsuffixed(r.first_rows);
+        if removed > 0.0 {
+            let rm = float(removed);
+            quote! { #n sk.compute_replayed_less(#t, &#table, #again, #column, #rm); }
+        } else {
+            quote! { #n sk.compute_replayed(#t, &#table, #again, #column); }
+        }
+    }
+
     pub(super) fn stmts(&self, body: &[Stmt]) -> TokenStream {
         let mut out = TokenStream::new();
         for s in body {
             out.extend(match s {
                 Stmt::Compute { seconds: x, replay: Some(t), removed, .. } => {
-                    let r = &self.skel.replays[*t];
-                    let cut = if *removed > 0.0 {
-                        format!(
-                            ", of which {} s are not run but added to the prediction",
-                            seconds(*removed)
-                        )
-                    } else {
-                        String::new()
-                    };
-                    let n = note(&format!(
-                        "{} s on average, as recorded in {} of the {} {}{cut}",
-                        seconds(*x),
-                        r.iterations.len(),
-                        r.full,
-                        if r.steps { "steps of this kind" } else { "iterations" }
-                    ));
-                    let table = format_ident!("REPLAY_{}", *t);
-                    let t = Literal::usize_unsuffixed(*t);
-                    let column = quote! { CLASS_COLUMN[k.all.rank() as usize] };
-                    let again = Literal::usize_unsuffixed(r.first_rows);
-                    if *removed > 0.0 {
-                        let rm = float(*removed);
-                        quote! { #n sk.compute_replayed_less(#t, &#table, #again, #column, #rm); }
-                    } else {
-                        quote! { #n sk.compute_replayed(#t, &#table, #again, #column); }
-                    }
+                    self.replayed(*x, *t, *removed)
                 }
                 Stmt::Compute { seconds: x, dist: None, factors, keep_only: true, .. } => {
                     let n = note(
@@ -530,6 +532,74 @@ impl Gen<'_> {
         out
     }
 
+    /// A time-step loop's table and its count of the steps of each kind (before the loop), and
+    /// one step of the kind the table gives (its body).
+    fn steps_loop(
+        &self,
+        steps: &mpiskel_program::StepSchedule,
+        cases: &[mpiskel_program::StepCase],
+        sub_timer: usize,
+    ) -> (TokenStream, TokenStream) {
+        let kinds: Vec<Literal> =
+            steps.run_kinds().iter().map(|&k| Literal::u8_unsuffixed(k as u8)).collect();
+        let n = Literal::usize_unsuffixed(kinds.len());
+        let every = if cases.iter().any(|c| c.run == 0) {
+            "every family of kinds runs"
+        } else {
+            "every kind runs"
+        };
+        let table = note(&format!(
+            "the kind of each time step this loop runs: {} of the application's {}, chosen so \
+             that {every}; each kind is timed on its own",
+            kinds.len(),
+            steps.kinds.len()
+        ));
+        let arms: Vec<_> = cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.run > 0)
+            .map(|(k, c)| {
+                let family = c.pricing();
+                let n = note(&format!(
+                    "{} of the application's steps are of this kind, {} run{family}: {}",
+                    c.full, c.run, c.note
+                ));
+                (Literal::u8_unsuffixed(k as u8), n, self.stmts(&c.body))
+            })
+            .collect();
+        let first = Literal::usize_unsuffixed(sub_timer);
+        let n_kinds = Literal::usize_unsuffixed(cases.len());
+        let again = note("more steps than the table's read it over again");
+        let head = quote! {
+            #table
+            const KIND: [u8; #n] = [#(#kinds),*];
+            #again
+            sk.steps_count(#first, #n_kinds, &KIND, run);
+        };
+        // One kind runs (a family sampled once): its body, without a match.
+        let (kind, steps) = match arms.as_slice() {
+            [(_, n, b)] => (quote! { KIND[0] }, quote! { #n #b }),
+            _ => {
+                let arms = arms.iter().map(|(k, n, b)| quote! { #k => { #n #b } });
+                (
+                    quote! { KIND[it as usize % #n] },
+                    quote! {
+                        match KIND[it as usize % #n] {
+                            #(#arms)*
+                            _ => {}
+                        }
+                    },
+                )
+            }
+        };
+        let body = quote! {
+            let t_step = sk.part_begin();
+            #steps
+            sk.phase_add(#first + usize::from(#kind), mpi::time() - t_step);
+        };
+        (head, body)
+    }
+
     /// A phase's function.
     pub(super) fn phase(
         &self,
@@ -545,63 +615,9 @@ impl Gen<'_> {
         // Before the loop: a time-step loop's table, and its count of the steps of each kind.
         let mut head = TokenStream::new();
         if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
-            let kinds: Vec<Literal> =
-                steps.run_kinds().iter().map(|&k| Literal::u8_unsuffixed(k as u8)).collect();
-            let n = Literal::usize_unsuffixed(kinds.len());
-            let every = if cases.iter().any(|c| c.run == 0) {
-                "every family of kinds runs"
-            } else {
-                "every kind runs"
-            };
-            let table = note(&format!(
-                "the kind of each time step this loop runs: {} of the application's {}, chosen so \
-                 that {every}; each kind is timed on its own",
-                kinds.len(),
-                steps.kinds.len()
-            ));
-            let arms: Vec<_> = cases
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.run > 0)
-                .map(|(k, c)| {
-                    let family = c.pricing();
-                    let n = note(&format!(
-                        "{} of the application's steps are of this kind, {} run{family}: {}",
-                        c.full, c.run, c.note
-                    ));
-                    (Literal::u8_unsuffixed(k as u8), n, self.stmts(&c.body))
-                })
-                .collect();
-            let first = Literal::usize_unsuffixed(sub_timer);
-            let n_kinds = Literal::usize_unsuffixed(cases.len());
-            let again = note("more steps than the table's read it over again");
-            head.extend(quote! {
-                #table
-                const KIND: [u8; #n] = [#(#kinds),*];
-                #again
-                sk.steps_count(#first, #n_kinds, &KIND, run);
-            });
-            // One kind runs (a family sampled once): its body, without a match.
-            let (kind, steps) = match arms.as_slice() {
-                [(_, n, b)] => (quote! { KIND[0] }, quote! { #n #b }),
-                _ => {
-                    let arms = arms.iter().map(|(k, n, b)| quote! { #k => { #n #b } });
-                    (
-                        quote! { KIND[it as usize % #n] },
-                        quote! {
-                            match KIND[it as usize % #n] {
-                                #(#arms)*
-                                _ => {}
-                            }
-                        },
-                    )
-                }
-            };
-            body.extend(quote! {
-                let t_step = sk.part_begin();
-                #steps
-                sk.phase_add(#first + usize::from(#kind), mpi::time() - t_step);
-            });
+            let (h, b) = self.steps_loop(steps, cases, sub_timer);
+            head.extend(h);
+            body.extend(b);
         }
         for (i, st) in p.body.iter().enumerate().filter(|_| p.steps.is_none()) {
             match p.inner {

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds a skeleton from every fixture trace (fixtures/traces), every NPB trace of
+# ../shared/fixtures/npb and the public OTF2, DUMPI and SimGrid traces with two mpiskel binaries,
+# in C and in Rust, and compares the folders byte for byte (skeleton.json's build timings
+# aside). Exits 1 where any differs or where one binary builds what the other refuses.
+#
+# Usage: scripts/same-skeletons.sh BEFORE AFTER [OUT]   (binaries; OUT default /tmp/same-skeletons)
+set -uo pipefail
+before=$1 after=$2 out=${3:-/tmp/same-skeletons}
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared=$root/../shared/fixtures
+rm -rf "$out" && mkdir -p "$out"
+traces=()
+for t in "$root"/fixtures/traces/*/; do traces+=("${t%/}"); done
+for t in "$shared"/npb/*/; do [ -f "$t/trace.txt" ] && traces+=("$t/trace.txt"); done
+traces+=("$shared/public/otf2/pipit-ping-pong" "$shared/public/dumpi/sst-dumpi-testtrace")
+traces+=("$shared/public/simgrid-ti/ti_traces_32_1.index.txt")
+differ=0 same=0
+# skeleton.json's timings of the build itself (its stages, the deadlock check) differ from run
+# to run.
+strip() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("stage_seconds",None); d.get("check",{}).pop("seconds",None); print(json.dumps(d,indent=1,sort_keys=True))' "$1"
+}
+for t in "${traces[@]}"; do
+  name=$(echo "${t#"$root"/}" | sed 's|\.\./shared/fixtures/||; s|/trace.txt||; s|[/.]|_|g')
+  for lang in c rust; do
+    for side in before after; do
+      bin=$before; [ $side = after ] && bin=$after
+      "$bin" build "$t" --lang "$lang" -o "$out/$side/$name-$lang" >"$out/$side-$name-$lang.log" 2>&1
+      echo $? >"$out/$side-$name-$lang.rc"
+    done
+    a=$out/before/$name-$lang b=$out/after/$name-$lang
+    if ! cmp -s "$out/before-$name-$lang.rc" "$out/after-$name-$lang.rc"; then
+      echo "DIFFER $name $lang: exit $(cat "$out/before-$name-$lang.rc") before, $(cat "$out/after-$name-$lang.rc") after"
+      differ=$((differ + 1)); continue
+    fi
+    [ -d "$a" ] || { same=$((same + 1)); continue; }
+    if diff -rq -x skeleton.json "$a" "$b" >/dev/null && diff -q <(strip "$a/skeleton.json") <(strip "$b/skeleton.json") >/dev/null; then
+      same=$((same + 1))
+    else
+      echo "DIFFER $name $lang: $(diff -rq -x skeleton.json "$a" "$b" | head -3 | tr '\n' ' ')"
+      differ=$((differ + 1))
+    fi
+  done
+done
+echo "$same builds the same, $differ differ"
+[ "$differ" -eq 0 ]
