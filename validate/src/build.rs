@@ -9,91 +9,19 @@ use std::path::{Path, PathBuf};
 use mpiskel_cut::pipeline::{make, make_planned, make_strict, Built, PipelineError, Plan};
 use mpiskel_emit::c::{render, Meta};
 use mpiskel_emit::document::{self, SkeletonDocument};
+use mpiskel_logicalize::LogicalTrace;
+use mpiskel_simulate::fidelity::Panel;
+use mpiskel_simulate::platform::Platform;
 use mpiskel_trace::local::LocalCalls;
+use mpiskel_trace::polls::PollFolding;
+use mpiskel_trace::stretch::Stretch;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 
 use crate::error::{bail, ensure, Context, Error, Result};
 use crate::harness;
 use crate::observe::Observer;
-
-/// Languages of the skeleton.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
-    /// C, built with mpicc (a folder with skeleton.c, the runtime and a Makefile).
-    C,
-    /// Rust with the `mpi` crate (rsmpi), built with cargo (a Cargo project).
-    Rust,
-}
-
-impl Lang {
-    /// The name `skeleton.json` records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Lang::C => "c",
-            Lang::Rust => "rust",
-        }
-    }
-}
-
-/// What to build (`mpiskel build`'s options).
-#[derive(Debug, Clone)]
-pub struct BuildOptions {
-    /// The trace (any format [`TraceSet::open`] reads).
-    pub trace: PathBuf,
-    /// The skeleton folder to write.
-    pub output: PathBuf,
-    /// Seconds the skeleton should run on the recording machine (`None`: the default of
-    /// [`mpiskel_cut::scale`]).
-    pub target_time: Option<f64>,
-    /// Run every compute block whole, even when the skeleton is then over its target.
-    pub whole_compute: bool,
-    /// Language of the skeleton.
-    pub lang: Lang,
-    /// Replace `output` if it exists.
-    pub force: bool,
-    /// The application's run time, seconds, if known better than the trace tells.
-    pub app_time: Option<f64>,
-    /// Skeleton name (`None`: [`default_name`] of the trace).
-    pub name: Option<String>,
-    /// For SimGrid traces: compute speed in flop/s.
-    pub flops: f64,
-    /// Refuse calls nothing matches and programs that rely on buffered sends.
-    pub strict: bool,
-    /// The platform the application's time is judged on (a SimGrid cluster file or
-    /// mpiskel's TOML), and where its ranks ran there: the build simulates the application and
-    /// the skeleton on it ([`platform_times`]) and takes their ratio as the factor.
-    pub platform: Option<PathBuf>,
-    /// With `platform`: the hostfile placing the ranks (SMPI's format).
-    pub hostfile: Option<PathBuf>,
-    /// Check the skeleton's fidelity on the panel of platforms ([`crate::policy`]) and keep
-    /// the candidate it chooses (`mpiskel build --no-check`: false).
-    pub check: bool,
-    /// The largest error a kept skeleton may show on the panel, as a share
-    /// ([`mpiskel_cut::fidelity::DEFAULT_MAX_ERROR`]).
-    pub max_error: f64,
-}
-
-impl BuildOptions {
-    /// A build of `trace` into `output` with every other option at its default.
-    pub fn new(trace: &Path, output: &Path) -> BuildOptions {
-        BuildOptions {
-            trace: trace.to_path_buf(),
-            output: output.to_path_buf(),
-            target_time: None,
-            whole_compute: false,
-            lang: Lang::C,
-            force: false,
-            app_time: None,
-            name: None,
-            flops: 1e9,
-            strict: false,
-            platform: None,
-            hostfile: None,
-            check: true,
-            max_error: mpiskel_cut::fidelity::DEFAULT_MAX_ERROR,
-        }
-    }
-}
+pub use crate::options::{BuildOptions, Lang};
+use crate::policy::unchecked;
 
 /// A skeleton folder written.
 #[derive(Debug)]
@@ -185,22 +113,7 @@ fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Vec<String> {
 /// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
 pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
     let started = std::time::Instant::now();
-    ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
-    ensure!(o.max_error > 0.0 && o.max_error.is_finite(), "--max-error must be a positive number");
-    if let Some(t) = o.target_time {
-        ensure!(t > 0.0 && t.is_finite(), "--target-time must be a positive number");
-    }
-    if let Some(t) = o.app_time {
-        ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
-    }
-    if o.output.exists() && !o.force {
-        bail!("{} exists; use --force to replace it", o.output.display());
-    }
-    let name = o.name.clone().unwrap_or_else(|| default_name(&o.trace));
-    ensure!(
-        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
-        "skeleton name {name:?}: use letters, digits, '.', '_' and '-' (--name)"
-    );
+    let name = checked_name(o)?;
     // A platform that cannot be read fails before the trace is read.
     let platform = match &o.platform {
         Some(p) => Some((p, mpiskel_simulate::platform::Platform::open(p)?)),
@@ -208,34 +121,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     };
     let mut notes = Vec::new();
     let opts = ReadOptions { ti: TiOptions { flops_per_second: o.flops } };
-    observer.line(&format!("reading {}", o.trace.display()));
-    let (mut set, polls) = {
-        let _busy = observer.reading("reading");
-        TraceSet::open_folded(&o.trace, &opts)?
-    };
-    if set.meta.as_ref().is_some_and(|m| m.time_only) {
-        bail!(
-            "{} holds only the application's time (recorded with `mpiskel trace --time-only`), \
-             not its calls; trace the run without --time-only to build a skeleton",
-            o.trace.display()
-        );
-    }
-    if polls.any() {
-        observer.line(&document::describe_polls(&polls));
-    }
-    if let Some(note) =
-        set.meta.as_ref().and_then(|m| m.node_load).and_then(|l| crate::load::describe(&l))
-    {
-        notes.push(note);
-    }
-    if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
-        notes.push(note);
-    }
-    notes.extend(describe_unrecorded(&set, set.app_time_s()));
-    let unstarted = completed_unstarted(&set);
-    if unstarted > 0 {
-        notes.push(describe_unstarted(unstarted));
-    }
+    let (mut set, polls) = read(o, &opts, &mut notes, observer)?;
     let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
     // The stretches between collectives of all ranks, found before the calls are freed: the
     // trace is read again only where some are to be cut.
@@ -249,25 +135,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     // The application on the fidelity panel, simulated while its calls are at hand: every
     // candidate skeleton is held to these times ([`crate::policy`]).
     let fidelity = if o.check {
-        let reference = match &platform {
-            Some((_, pf)) => Some((
-                pf.clone(),
-                mpiskel_simulate::platform::placement(pf, o.hostfile.as_deref(), set.n_ranks())?,
-            )),
-            None => None,
-        };
-        let panel = mpiskel_simulate::fidelity::Panel::around(reference, set.n_ranks(), o.flops);
-        let _busy = observer.busy("simulating the application on the fidelity panel");
-        match mpiskel_simulate::fidelity::app_times(&set.ranks, &panel) {
-            Ok(app) => Some((panel, app)),
-            Err(e) => {
-                notes.push(format!(
-                    "the fidelity check did not run: the application's trace could not be simulated \
-                     ({e}); the skeleton's prediction is not checked"
-                ));
-                None
-            }
-        }
+        panel_of(o, platform.as_ref().map(|(_, pf)| pf), &set, &mut notes, observer)?
     } else {
         None
     };
@@ -291,91 +159,8 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         lt.topology_name(),
         lt.classes.len()
     ));
-    // The loop nests, found once. Before the program is made whole and checked, a look at it
-    // (`Plan::program`: cut as far as any reach allows, unchecked): where the stretches between
-    // collectives of all ranks that fold into no loop would be cut from it, they are cut
-    // first, and a program of millions of calls that fold into no loop is not made whole,
-    // checked and thrown away (ABySS, 3.7 million calls: 2.2 GB and 126 s, of which the
-    // program made with its stretches cut took 6 s).
-    let mut plan = (!o.strict).then(|| {
-        let _busy = observer.busy("finding loops");
-        let plan = Plan::of(&lt);
-        crate::memory::release();
-        plan
-    });
-    let mut whole = Some(lt);
-    let mut early_cuts = None;
-    if let Some((plan, lt)) = plan.as_ref().zip(whole.as_ref()).filter(|_| !stretches.is_empty()) {
-        let look = {
-            let _busy = observer.busy("looking at the program before it is made");
-            plan.program(lt, app_time, &source, o.target_time, !o.whole_compute)
-        };
-        if let Ok((program, scaling)) = look {
-            let cuts = mpiskel_cut::stretches::choose(
-                lt,
-                (&program, &scaling),
-                stretches.clone(),
-                app_time,
-            );
-            if !cuts.is_empty() {
-                early_cuts = Some((cuts, scaling.skeleton_estimate_s));
-            }
-        }
-    }
-    let mut early = None;
-    if let Some((cuts, estimate)) = early_cuts {
-        // Neither the whole trace's logical form nor its loop nests are held while the cut one
-        // is made: they are made again where the cut fails.
-        (whole, plan) = (None, None);
-        early = by_stretches(o, &opts, cuts, estimate, (app_time, &source), observer)?;
-    }
-    let (mut built, mut lt, local_calls) = match early {
-        Some(made) => made,
-        None => {
-            let mut lt = match whole {
-                Some(lt) => lt,
-                None => {
-                    let _busy = observer.reading("reading again");
-                    let (mut set, _) = TraceSet::open_folded(&o.trace, &opts)?;
-                    set.drop_local_calls();
-                    mpiskel_logicalize::logicalize_owned(set)
-                }
-            };
-            let made = {
-                let _busy = observer.busy("finding loops, cutting them and checking the program");
-                let (app, target, compute) = (app_time, o.target_time, !o.whole_compute);
-                match plan {
-                    Some(plan) => make_planned(&mut lt, plan, app, &source, target, compute),
-                    None if o.strict => make_strict(&mut lt, app, &source, target, compute),
-                    None => make(&mut lt, app, &source, target, compute),
-                }
-            };
-            let built = match made {
-                Ok(b) => b,
-                Err(PipelineError::Deadlock(d)) => {
-                    return Err(Error::Deadlock {
-                        output: o.output.clone(),
-                        report: d.to_string(),
-                        strict: o.strict,
-                    })
-                }
-                Err(e) => return Err(e.into()),
-            };
-            // Over its target with stretches between collectives of all ranks that fold into
-            // no loop: made again from the trace with those stretches cut short.
-            let cuts = if o.strict {
-                Vec::new()
-            } else {
-                let program = (&built.skeleton, &built.scaling);
-                mpiskel_cut::stretches::choose(&lt, program, stretches, app_time)
-            };
-            let estimate = built.scaling.skeleton_estimate_s;
-            match by_stretches(o, &opts, cuts, estimate, (app_time, &source), observer)? {
-                Some(made) => made,
-                None => (built, lt, local_calls),
-            }
-        }
-    };
+    let (mut built, mut lt, local_calls) =
+        make_program(o, &opts, lt, (stretches, local_calls), (app_time, &source), observer)?;
     if !lt.stretches.is_empty() {
         if let Some(i) = local_note {
             notes.remove(i);
@@ -421,104 +206,17 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
         }
     }
     if let Some((platform, pf)) = &platform {
-        let _busy = observer.busy("simulating the application and the skeleton on the platform");
-        let times = |b: &mpiskel_cut::pipeline::Built| {
-            platform_times(&b.skeleton, &b.scaling, (platform, pf), o.hostfile.as_deref(), o.flops)
-        };
-        let mut at = times(&built)?;
-        // Over its target there, what its messages take beyond the estimate is taken from its
-        // computation too (a second of computation is one there and in the trace): made again
-        // for a target shorter by the excess, while that brings the simulated skeleton closer
-        // and the deeper cut does not make its prediction grow, by waiting for messages its
-        // computation hid ([`PlatformTimes::exposure`]), by more than `removal::TOLERANCE` (or
-        // than the first build's cut does already). Past that bound the target is searched by
-        // bisection. `AIM_ROUNDS` builds at most.
-        // The time steps sampled beyond the target are meant (`Scaling::sampled_extra_s`).
-        let share =
-            (built.scaling.target_s + built.scaling.sampled_extra_s) / built.scaling.app_time_s;
-        let bound = mpiskel_cut::removal::TOLERANCE.max(at.exposure);
-        let mut held = false;
-        if !o.whole_compute {
-            let (mut lo, mut hi) = (0.0f64, None::<f64>);
-            for _ in 0..AIM_ROUNDS {
-                let excess = at.skeleton_s - share * at.app_s;
-                if excess <= 0.0 {
-                    break;
-                }
-                let by = hi.map_or(lo + excess, |h| (lo + h) / 2.0);
-                let again = mpiskel_cut::pipeline::make_shorter(
-                    &mut lt,
-                    app_time,
-                    &source,
-                    o.target_time,
-                    o.strict,
-                    by,
-                );
-                let Ok(again) = again else { break };
-                let t = times(&again)?;
-                if t.exposure > bound {
-                    (hi, held) = (Some(by), true);
-                    continue;
-                }
-                if t.skeleton_s >= at.skeleton_s * (1.0 - 1e-3) {
-                    break;
-                }
-                (built, at, lo) = (again, t, by);
-            }
-        }
-        let PlatformTimes { app_s, skeleton_s: own_s, exposure } = at;
-        let s = &mut built.scaling;
-        notes.push(format!(
-            "on {} the application takes {app_s:.6} s and the skeleton {own_s:.6} s, as \
-             simulated (the trace gave {:.6} s and an estimate of {:.6} s): the factor is their \
-             ratio, {:.3}; its compute cut moves its own prediction there by {:+.2} % (the \
-             blocks it shortens wait differently for messages their computation hid)",
-            platform.display(),
-            s.app_time_s,
-            s.skeleton_estimate_s,
-            app_s / own_s,
-            100.0 * exposure
-        ));
-        if own_s > 1.1 * share * app_s {
-            let why = if held {
-                format!(
-                    "its computation is cut as far as it can be without its blocks, shortened, \
-                     waiting for messages their computation hid (cut further, its prediction \
-                     would grow by more than {:.1} %), and what runs whole holds up the rest",
-                    100.0 * bound
-                )
-            } else {
-                "what holds it up is what runs whole".to_owned()
-            };
-            notes.push(format!(
-                "on {} the skeleton takes {:.1} % of the application's time, over its target \
-                 of {:.1} %: {why} (see the other notes)",
-                platform.display(),
-                100.0 * own_s / app_s,
-                100.0 * share
-            ));
-        }
-        s.target_s = share * app_s;
-        s.app_time_s = app_s;
-        s.app_time_source = format!(
-            "as simulated on {} with the skeleton's program standing for it, as `mpiskel \
-             simulate` does",
-            platform.display()
-        );
-        s.skeleton_estimate_s = own_s;
-        s.factor = app_s / own_s;
-        // Aimed again at the platform, the program may have changed: its panel is measured
-        // again (the decision stays the one made before the aim).
-        if let (Some((panel, app)), Some((rows, _))) = (&fidelity, checked.as_mut()) {
-            let check = crate::policy::Check { panel, app, bound: o.max_error };
-            match check.rows(&built) {
-                Ok(r) => *rows = r,
-                Err(e) => {
-                    notes.push(unchecked(&e));
-                    checked = None;
-                }
-            }
-        }
+        crate::aim::aim(
+            o,
+            (platform, pf),
+            &mut built,
+            &mut lt,
+            (app_time, &source),
+            fidelity.as_ref(),
+            &mut checked,
+            &mut notes,
+            observer,
+        )?;
     }
     let meta = Meta {
         name,
@@ -538,6 +236,200 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     }
     write_folder(&o.output, &files, &serde_json::to_string_pretty(&doc)?, o.force)?;
     observer.line(&format!("wrote {}", o.output.display()));
+    describe_built(&built, &mut notes);
+    Ok(BuildOutcome { document: doc, notes })
+}
+
+/// The options checked before anything is read; the skeleton's name.
+fn checked_name(o: &BuildOptions) -> Result<String> {
+    ensure!(o.flops > 0.0 && o.flops.is_finite(), "--flops must be a positive number");
+    ensure!(o.max_error > 0.0 && o.max_error.is_finite(), "--max-error must be a positive number");
+    if let Some(t) = o.target_time {
+        ensure!(t > 0.0 && t.is_finite(), "--target-time must be a positive number");
+    }
+    if let Some(t) = o.app_time {
+        ensure!(t > 0.0 && t.is_finite(), "--app-time must be a positive number");
+    }
+    if o.output.exists() && !o.force {
+        bail!("{} exists; use --force to replace it", o.output.display());
+    }
+    let name = o.name.clone().unwrap_or_else(|| default_name(&o.trace));
+    ensure!(
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)),
+        "skeleton name {name:?}: use letters, digits, '.', '_' and '-' (--name)"
+    );
+    Ok(name)
+}
+
+/// The trace of `o` read, its polling loops folded, with the notes on how it was recorded
+/// pushed on `notes`.
+fn read(
+    o: &BuildOptions,
+    opts: &ReadOptions,
+    notes: &mut Vec<String>,
+    observer: &dyn Observer,
+) -> Result<(TraceSet, PollFolding)> {
+    observer.line(&format!("reading {}", o.trace.display()));
+    let (set, polls) = {
+        let _busy = observer.reading("reading");
+        TraceSet::open_folded(&o.trace, opts)?
+    };
+    if set.meta.as_ref().is_some_and(|m| m.time_only) {
+        bail!(
+            "{} holds only the application's time (recorded with `mpiskel trace --time-only`), \
+             not its calls; trace the run without --time-only to build a skeleton",
+            o.trace.display()
+        );
+    }
+    if polls.any() {
+        observer.line(&document::describe_polls(&polls));
+    }
+    if let Some(note) =
+        set.meta.as_ref().and_then(|m| m.node_load).and_then(|l| crate::load::describe(&l))
+    {
+        notes.push(note);
+    }
+    if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
+        notes.push(note);
+    }
+    notes.extend(describe_unrecorded(&set, set.app_time_s()));
+    let unstarted = completed_unstarted(&set);
+    if unstarted > 0 {
+        notes.push(describe_unstarted(unstarted));
+    }
+    Ok((set, polls))
+}
+
+/// The fidelity panel around the reference of `o`, with the application simulated on it while
+/// its calls are at hand; `None` (with a note) where the trace cannot be simulated.
+fn panel_of(
+    o: &BuildOptions,
+    platform: Option<&Platform>,
+    set: &TraceSet,
+    notes: &mut Vec<String>,
+    observer: &dyn Observer,
+) -> Result<Option<(Panel, Vec<f64>)>> {
+    let reference = match platform {
+        Some(pf) => Some((
+            pf.clone(),
+            mpiskel_simulate::platform::placement(pf, o.hostfile.as_deref(), set.n_ranks())?,
+        )),
+        None => None,
+    };
+    let panel = mpiskel_simulate::fidelity::Panel::around(reference, set.n_ranks(), o.flops);
+    let _busy = observer.busy("simulating the application on the fidelity panel");
+    match mpiskel_simulate::fidelity::app_times(&set.ranks, &panel) {
+        Ok(app) => Ok(Some((panel, app))),
+        Err(e) => {
+            notes.push(format!(
+                "the fidelity check did not run: the application's trace could not be simulated \
+                 ({e}); the skeleton's prediction is not checked"
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// The checked, cut program made from the logical trace `lt` of `o` (read again where its
+/// stretches between collectives of all ranks are cut short): with the logical trace it was made
+/// from and the local calls left out of it.
+fn make_program(
+    o: &BuildOptions,
+    opts: &ReadOptions,
+    lt: LogicalTrace,
+    (stretches, local_calls): (Vec<Stretch>, LocalCalls),
+    (app_time, source): (f64, &str),
+    observer: &dyn Observer,
+) -> Result<(Built, LogicalTrace, LocalCalls)> {
+    // The loop nests, found once. Before the program is made whole and checked, a look at it
+    // (`Plan::program`: cut as far as any reach allows, unchecked): where the stretches between
+    // collectives of all ranks that fold into no loop would be cut from it, they are cut
+    // first, and a program of millions of calls that fold into no loop is not made whole,
+    // checked and thrown away (ABySS, 3.7 million calls: 2.2 GB and 126 s, of which the
+    // program made with its stretches cut took 6 s).
+    let mut plan = (!o.strict).then(|| {
+        let _busy = observer.busy("finding loops");
+        let plan = Plan::of(&lt);
+        crate::memory::release();
+        plan
+    });
+    let mut whole = Some(lt);
+    let mut early_cuts = None;
+    if let Some((plan, lt)) = plan.as_ref().zip(whole.as_ref()).filter(|_| !stretches.is_empty()) {
+        let look = {
+            let _busy = observer.busy("looking at the program before it is made");
+            plan.program(lt, app_time, source, o.target_time, !o.whole_compute)
+        };
+        if let Ok((program, scaling)) = look {
+            let cuts = mpiskel_cut::stretches::choose(
+                lt,
+                (&program, &scaling),
+                stretches.clone(),
+                app_time,
+            );
+            if !cuts.is_empty() {
+                early_cuts = Some((cuts, scaling.skeleton_estimate_s));
+            }
+        }
+    }
+    let mut early = None;
+    if let Some((cuts, estimate)) = early_cuts {
+        // Neither the whole trace's logical form nor its loop nests are held while the cut one
+        // is made: they are made again where the cut fails.
+        (whole, plan) = (None, None);
+        early = by_stretches(o, opts, cuts, estimate, (app_time, source), observer)?;
+    }
+    Ok(match early {
+        Some(made) => made,
+        None => {
+            let mut lt = match whole {
+                Some(lt) => lt,
+                None => {
+                    let _busy = observer.reading("reading again");
+                    let (mut set, _) = TraceSet::open_folded(&o.trace, opts)?;
+                    set.drop_local_calls();
+                    mpiskel_logicalize::logicalize_owned(set)
+                }
+            };
+            let made = {
+                let _busy = observer.busy("finding loops, cutting them and checking the program");
+                let (app, target, compute) = (app_time, o.target_time, !o.whole_compute);
+                match plan {
+                    Some(plan) => make_planned(&mut lt, plan, app, source, target, compute),
+                    None if o.strict => make_strict(&mut lt, app, source, target, compute),
+                    None => make(&mut lt, app, source, target, compute),
+                }
+            };
+            let built = match made {
+                Ok(b) => b,
+                Err(PipelineError::Deadlock(d)) => {
+                    return Err(Error::Deadlock {
+                        output: o.output.clone(),
+                        report: d.to_string(),
+                        strict: o.strict,
+                    })
+                }
+                Err(e) => return Err(e.into()),
+            };
+            // Over its target with stretches between collectives of all ranks that fold into
+            // no loop: made again from the trace with those stretches cut short.
+            let cuts = if o.strict {
+                Vec::new()
+            } else {
+                let program = (&built.skeleton, &built.scaling);
+                mpiskel_cut::stretches::choose(&lt, program, stretches, app_time)
+            };
+            let estimate = built.scaling.skeleton_estimate_s;
+            match by_stretches(o, opts, cuts, estimate, (app_time, source), observer)? {
+                Some(made) => made,
+                None => (built, lt, local_calls),
+            }
+        }
+    })
+}
+
+/// The notes on what the build of `built` did to the program, pushed on `notes`.
+fn describe_built(built: &Built, notes: &mut Vec<String>) {
     let s = &built.scaling;
     if built.pinned_any_source > 0 {
         notes.push(document::describe_pinned(built.pinned_any_source));
@@ -575,16 +467,6 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
             100.0 * s.compute_shrink
         ));
     }
-    Ok(BuildOutcome { document: doc, notes })
-}
-
-/// The note on a skeleton whose fidelity could not be measured: the build goes on without the
-/// panel (a finding, not a failure).
-fn unchecked(e: &Error) -> String {
-    format!(
-        "the fidelity check did not run: the skeleton could not be simulated on the panel ({e}); \
-         its prediction is not checked (`mpiskel check` tries again)"
-    )
 }
 
 /// The program made again from the trace of `o`, read anew, with the stretches between
@@ -708,78 +590,6 @@ fn cut_round(
         Vec::new()
     };
     Ok(Some(CutRound { made: (b, lt_cut, local), more }))
-}
-
-/// Builds again, at most, for a target shortened by what the skeleton's messages take on the
-/// platform beyond its estimate ([`build`] with a platform).
-const AIM_ROUNDS: usize = 4;
-
-/// The application's time and the skeleton's own on `platform` (its file and the platform read
-/// from it; ranks placed by `hostfile`),
-/// seconds, as `mpiskel simulate` gives them from the skeleton folder: the skeleton's program
-/// standing for the application ([`mpiskel_simulate::skeleton::lower`]), and the skeleton as it
-/// runs ([`mpiskel_simulate::skeleton::lower_as_run`]), compute blocks recorded as seconds
-/// counted at `speed` flop/s. A trace without call times (SimGrid's time-independent format)
-/// records no time for its messages: its own span is its computation alone, and a skeleton's
-/// estimate from it leaves out what its messages take; simulated where the application ran,
-/// both count them, and Xu & Subhlok's factor (their ratio, 2008, §3) holds there.
-pub fn platform_times(
-    skel: &mpiskel_program::Skeleton,
-    scaling: &mpiskel_cut::scale::Scaling,
-    (platform, pf): (&Path, &mpiskel_simulate::platform::Platform),
-    hostfile: Option<&Path>,
-    speed: f64,
-) -> Result<PlatformTimes> {
-    use mpiskel_simulate::engine::{simulate_marked, Options};
-    use mpiskel_simulate::model::Model;
-    use mpiskel_simulate::platform::placement;
-    use mpiskel_simulate::skeleton::{
-        exposure, lower, lower_as_run, lower_as_run_uncut, price, Lowered,
-    };
-    let place = placement(pf, hostfile, skel.n_ranks as usize)?;
-    let options = Options {
-        model: pf.model.clone().unwrap_or_else(Model::smpi),
-        trace_speed: speed,
-        fast_forward: false,
-        ..Options::default()
-    };
-    let run = |l: &Lowered| -> Result<(Vec<Vec<f64>>, Vec<f64>)> {
-        let (sim, times) = simulate_marked(&l.traces, pf, &place, &options, &l.marks, None)?;
-        ensure!(
-            sim.stuck.is_empty(),
-            "the skeleton's program could not run to its end on {}: {} ranks stuck",
-            platform.display(),
-            sim.stuck.len()
-        );
-        Ok((times, sim.ranks.iter().map(|r| r.end_s).collect()))
-    };
-    let app_program = lower(skel, 0, false);
-    let (times, ends) = run(&app_program)?;
-    let app_s = price(&app_program, &times, &ends).predicted_s;
-    let cut = lower_as_run(skel, 0, scaling.compute_shrink);
-    let (cut_times, cut_ends) = run(&cut)?;
-    let skeleton_s = price(&cut, &cut_times, &cut_ends).predicted_s;
-    let whole = lower_as_run_uncut(skel, 0);
-    let (whole_times, whole_ends) = run(&whole)?;
-    let exposure = exposure((&cut, &cut_times, &cut_ends), (&whole, &whole_times, &whole_ends));
-    ensure!(
-        app_s > 0.0 && skeleton_s > 0.0,
-        "simulated on {}, the application or the skeleton took no time",
-        platform.display()
-    );
-    Ok(PlatformTimes { app_s, skeleton_s, exposure })
-}
-
-/// What [`platform_times`] simulates.
-#[derive(Debug, Clone, Copy)]
-pub struct PlatformTimes {
-    /// The application's time: the skeleton's program standing for it.
-    pub app_s: f64,
-    /// The skeleton's own time, as it runs.
-    pub skeleton_s: f64,
-    /// What the compute cut adds to the skeleton's prediction there, as a share
-    /// ([`mpiskel_simulate::skeleton::exposure`]).
-    pub exposure: f64,
 }
 
 /// The skeleton name a trace gives by default: its folder's name (without `.trace`), in the

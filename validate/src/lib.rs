@@ -21,6 +21,7 @@
 //!
 //! One error type, [`Error`], with the file, run or step it concerns.
 
+mod aim;
 pub mod build;
 pub mod calibrate;
 pub mod error;
@@ -29,6 +30,7 @@ pub mod load;
 pub mod memory;
 pub mod native;
 pub mod observe;
+pub mod options;
 pub mod policy;
 pub mod prepare;
 pub mod record;

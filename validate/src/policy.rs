@@ -363,3 +363,12 @@ pub fn describe(decision: &Decision) -> Option<String> {
         }
     }
 }
+
+/// The note on a skeleton whose fidelity could not be measured: the build goes on without the
+/// panel (a finding, not a failure).
+pub(crate) fn unchecked(e: &crate::Error) -> String {
+    format!(
+        "the fidelity check did not run: the skeleton could not be simulated on the panel ({e}); \
+         its prediction is not checked (`mpiskel check` tries again)"
+    )
+}
