@@ -142,23 +142,15 @@ pub fn search(
             return None;
         }
         seen.push(d);
-        // Screened first where the kept one is worst: off there by more than [`NEAR`] times
-        // the bound and than the kept one's worst error, it cannot be kept.
-        let (at, worst) = worst_of(&best.1);
-        let least =
-            candidates.iter().map(|c| c.score.worst_error_pct).fold(f64::INFINITY, f64::min);
-        let shrink = built.scaling.compute_shrink;
-        if let Ok(Some(row)) = check_one(&built.skeleton, shrink, check.panel, check.app, at) {
-            let e = row.error_pct.abs();
-            if e > 100.0 * NEAR * check.bound && e > least + ERROR_TIE && e >= worst {
-                observer.line(&format!(
-                    "candidate {name}: {e:.2} % off on {}, where the one kept is worst: not kept",
-                    row.platform
-                ));
-                let score = Score::of(std::slice::from_ref(&row));
-                candidates.push(Candidate { name, score, screened: true });
-                return Some(score);
-            }
+        if let Some(row) = screened_out(&built, &best.1, candidates, check) {
+            observer.line(&format!(
+                "candidate {name}: {:.2} % off on {}, where the one kept is worst: not kept",
+                row.error_pct.abs(),
+                row.platform
+            ));
+            let score = Score::of(std::slice::from_ref(&row));
+            candidates.push(Candidate { name, score, screened: true });
+            return Some(score);
         }
         let rows = match check.rows(&built) {
             Ok(rows) => rows,
@@ -236,10 +228,7 @@ pub fn search(
             else {
                 break;
             };
-            // Everything runs whole: a longer target adds nothing.
-            let whole = b.scaling.main_run >= b.scaling.main_full
-                && b.scaling.compute_removed_s <= 0.0
-                && b.scaling.compute_shrink >= 1.0;
+            let whole = runs_whole(&b);
             let name = format!("target x{}", 1u32 << k);
             let score = consider(name, b, &mut candidates);
             // Longer ones cannot be kept where this one is over the length bound and a
@@ -261,25 +250,8 @@ pub fn search(
     }
     let (built, rows) = best;
     let score = candidates[best_index].score;
-    let outcome = if score.within(check.bound) {
-        Outcome::Within
-    } else {
-        let worst = rows
-            .iter()
-            .max_by(|a, b| a.error_pct.abs().total_cmp(&b.error_pct.abs()))
-            .cloned()
-            .unwrap_or_else(|| PanelRow::new("reference", 0.0, 0.0, 0.0));
-        let phase = worst_phase(
-            &built.skeleton,
-            built.scaling.compute_shrink,
-            check.panel,
-            &worst.platform,
-        )
-        .ok()
-        .flatten()
-        .map(|(name, _)| name);
-        Outcome::Closest { platform: worst.platform, error_pct: worst.error_pct, phase }
-    };
+    let outcome =
+        if score.within(check.bound) { Outcome::Within } else { closest(&built, &rows, check) };
     let decision = Decision {
         max_error_pct: 100.0 * check.bound,
         candidates,
@@ -289,6 +261,45 @@ pub fn search(
         cut_short,
     };
     Ok(Kept { built, rows, decision })
+}
+
+/// A candidate screened on the one platform where the kept one (its panel `kept`) is worst: its
+/// row there where it is off by more than [`NEAR`] times the bound and than the kept one's
+/// worst error (and the least of the `candidates` measured), which it cannot be kept with.
+fn screened_out(
+    built: &Built,
+    kept: &[PanelRow],
+    candidates: &[Candidate],
+    check: &Check<'_>,
+) -> Option<PanelRow> {
+    let (at, worst) = worst_of(kept);
+    let least = candidates.iter().map(|c| c.score.worst_error_pct).fold(f64::INFINITY, f64::min);
+    let shrink = built.scaling.compute_shrink;
+    let row = check_one(&built.skeleton, shrink, check.panel, check.app, at).ok()??;
+    let e = row.error_pct.abs();
+    (e > 100.0 * NEAR * check.bound && e > least + ERROR_TIE && e >= worst).then_some(row)
+}
+
+/// The outcome of a kept candidate outside the bound: its worst platform and the phase that
+/// holds its error there.
+fn closest(built: &Built, rows: &[PanelRow], check: &Check<'_>) -> Outcome {
+    let worst = rows
+        .iter()
+        .max_by(|a, b| a.error_pct.abs().total_cmp(&b.error_pct.abs()))
+        .cloned()
+        .unwrap_or_else(|| PanelRow::new("reference", 0.0, 0.0, 0.0));
+    let shrink = built.scaling.compute_shrink;
+    let phase = worst_phase(&built.skeleton, shrink, check.panel, &worst.platform)
+        .ok()
+        .flatten()
+        .map(|(name, _)| name);
+    Outcome::Closest { platform: worst.platform, error_pct: worst.error_pct, phase }
+}
+
+/// Whether everything of `b` runs whole: a longer target adds nothing.
+fn runs_whole(b: &Built) -> bool {
+    let s = &b.scaling;
+    s.main_run >= s.main_full && s.compute_removed_s <= 0.0 && s.compute_shrink >= 1.0
 }
 
 /// The index of the platform of the largest |error| among `rows`, and that error.
