@@ -391,37 +391,8 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
     let fast_forward = !a.exact && matches!(input, Input::Trace { .. });
     let options = Options { model, trace_speed, fast_forward, selector };
     if let Some(sweep) = &a.sweep {
-        let Sweep { param, unit, rows } = run_sweep(&input, &platform, &place, &options, sweep)?;
-        let param = param.as_str();
-        if let Some(svg) = &a.svg {
-            let title = format!("{} on {}: {param} swept", path.display(), platform.name);
-            crate::compress::write_atomic(svg, &sweep_chart(&title, unit, &rows))?;
-        }
-        if a.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(
-                    &serde_json::json!({ "parameter": param, "sweep": rows })
-                )?
-            );
-        } else {
-            println!(
-                "{} on {} ({} ranks), {param} swept:",
-                path.display(),
-                platform.name,
-                input.n_ranks()
-            );
-            println!("{:>14}  {:>12}  {:>9}", param, "predicted s", "vs first");
-            let first = rows.first().map(|r| r.predicted_s).unwrap_or(1.0);
-            for r in &rows {
-                println!(
-                    "{:>14}  {:>12.6}  {:>8.2}×",
-                    r.value,
-                    r.predicted_s,
-                    r.predicted_s / first
-                );
-            }
-        }
+        let swept = run_sweep(&input, &platform, &place, &options, sweep)?;
+        print_sweep(&a, &path, &platform, input.n_ranks(), swept)?;
         return Ok(ExitCode::SUCCESS);
     }
     let t = Instant::now();
@@ -533,6 +504,39 @@ pub fn run(a: SimulateArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints (or writes, with `--svg`) the sweep of `swept`, of the trace or skeleton at `path` on
+/// `platform`.
+fn print_sweep(
+    a: &SimulateArgs,
+    path: &Path,
+    platform: &Platform,
+    n_ranks: usize,
+    swept: Sweep,
+) -> Result<()> {
+    let Sweep { param, unit, rows } = swept;
+    let param = param.as_str();
+    if let Some(svg) = &a.svg {
+        let title = format!("{} on {}: {param} swept", path.display(), platform.name);
+        crate::compress::write_atomic(svg, &sweep_chart(&title, unit, &rows))?;
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "parameter": param, "sweep": rows })
+            )?
+        );
+    } else {
+        println!("{} on {} ({} ranks), {param} swept:", path.display(), platform.name, n_ranks);
+        println!("{:>14}  {:>12}  {:>9}", param, "predicted s", "vs first");
+        let first = rows.first().map(|r| r.predicted_s).unwrap_or(1.0);
+        for r in &rows {
+            println!("{:>14}  {:>12.6}  {:>8.2}×", r.value, r.predicted_s, r.predicted_s / first);
+        }
+    }
+    Ok(())
 }
 
 /// A sweep: the parameter, its axis's description, one row per value.

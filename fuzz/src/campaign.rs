@@ -185,33 +185,7 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
         _ => Vec::new(),
     };
     BACKTRACES.store(cfg.verbose, Ordering::Relaxed);
-    // Panics are reported by the campaign, with their place, instead of printed.
-    panic::set_hook(Box::new(|info| {
-        let place =
-            info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
-        let msg = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        let mut what = format!("{place}\t{msg}");
-        if BACKTRACES.load(Ordering::Relaxed) {
-            // The frames of mpiskel's own code, innermost first.
-            let bt = std::backtrace::Backtrace::force_capture().to_string();
-            let ours: Vec<&str> = bt
-                .lines()
-                .map(str::trim)
-                .filter(|l| {
-                    l.starts_with("at ") && !l.contains("/rustc/") && !l.contains("/.cargo/")
-                })
-                .take(6)
-                .collect();
-            what.push_str(&format!(" [{}]", ours.join("; ")));
-        }
-        *ANY_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(what.clone());
-        LAST_PANIC.with(|p| *p.borrow_mut() = Some(what));
-    }));
+    catch_panics();
     let report = Mutex::new(Report {
         target: cfg.target,
         cases: 0,
@@ -331,6 +305,37 @@ pub fn run(cfg: &Config) -> anyhow::Result<Report> {
     r.correct_median_length = r.lengths.get(r.lengths.len() / 2).map_or(0.0, |&x| f64::from(x));
     r.peak_rss = peak_rss();
     Ok(r)
+}
+
+/// Panics are reported by the campaign, with their place (and with `BACKTRACES` the frames of
+/// mpiskel's own code), instead of printed.
+fn catch_panics() {
+    panic::set_hook(Box::new(|info| {
+        let place =
+            info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let mut what = format!("{place}\t{msg}");
+        if BACKTRACES.load(Ordering::Relaxed) {
+            // The frames of mpiskel's own code, innermost first.
+            let bt = std::backtrace::Backtrace::force_capture().to_string();
+            let ours: Vec<&str> = bt
+                .lines()
+                .map(str::trim)
+                .filter(|l| {
+                    l.starts_with("at ") && !l.contains("/rustc/") && !l.contains("/.cargo/")
+                })
+                .take(6)
+                .collect();
+            what.push_str(&format!(" [{}]", ours.join("; ")));
+        }
+        *ANY_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(what.clone());
+        LAST_PANIC.with(|p| *p.borrow_mut() = Some(what));
+    }));
 }
 
 fn record(r: &mut Report, seed: u64, c: CaseResult, verbose: bool) {
