@@ -37,8 +37,10 @@ pub mod fastforward;
 pub mod fidelity;
 pub mod fluid;
 mod heap;
+mod lowered;
 pub mod model;
 pub mod platform;
+mod rank_lowering;
 pub mod skeleton;
 
 pub use error::{Result, SimulateError};

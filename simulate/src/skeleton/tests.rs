@@ -1,6 +1,8 @@
 use super::*;
 use crate::engine::{simulate_marked, Options};
 use crate::platform::{ClusterSpec, Platform};
+use mpiskel_program::instantiate;
+use mpiskel_program::Stmt;
 
 /// Two ranks exchanging `bytes` in a ring every iteration of a main loop of 100 that the
 /// skeleton cuts to `run`, each iteration computing 1 ms first.
