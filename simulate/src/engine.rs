@@ -322,45 +322,7 @@ pub fn simulate_marked(
     for h in &platform.hosts {
         system.add_resource(h.speed * f64::from(h.cores), false);
     }
-    // Communicators: one context per distinct member list.
-    let mut ctx_of: HashMap<Arc<[Rank]>, u32> = HashMap::default();
-    // Most ranks share their member lists (one world list for all): look them up by address.
-    let mut by_address: HashMap<usize, u32> = HashMap::default();
-    let ranks = traces
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let comms = t
-                .comms
-                .iter()
-                .map(|(id, m)| {
-                    let address = m.as_ptr() as usize;
-                    let c = match by_address.get(&address) {
-                        Some(&c) => c,
-                        None => {
-                            let n = ctx_of.len() as u32;
-                            let c = *ctx_of.entry(m.clone()).or_insert(n);
-                            by_address.insert(address, c);
-                            c
-                        }
-                    };
-                    (id.0, (c, m.clone()))
-                })
-                .collect();
-            RankState {
-                host: placement[i],
-                next: 0,
-                steps: VecDeque::new(),
-                waiting: 0,
-                state: State::Ready,
-                end: 0.0,
-                compute: 0.0,
-                user_reqs: HashMap::default(),
-                comms,
-                mark: 0,
-            }
-        })
-        .collect();
+    let ranks = rank_states(traces, placement);
     let mut sim = Sim {
         traces,
         platform,
@@ -391,22 +353,7 @@ pub fn simulate_marked(
             Some(p) => p.clone(),
             None => fastforward::plan(traces),
         };
-        sim.ff = Some(match plan {
-            Ok(plan) => Ff {
-                arrivals: vec![Vec::new(); traces.len()],
-                plan,
-                jump: None,
-                pace: 0.0,
-                refused: None,
-            },
-            Err(why) => Ff {
-                plan: fastforward::Plan { iterations: 0, loops: vec![], flops: vec![] },
-                arrivals: vec![],
-                jump: None,
-                pace: 0.0,
-                refused: Some(why),
-            },
-        });
+        sim.ff = Some(fast_forward_of(traces.len(), plan));
     }
     sim.run()?;
     let fast_forward = sim.ff.as_ref().map(|f| FastForward {
@@ -454,6 +401,69 @@ pub fn simulate_marked(
         fast_forward,
     };
     Ok((simulation, times))
+}
+
+/// Each rank's state before the run, on its host of `placement`: its communicators with one
+/// context per distinct member list.
+fn rank_states(traces: &[RankTrace], placement: &[usize]) -> Vec<RankState> {
+    // Communicators: one context per distinct member list.
+    let mut ctx_of: HashMap<Arc<[Rank]>, u32> = HashMap::default();
+    // Most ranks share their member lists (one world list for all): look them up by address.
+    let mut by_address: HashMap<usize, u32> = HashMap::default();
+    traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let comms = t
+                .comms
+                .iter()
+                .map(|(id, m)| {
+                    let address = m.as_ptr() as usize;
+                    let c = match by_address.get(&address) {
+                        Some(&c) => c,
+                        None => {
+                            let n = ctx_of.len() as u32;
+                            let c = *ctx_of.entry(m.clone()).or_insert(n);
+                            by_address.insert(address, c);
+                            c
+                        }
+                    };
+                    (id.0, (c, m.clone()))
+                })
+                .collect();
+            RankState {
+                host: placement[i],
+                next: 0,
+                steps: VecDeque::new(),
+                waiting: 0,
+                state: State::Ready,
+                end: 0.0,
+                compute: 0.0,
+                user_reqs: HashMap::default(),
+                comms,
+                mark: 0,
+            }
+        })
+        .collect()
+}
+
+/// The fast-forward's state for a run of `n` ranks, from its plan (or why it was refused).
+fn fast_forward_of(
+    n: usize,
+    plan: std::result::Result<fastforward::Plan, fastforward::Refusal>,
+) -> Ff {
+    match plan {
+        Ok(plan) => {
+            Ff { arrivals: vec![Vec::new(); n], plan, jump: None, pace: 0.0, refused: None }
+        }
+        Err(why) => Ff {
+            plan: fastforward::Plan { iterations: 0, loops: vec![], flops: vec![] },
+            arrivals: vec![],
+            jump: None,
+            pace: 0.0,
+            refused: Some(why),
+        },
+    }
 }
 
 /// Rank `r` of a run of `n` made up here (no file behind it): its calls on `MPI_COMM_WORLD`.
@@ -636,481 +646,11 @@ impl Sim<'_> {
         self.reqs.push(Req { done: false, waiter: NONE });
         (self.reqs.len() - 1) as u32
     }
-
-    /// Runs rank `r` until it blocks or ends.
-    fn advance(&mut self, r: usize) -> Result<()> {
-        loop {
-            if self.ranks[r].state != State::Ready {
-                return Ok(());
-            }
-            let Some(step) = self.ranks[r].steps.pop_front() else {
-                let traces = self.traces;
-                let rs = &self.ranks[r];
-                let t = &traces[r];
-                if rs.next < t.events.len() {
-                    let i = rs.next;
-                    self.note_marks(r, i);
-                    if self.at_boundary(r, i) {
-                        continue;
-                    }
-                    self.ranks[r].next += 1;
-                    self.expand(r, i)?;
-                    continue;
-                }
-                if rs.next == t.events.len() && t.trailing_gap_ns > 0 {
-                    self.ranks[r].next += 1;
-                    let f = t.trailing_gap_ns as f64 * 1e-9 * self.opts.trace_speed;
-                    self.ranks[r].steps.push_back(Step::Compute(f));
-                    continue;
-                }
-                self.note_marks(r, usize::MAX);
-                let rs = &mut self.ranks[r];
-                rs.state = State::Done;
-                rs.end = self.now;
-                return Ok(());
-            };
-            match step {
-                Step::Compute(flops) => {
-                    if flops <= 0.0 {
-                        continue;
-                    }
-                    let host = self.ranks[r].host;
-                    let speed = self.platform.hosts[host].speed;
-                    self.ranks[r].state = State::Blocked;
-                    let act = Act {
-                        kind: ActKind::Compute { rank: r as u32 },
-                        remaining: flops,
-                        factor: 1.0,
-                        rate: 0.0,
-                        last: self.now,
-                        start: self.now,
-                        penalty: 1.0,
-                    };
-                    self.new_act(&[(self.cpu_base + host, 1.0)], 1.0, speed, act, 0.0);
-                    return Ok(());
-                }
-                Step::Sleep(seconds) => {
-                    if seconds <= 0.0 {
-                        continue;
-                    }
-                    self.ranks[r].state = State::Blocked;
-                    let act = Act {
-                        kind: ActKind::Timer { rank: r as u32 },
-                        remaining: 0.0,
-                        factor: 1.0,
-                        rate: 0.0,
-                        last: self.now,
-                        start: self.now,
-                        penalty: 0.0,
-                    };
-                    let v = self.system.add_var(&[], 0.0, f64::INFINITY);
-                    if self.acts.len() <= v {
-                        self.acts.resize(v + 1, None);
-                    }
-                    self.acts[v] = Some(act);
-                    self.push_event(self.now + seconds, v, false);
-                    return Ok(());
-                }
-                Step::Send { to, tag, ctx, bytes, req, sync } => {
-                    self.post_send(r as u32, to, tag, ctx, bytes, req, sync);
-                }
-                Step::Recv { from, tag, ctx, req } => {
-                    self.post_recv(r as u32, from, tag, ctx, req);
-                }
-                Step::Wait(reqs) => {
-                    let mut n = 0;
-                    for q in reqs {
-                        let rq = &mut self.reqs[q as usize];
-                        if !rq.done {
-                            rq.waiter = r as u32;
-                            n += 1;
-                        }
-                    }
-                    if n > 0 {
-                        let rs = &mut self.ranks[r];
-                        rs.waiting = n;
-                        rs.state = State::Blocked;
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    }
-
-    /// Notes the time of rank `r`'s marks at calls up to `i` (all of them at its end).
-    fn note_marks(&mut self, r: usize, i: usize) {
-        let Some(m) = self.marks.get(r) else { return };
-        let rs = &mut self.ranks[r];
-        while rs.mark < m.len() && m[rs.mark] <= i {
-            self.mark_times[r].push(self.now);
-            rs.mark += 1;
-        }
-    }
-
-    /// Notes rank `r` starting an iteration of the main loop at call `i`; decides the jump once
-    /// every rank has run the warm-up and the window, and makes it. True where the rank jumped
-    /// (its next call and a wait are set).
-    fn at_boundary(&mut self, r: usize, i: usize) -> bool {
-        let now = self.now;
-        let Some(ff) = self.ff.as_mut() else { return false };
-        if ff.refused.is_some() {
-            return false;
-        }
-        let lp = ff.plan.loops[r];
-        let Some(b) = lp.iteration_at(i) else { return false };
-        if ff.arrivals[r].len() != b {
-            return false;
-        }
-        if let Some((h, m, shift)) = ff.jump {
-            if b == h {
-                ff.arrivals[r].push(now);
-                self.ranks[r].next = lp.iteration_start(b + m);
-                self.ranks[r].steps.push_back(Step::Sleep(shift));
-                return true;
-            }
-            ff.arrivals[r].push(now);
-            return false;
-        }
-        ff.arrivals[r].push(now);
-        let (warmup, window_len) = fastforward::window(ff.plan.iterations);
-        let need = warmup + window_len + 1;
-        if ff.arrivals.iter().any(|a| a.len() < need) {
-            return false;
-        }
-        // Every rank has started the iteration after the window: the pace is known.
-        let (w0, w1) = (warmup, warmup + window_len);
-        let n = ff.arrivals.len() as f64;
-        let pace = ff.arrivals.iter().map(|a| (a[w1] - a[w0]) / window_len as f64).sum::<f64>() / n;
-        let h = ff.arrivals.iter().map(Vec::len).max().unwrap_or(0);
-        let total = ff.plan.iterations;
-        if h + 2 > total {
-            ff.refused = Some(format!(
-                "the main loop's {total} iterations are too few to measure a pace and skip any"
-            ));
-            return false;
-        }
-        let m = total - 1 - h;
-        // The busiest host's computation per iteration, at this platform's speed: its ranks'
-        // flops over its cores (one rank per host: the slowest rank's).
-        let hosts = self.platform.hosts.len();
-        let per_flop: Vec<f64> = (0..self.traces.len())
-            .map(|r| match self.traces[r].events.first().and_then(|e| e.gap_work) {
-                Some(Work::Flops(_)) => 1.0,
-                _ => self.opts.trace_speed * 1e-9,
-            })
-            .collect();
-        let critical = |it: usize| -> f64 {
-            let mut load = vec![0.0f64; hosts];
-            let mut most = vec![0.0f64; hosts];
-            for (r, &host) in self.placement.iter().enumerate() {
-                let t = ff.plan.flops[r][it] * per_flop[r] / self.platform.hosts[host].speed;
-                load[host] += t;
-                most[host] = most[host].max(t);
-            }
-            (0..hosts)
-                .map(|h| (load[h] / f64::from(self.platform.hosts[h].cores.max(1))).max(most[h]))
-                .fold(0.0, f64::max)
-        };
-        let window: f64 = (w0..w1).map(critical).sum::<f64>() / window_len as f64;
-        let skipped: f64 = (h..h + m).map(critical).sum();
-        let shift = (m as f64 * pace + skipped - m as f64 * window).max(0.0);
-        ff.pace = pace;
-        ff.jump = Some((h, m, shift));
-        false
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn post_send(
-        &mut self,
-        src: u32,
-        dst: u32,
-        tag: i64,
-        ctx: u32,
-        bytes: u64,
-        req: u32,
-        sync: bool,
-    ) {
-        let eager = !sync && bytes < self.opts.model.eager_threshold;
-        if eager {
-            self.complete(req);
-        }
-        let q = self.queues.entry((dst, ctx)).or_default();
-        match q.match_send(src, tag) {
-            Some(p) => self.start_flow(src, dst, bytes, p.req, if eager { NONE } else { req }),
-            None => {
-                q.posted += 1;
-                let s = PendingSend { src, tag, bytes, req, sync: !eager };
-                q.sends.entry(src).or_default().push_back((q.posted, s));
-            }
-        }
-    }
-
-    fn post_recv(&mut self, me: u32, from: Option<u32>, tag: Option<i64>, ctx: u32, req: u32) {
-        let q = self.queues.entry((me, ctx)).or_default();
-        match q.match_recv(from, tag) {
-            Some(s) => self.start_flow(s.src, me, s.bytes, req, if s.sync { s.req } else { NONE }),
-            None => {
-                q.posted += 1;
-                let p = PendingRecv { tag, req };
-                match from {
-                    Some(f) => q.recvs.entry(f).or_default().push_back((q.posted, p)),
-                    None => q.any_recvs.push_back((q.posted, p)),
-                }
-            }
-        }
-    }
-
-    fn start_flow(&mut self, src: u32, dst: u32, bytes: u64, recv_req: u32, send_req: u32) {
-        self.messages += 1;
-        self.bytes += bytes;
-        let m = &self.opts.model;
-        let (hs, hd) = (self.placement[src as usize], self.placement[dst as usize]);
-        let route = self.platform.route(hs, hd);
-        let size = (bytes + m.envelope) as f64;
-        let links = &self.platform.links;
-        let lat_sum: f64 = route.links().iter().map(|&l| links[l].latency).sum();
-        let latency = lat_sum * m.latency_factor.at(size);
-        let mut penalty = lat_sum;
-        if m.weight_s > 0.0 {
-            penalty += route.links().iter().map(|&l| m.weight_s / links[l].bandwidth).sum::<f64>();
-        }
-        if lat_sum <= 0.0 {
-            penalty = 1.0;
-        }
-        let mut bound =
-            route.links().iter().map(|&l| links[l].bandwidth).fold(f64::INFINITY, f64::min);
-        if m.tcp_gamma > 0.0 && lat_sum > 0.0 {
-            bound = bound.min(m.tcp_gamma / (2.0 * lat_sum));
-        }
-        let mut uses = [(0usize, 0f64); MAX_USES];
-        let mut n = 0;
-        for &l in route.links() {
-            uses[n] = (l, 1.0);
-            n += 1;
-        }
-        if m.crosstraffic > 0.0 {
-            for &l in self.platform.route(hd, hs).links() {
-                match uses[..n].iter_mut().find(|u| u.0 == l) {
-                    Some(u) => u.1 += m.crosstraffic,
-                    None => {
-                        uses[n] = (l, m.crosstraffic);
-                        n += 1;
-                    }
-                }
-            }
-        }
-        let uses = &uses[..n];
-        let act = Act {
-            kind: ActKind::Flow { recv_req, send_req },
-            remaining: size,
-            factor: m.bandwidth_factor.at(size),
-            rate: 0.0,
-            last: self.now,
-            start: self.now,
-            penalty,
-        };
-        self.new_act(uses, penalty, bound, act, latency);
-    }
-
-    /// The steps of rank `r`'s call `i`.
-    fn expand(&mut self, r: usize, i: usize) -> Result<()> {
-        let traces = self.traces;
-        let e = &traces[r].events[i];
-        let flops = match e.gap_work {
-            Some(Work::Flops(f)) => f,
-            // Processor time where the trace has it: the simulation shares the cores itself.
-            _ => e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9 * self.opts.trace_speed,
-        };
-        if flops > 0.0 {
-            self.ranks[r].steps.push_back(Step::Compute(flops));
-        }
-        let n = self.traces.len() as u32;
-        let world = |p: Peer| -> Result<Option<u32>> {
-            match p {
-                Peer::Rank(x) if x.0 < n => Ok(Some(x.0)),
-                Peer::Rank(x) => Err(trace_err(r, i, e, format!("peer {x} of a run of {n} ranks"))),
-                Peer::Any | Peer::Null => Ok(None),
-            }
-        };
-        let ctx_of =
-            |sim: &Self, comm: mpiskel_trace::CommId| -> Result<(u32, Arc<[Rank]>)> {
-                sim.ranks[r].comms.get(&comm.0).cloned().ok_or_else(|| {
-                    trace_err(r, i, e, format!("communicator {comm} is not defined"))
-                })
-            };
-        match (&e.payload, e.op) {
-            (Payload::P2p { peer, tag, bytes, comm, request, wildcards }, op) => {
-                let (ctx, _) = ctx_of(self, *comm)?;
-                let ctx = ctx * 2;
-                match op {
-                    Op::Send
-                    | Op::Ssend
-                    | Op::Rsend
-                    | Op::Bsend
-                    | Op::Isend
-                    | Op::Issend
-                    | Op::Irsend => {
-                        let Some(to) = world(*peer)? else { return Ok(()) };
-                        let req = self.new_req();
-                        let sync = matches!(op, Op::Ssend | Op::Issend);
-                        let s =
-                            Step::Send { to, tag: i64::from(*tag), ctx, bytes: *bytes, req, sync };
-                        self.ranks[r].steps.push_back(s);
-                        if matches!(op, Op::Isend | Op::Issend | Op::Irsend) {
-                            if let Some(id) = request {
-                                self.ranks[r].user_reqs.insert(*id, req);
-                            }
-                        } else if op != Op::Bsend {
-                            // A buffered send returns once its message is copied out, whatever
-                            // its size; the others wait for it to leave.
-                            self.ranks[r].steps.push_back(Step::Wait(vec![req]));
-                        }
-                    }
-                    Op::Recv | Op::Irecv => {
-                        if *peer == Peer::Null {
-                            return Ok(());
-                        }
-                        let from = if wildcards.source && *peer == Peer::Any {
-                            None
-                        } else {
-                            world(*peer)?
-                        };
-                        if from.is_none() && *peer != Peer::Any {
-                            return Ok(());
-                        }
-                        let tag = (!(wildcards.tag && *tag < 0)).then_some(i64::from(*tag));
-                        let req = self.new_req();
-                        self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
-                        if op == Op::Irecv {
-                            if let Some(id) = request {
-                                self.ranks[r].user_reqs.insert(*id, req);
-                            }
-                        } else {
-                            self.ranks[r].steps.push_back(Step::Wait(vec![req]));
-                        }
-                    }
-                    _ => {} // probes take no time here
-                }
-            }
-            (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, comm, .. }, _) => {
-                let me = Some(r as u32);
-                let (to, from) = (world(*dest)?, world(*source)?);
-                if to == me && from == me {
-                    return Ok(());
-                }
-                let (ctx, _) = ctx_of(self, *comm)?;
-                let ctx = ctx * 2;
-                let mut wait = Vec::new();
-                if let Some(to) = to {
-                    let req = self.new_req();
-                    let s = Step::Send {
-                        to,
-                        tag: i64::from(*send_tag),
-                        ctx,
-                        bytes: *send_bytes,
-                        req,
-                        sync: false,
-                    };
-                    self.ranks[r].steps.push_back(s);
-                    wait.push(req);
-                }
-                if *source != Peer::Null {
-                    let req = self.new_req();
-                    let tag = (*recv_tag >= 0).then_some(i64::from(*recv_tag));
-                    self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
-                    wait.push(req);
-                }
-                self.ranks[r].steps.push_back(Step::Wait(wait));
-            }
-            (Payload::Completion { completed, .. }, _) => {
-                let rs = &mut self.ranks[r];
-                let reqs: Vec<u32> = completed
-                    .iter()
-                    .filter_map(|c| c.request.and_then(|id| rs.user_reqs.remove(&id)))
-                    .collect();
-                if !reqs.is_empty() {
-                    rs.steps.push_back(Step::Wait(reqs));
-                }
-            }
-            (
-                Payload::Collective {
-                    comm,
-                    root,
-                    send_bytes,
-                    recv_bytes,
-                    send_counts,
-                    recv_counts,
-                    request,
-                },
-                op,
-            ) => {
-                let (ctx, members) = ctx_of(self, *comm)?;
-                let me = members.iter().position(|m| m.0 as usize == r).ok_or_else(|| {
-                    trace_err(r, i, e, format!("rank {r} is not a member of communicator {comm}"))
-                })?;
-                let root = match root {
-                    Some(w) => members.iter().position(|m| m == w).ok_or_else(|| {
-                        trace_err(
-                            r,
-                            i,
-                            e,
-                            format!("root {w} is not a member of communicator {comm}"),
-                        )
-                    })?,
-                    None => 0,
-                };
-                let call = CollCall {
-                    op,
-                    me,
-                    size: members.len(),
-                    root,
-                    send_bytes: *send_bytes,
-                    recv_bytes: *recv_bytes,
-                    send_counts: send_counts.as_deref(),
-                    recv_counts: recv_counts.as_deref(),
-                    selector: self.opts.selector,
-                };
-                let (steps, n) = schedule(&call);
-                let base = self.reqs.len() as u32;
-                for _ in 0..n {
-                    self.new_req();
-                }
-                let ctx = ctx * 2 + 1;
-                let w = |c: usize| members[c].0;
-                let rs = &mut self.ranks[r];
-                for s in steps {
-                    rs.steps.push_back(match s {
-                        CollStep::Send { to, tag, bytes, req } => Step::Send {
-                            to: w(to),
-                            tag,
-                            ctx,
-                            bytes,
-                            req: base + req as u32,
-                            sync: false,
-                        },
-                        CollStep::Recv { from, tag, req } => Step::Recv {
-                            from: Some(w(from)),
-                            tag: Some(tag),
-                            ctx,
-                            req: base + req as u32,
-                        },
-                        CollStep::Wait(q) => {
-                            Step::Wait(q.into_iter().map(|x| base + x as u32).collect())
-                        }
-                    });
-                }
-                // A non-blocking collective runs as its blocking form; its request is done.
-                if let Some(id) = request {
-                    let q = self.new_req();
-                    self.reqs[q as usize].done = true;
-                    self.ranks[r].user_reqs.insert(*id, q);
-                }
-            }
-            (Payload::None | Payload::Comm { .. }, _) => {}
-        }
-        Ok(())
-    }
 }
+
+mod advance;
+mod expand;
+mod flows;
 
 #[cfg(test)]
 mod more_tests;

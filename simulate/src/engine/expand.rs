@@ -1,0 +1,211 @@
+//! Each call of a trace as the simulator's steps: compute, sends and receives with their
+//! requests, waits, and collectives as their schedule of messages
+//! ([`crate::collectives::schedule`]).
+
+use mpiskel_trace::CommId;
+
+use super::*;
+
+impl Sim<'_> {
+    /// The steps of rank `r`'s call `i`.
+    pub(super) fn expand(&mut self, r: usize, i: usize) -> Result<()> {
+        let traces = self.traces;
+        let e = &traces[r].events[i];
+        let flops = match e.gap_work {
+            Some(Work::Flops(f)) => f,
+            // Processor time where the trace has it: the simulation shares the cores itself.
+            _ => e.gap_cpu_ns.unwrap_or(e.gap_ns) as f64 * 1e-9 * self.opts.trace_speed,
+        };
+        if flops > 0.0 {
+            self.ranks[r].steps.push_back(Step::Compute(flops));
+        }
+        let n = self.traces.len() as u32;
+        let world = |p: Peer| -> Result<Option<u32>> {
+            match p {
+                Peer::Rank(x) if x.0 < n => Ok(Some(x.0)),
+                Peer::Rank(x) => Err(trace_err(r, i, e, format!("peer {x} of a run of {n} ranks"))),
+                Peer::Any | Peer::Null => Ok(None),
+            }
+        };
+        let ctx_of =
+            |sim: &Self, comm: CommId| -> Result<(u32, Arc<[Rank]>)> {
+                sim.ranks[r].comms.get(&comm.0).cloned().ok_or_else(|| {
+                    trace_err(r, i, e, format!("communicator {comm} is not defined"))
+                })
+            };
+        match (&e.payload, e.op) {
+            (Payload::P2p { .. }, op) => self.expand_p2p(r, i, op, &world, &ctx_of)?,
+            (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, comm, .. }, _) => {
+                let me = Some(r as u32);
+                let (to, from) = (world(*dest)?, world(*source)?);
+                if to == me && from == me {
+                    return Ok(());
+                }
+                let (ctx, _) = ctx_of(self, *comm)?;
+                let ctx = ctx * 2;
+                let mut wait = Vec::new();
+                if let Some(to) = to {
+                    let req = self.new_req();
+                    let s = Step::Send {
+                        to,
+                        tag: i64::from(*send_tag),
+                        ctx,
+                        bytes: *send_bytes,
+                        req,
+                        sync: false,
+                    };
+                    self.ranks[r].steps.push_back(s);
+                    wait.push(req);
+                }
+                if *source != Peer::Null {
+                    let req = self.new_req();
+                    let tag = (*recv_tag >= 0).then_some(i64::from(*recv_tag));
+                    self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
+                    wait.push(req);
+                }
+                self.ranks[r].steps.push_back(Step::Wait(wait));
+            }
+            (Payload::Completion { completed, .. }, _) => {
+                let rs = &mut self.ranks[r];
+                let reqs: Vec<u32> = completed
+                    .iter()
+                    .filter_map(|c| c.request.and_then(|id| rs.user_reqs.remove(&id)))
+                    .collect();
+                if !reqs.is_empty() {
+                    rs.steps.push_back(Step::Wait(reqs));
+                }
+            }
+            (Payload::Collective { .. }, op) => self.expand_collective(r, i, op, &ctx_of)?,
+            (Payload::None | Payload::Comm { .. }, _) => {}
+        }
+        Ok(())
+    }
+
+    /// The steps of rank `r`'s point-to-point call `i` (`op`): `world` gives a peer's world
+    /// rank, `ctx_of` a communicator's context and members.
+    fn expand_p2p(
+        &mut self,
+        r: usize,
+        i: usize,
+        op: Op,
+        world: &dyn Fn(Peer) -> Result<Option<u32>>,
+        ctx_of: &dyn Fn(&Self, CommId) -> Result<(u32, Arc<[Rank]>)>,
+    ) -> Result<()> {
+        let e = &self.traces[r].events[i];
+        let Payload::P2p { peer, tag, bytes, comm, request, wildcards } = &e.payload else {
+            return Ok(());
+        };
+        let (ctx, _) = ctx_of(self, *comm)?;
+        let ctx = ctx * 2;
+        match op {
+            Op::Send | Op::Ssend | Op::Rsend | Op::Bsend | Op::Isend | Op::Issend | Op::Irsend => {
+                let Some(to) = world(*peer)? else { return Ok(()) };
+                let req = self.new_req();
+                let sync = matches!(op, Op::Ssend | Op::Issend);
+                let s = Step::Send { to, tag: i64::from(*tag), ctx, bytes: *bytes, req, sync };
+                self.ranks[r].steps.push_back(s);
+                if matches!(op, Op::Isend | Op::Issend | Op::Irsend) {
+                    if let Some(id) = request {
+                        self.ranks[r].user_reqs.insert(*id, req);
+                    }
+                } else if op != Op::Bsend {
+                    // A buffered send returns once its message is copied out, whatever
+                    // its size; the others wait for it to leave.
+                    self.ranks[r].steps.push_back(Step::Wait(vec![req]));
+                }
+            }
+            Op::Recv | Op::Irecv => {
+                if *peer == Peer::Null {
+                    return Ok(());
+                }
+                let from =
+                    if wildcards.source && *peer == Peer::Any { None } else { world(*peer)? };
+                if from.is_none() && *peer != Peer::Any {
+                    return Ok(());
+                }
+                let tag = (!(wildcards.tag && *tag < 0)).then_some(i64::from(*tag));
+                let req = self.new_req();
+                self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
+                if op == Op::Irecv {
+                    if let Some(id) = request {
+                        self.ranks[r].user_reqs.insert(*id, req);
+                    }
+                } else {
+                    self.ranks[r].steps.push_back(Step::Wait(vec![req]));
+                }
+            }
+            _ => {} // probes take no time here
+        }
+        Ok(())
+    }
+
+    /// The steps of rank `r`'s collective call `i` (`op`), as its schedule of messages.
+    fn expand_collective(
+        &mut self,
+        r: usize,
+        i: usize,
+        op: Op,
+        ctx_of: &dyn Fn(&Self, CommId) -> Result<(u32, Arc<[Rank]>)>,
+    ) -> Result<()> {
+        let e = &self.traces[r].events[i];
+        let Payload::Collective {
+            comm,
+            root,
+            send_bytes,
+            recv_bytes,
+            send_counts,
+            recv_counts,
+            request,
+        } = &e.payload
+        else {
+            return Ok(());
+        };
+        let (ctx, members) = ctx_of(self, *comm)?;
+        let me = members.iter().position(|m| m.0 as usize == r).ok_or_else(|| {
+            trace_err(r, i, e, format!("rank {r} is not a member of communicator {comm}"))
+        })?;
+        let root = match root {
+            Some(w) => members.iter().position(|m| m == w).ok_or_else(|| {
+                trace_err(r, i, e, format!("root {w} is not a member of communicator {comm}"))
+            })?,
+            None => 0,
+        };
+        let call = CollCall {
+            op,
+            me,
+            size: members.len(),
+            root,
+            send_bytes: *send_bytes,
+            recv_bytes: *recv_bytes,
+            send_counts: send_counts.as_deref(),
+            recv_counts: recv_counts.as_deref(),
+            selector: self.opts.selector,
+        };
+        let (steps, n) = schedule(&call);
+        let base = self.reqs.len() as u32;
+        for _ in 0..n {
+            self.new_req();
+        }
+        let ctx = ctx * 2 + 1;
+        let w = |c: usize| members[c].0;
+        let rs = &mut self.ranks[r];
+        for s in steps {
+            rs.steps.push_back(match s {
+                CollStep::Send { to, tag, bytes, req } => {
+                    Step::Send { to: w(to), tag, ctx, bytes, req: base + req as u32, sync: false }
+                }
+                CollStep::Recv { from, tag, req } => {
+                    Step::Recv { from: Some(w(from)), tag: Some(tag), ctx, req: base + req as u32 }
+                }
+                CollStep::Wait(q) => Step::Wait(q.into_iter().map(|x| base + x as u32).collect()),
+            });
+        }
+        // A non-blocking collective runs as its blocking form; its request is done.
+        if let Some(id) = request {
+            let q = self.new_req();
+            self.reqs[q as usize].done = true;
+            self.ranks[r].user_reqs.insert(*id, q);
+        }
+        Ok(())
+    }
+}
