@@ -245,69 +245,7 @@ impl System {
     /// of its variables have come or gone; then all of them are, together.
     pub fn solve_around(&mut self, seeds: &[usize], hints: &[usize], out: &mut Vec<Change>) {
         out.clear();
-        // Breadth-first over resources and the sharing variables on them.
-        let e = self.start_set(seeds);
-        let mut i = 0;
-        // A seed resource alone over the limit makes the component too large: no need to
-        // explore it.
-        self.solves += 1;
-        let now = self.solves;
-        let mut local_only = seeds.iter().any(|&r| {
-            self.resources[r].vars.len() > EXACT_LIMIT || self.resources[r].large_until > now
-        });
-        while !local_only && i < self.comp_res.len() {
-            let r = self.comp_res[i];
-            i += 1;
-            if self.comp_vars.len() > EXACT_LIMIT {
-                // Remember it for a while (longer on larger platforms, whose components stay
-                // large longer): the next changes here need not explore it again.
-                let memory = LARGE_MEMORY.max(16 * self.resources.len() as u64);
-                for k in 0..self.comp_res.len() {
-                    let r = self.comp_res[k];
-                    self.resources[r].large_until = now + memory;
-                }
-                local_only = true;
-                break;
-            }
-            for k in 0..self.resources[r].vars.len() {
-                let v = self.resources[r].vars[k];
-                self.join(v, e);
-            }
-        }
-        if local_only {
-            // Too large a component to solve whole: re-solve the variables on the seeds'
-            // resources only, the others keeping their rates (and their share of capacity).
-            let e = self.start_set(seeds);
-            self.partial.clear();
-            for &r in seeds {
-                let crowd = self.resources[r].vars.len();
-                let mut take_all = true;
-                if crowd > CROWDED {
-                    self.resources[r].changes += 1;
-                    if self.resources[r].changes * 16 < crowd as u32 {
-                        take_all = false;
-                        self.partial.push(r);
-                    } else {
-                        self.resources[r].changes = 0;
-                    }
-                }
-                if take_all {
-                    for k in 0..self.resources[r].vars.len() {
-                        let v = self.resources[r].vars[k];
-                        self.join(v, e);
-                    }
-                } else {
-                    for &v in hints {
-                        if self.vars[v].penalty > 0.0 && self.vars[v].uses.iter().any(|u| u.0 == r)
-                        {
-                            self.join(v, e);
-                        }
-                    }
-                }
-            }
-        } else {
-            self.partial.clear();
-        }
+        self.gather(seeds, hints);
         let e = self.epoch;
         let n = self.comp_vars.len();
         if n == 0 {
@@ -317,57 +255,7 @@ impl System {
             self.local[r] = i as u32;
         }
         let nr = self.comp_res.len();
-        // What the variables outside the set use stays theirs.
-        self.remaining.clear();
-        self.remaining.extend(
-            self.comp_res.iter().map(|&r| self.resources[r].capacity - self.resources[r].used),
-        );
-        for &v in &self.comp_vars {
-            let value = self.vars[v].value;
-            if value > 0.0 && value.is_finite() {
-                for &(r, c) in self.vars[v].uses.iter() {
-                    self.remaining[self.local[r] as usize] += c * value;
-                }
-            }
-        }
-        // A crowded resource solved in part: its new variables get at least their fair share
-        // (the others are re-balanced once enough have changed).
-        for k in 0..self.partial.len() {
-            let r = self.partial[k];
-            let l = self.local[r] as usize;
-            let total = self.resources[r].vars.len().max(1) as f64;
-            let mine = self
-                .comp_vars
-                .iter()
-                .filter(|&&v| self.vars[v].uses.iter().any(|u| u.0 == r))
-                .count();
-            let share = self.resources[r].capacity * mine as f64 / total;
-            self.remaining[l] = self.remaining[l].max(share);
-        }
-        self.load.clear();
-        self.load.resize(nr, 0.0);
-        self.count.clear();
-        self.count.resize(nr, 0);
-        // Each variable's own limit on the fair level: its bound (and each fat pipe's capacity
-        // over its coefficient) times its penalty.
-        self.limit.clear();
-        for &v in &self.comp_vars {
-            let var = &self.vars[v];
-            let mut b = var.bound;
-            for &(r, c) in var.uses.iter() {
-                let res = &self.resources[r];
-                if c > 0.0 {
-                    if res.fatpipe {
-                        b = b.min(res.capacity / c);
-                    } else {
-                        let l = self.local[r] as usize;
-                        self.load[l] += c / var.penalty;
-                        self.count[l] += 1;
-                    }
-                }
-            }
-            self.limit.push(b * var.penalty);
-        }
+        self.prepare_levels(nr);
         self.order.clear();
         self.order.extend(0..n as u32);
         let limit = &self.limit;
@@ -462,6 +350,134 @@ impl System {
             }
         }
         *out = values;
+    }
+
+    /// Gathers the set to solve (`comp_res`, `comp_vars`) from `seeds`: the whole component
+    /// reachable from them, breadth-first over resources and the variables sharing them, or,
+    /// where it is too large, the variables on the seeds' resources only (on a crowded one, the
+    /// `hints` alone until enough have changed; see [`System::solve_around`]).
+    fn gather(&mut self, seeds: &[usize], hints: &[usize]) {
+        // Breadth-first over resources and the sharing variables on them.
+        let e = self.start_set(seeds);
+        let mut i = 0;
+        // A seed resource alone over the limit makes the component too large: no need to
+        // explore it.
+        self.solves += 1;
+        let now = self.solves;
+        let mut local_only = seeds.iter().any(|&r| {
+            self.resources[r].vars.len() > EXACT_LIMIT || self.resources[r].large_until > now
+        });
+        while !local_only && i < self.comp_res.len() {
+            let r = self.comp_res[i];
+            i += 1;
+            if self.comp_vars.len() > EXACT_LIMIT {
+                // Remember it for a while (longer on larger platforms, whose components stay
+                // large longer): the next changes here need not explore it again.
+                let memory = LARGE_MEMORY.max(16 * self.resources.len() as u64);
+                for k in 0..self.comp_res.len() {
+                    let r = self.comp_res[k];
+                    self.resources[r].large_until = now + memory;
+                }
+                local_only = true;
+                break;
+            }
+            for k in 0..self.resources[r].vars.len() {
+                let v = self.resources[r].vars[k];
+                self.join(v, e);
+            }
+        }
+        if local_only {
+            // Too large a component to solve whole: re-solve the variables on the seeds'
+            // resources only, the others keeping their rates (and their share of capacity).
+            let e = self.start_set(seeds);
+            self.partial.clear();
+            for &r in seeds {
+                let crowd = self.resources[r].vars.len();
+                let mut take_all = true;
+                if crowd > CROWDED {
+                    self.resources[r].changes += 1;
+                    if self.resources[r].changes * 16 < crowd as u32 {
+                        take_all = false;
+                        self.partial.push(r);
+                    } else {
+                        self.resources[r].changes = 0;
+                    }
+                }
+                if take_all {
+                    for k in 0..self.resources[r].vars.len() {
+                        let v = self.resources[r].vars[k];
+                        self.join(v, e);
+                    }
+                } else {
+                    for &v in hints {
+                        if self.vars[v].penalty > 0.0 && self.vars[v].uses.iter().any(|u| u.0 == r)
+                        {
+                            self.join(v, e);
+                        }
+                    }
+                }
+            }
+        } else {
+            self.partial.clear();
+        }
+    }
+
+    /// The capacity left to the set on each of its `nr` resources (what the variables outside
+    /// it use stays theirs; a crowded resource solved in part keeps its new variables' fair
+    /// share), each resource's load of penalised variables, and each variable's own limit on
+    /// the fair level.
+    fn prepare_levels(&mut self, nr: usize) {
+        // What the variables outside the set use stays theirs.
+        self.remaining.clear();
+        self.remaining.extend(
+            self.comp_res.iter().map(|&r| self.resources[r].capacity - self.resources[r].used),
+        );
+        for &v in &self.comp_vars {
+            let value = self.vars[v].value;
+            if value > 0.0 && value.is_finite() {
+                for &(r, c) in self.vars[v].uses.iter() {
+                    self.remaining[self.local[r] as usize] += c * value;
+                }
+            }
+        }
+        // A crowded resource solved in part: its new variables get at least their fair share
+        // (the others are re-balanced once enough have changed).
+        for k in 0..self.partial.len() {
+            let r = self.partial[k];
+            let l = self.local[r] as usize;
+            let total = self.resources[r].vars.len().max(1) as f64;
+            let mine = self
+                .comp_vars
+                .iter()
+                .filter(|&&v| self.vars[v].uses.iter().any(|u| u.0 == r))
+                .count();
+            let share = self.resources[r].capacity * mine as f64 / total;
+            self.remaining[l] = self.remaining[l].max(share);
+        }
+        self.load.clear();
+        self.load.resize(nr, 0.0);
+        self.count.clear();
+        self.count.resize(nr, 0);
+        // Each variable's own limit on the fair level: its bound (and each fat pipe's capacity
+        // over its coefficient) times its penalty.
+        self.limit.clear();
+        for &v in &self.comp_vars {
+            let var = &self.vars[v];
+            let mut b = var.bound;
+            for &(r, c) in var.uses.iter() {
+                let res = &self.resources[r];
+                if c > 0.0 {
+                    if res.fatpipe {
+                        b = b.min(res.capacity / c);
+                    } else {
+                        let l = self.local[r] as usize;
+                        self.load[l] += c / var.penalty;
+                        self.count[l] += 1;
+                    }
+                }
+            }
+            self.limit.push(b * var.penalty);
+        }
     }
 
     /// Starts a new set to solve, holding the resources `seeds` and no variable; returns its
