@@ -110,6 +110,22 @@ pub(super) fn read_args(
     mask: u8,
     v: Version,
 ) -> Result<Option<Args>> {
+    if let Some(args) = point_to_point_args(c, label, mask, v)? {
+        return Ok(Some(args));
+    }
+    if let Some(args) = collective_args(c, label)? {
+        return Ok(Some(args));
+    }
+    other_args(c, label, mask, v)
+}
+
+/// [`read_args`] of the point-to-point calls, probes and completions.
+fn point_to_point_args(
+    c: &mut Cursor<'_>,
+    label: u16,
+    mask: u8,
+    v: Version,
+) -> Result<Option<Args>> {
     let st = |c: &mut Cursor<'_>| statuses(c, mask, v);
     let args = match label {
         SEND | BSEND | SSEND | RSEND | ISEND | IBSEND | ISSEND | IRSEND => {
@@ -218,6 +234,14 @@ pub(super) fn read_args(
                 .collect();
             Args::Complete { given, done }
         }
+        _ => return Ok(None),
+    };
+    Ok(Some(args))
+}
+
+/// [`read_args`] of the collectives.
+fn collective_args(c: &mut Cursor<'_>, label: u16) -> Result<Option<Args>> {
+    let args = match label {
         BARRIER => Args::Collective {
             comm: c.u16()?,
             root: None,
@@ -341,6 +365,15 @@ pub(super) fn read_args(
                 recv_counts: Some(v),
             }
         }
+        _ => return Ok(None),
+    };
+    Ok(Some(args))
+}
+
+/// [`read_args`] of the communicator, group, topology, datatype and other calls.
+fn other_args(c: &mut Cursor<'_>, label: u16, mask: u8, v: Version) -> Result<Option<Args>> {
+    let st = |c: &mut Cursor<'_>| statuses(c, mask, v);
+    let args = match label {
         COMM_DUP => Args::CommDup { old: c.u16()?, new: c.u16()? },
         COMM_CREATE => Args::CommCreate { old: c.u16()?, group: c.u16()?, new: c.u16()? },
         COMM_SPLIT => {

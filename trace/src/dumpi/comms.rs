@@ -143,21 +143,9 @@ pub fn resolve(meta: &Path, ranks: &[RawRank]) -> Result<Vec<RankComms>> {
                             .groups
                             .get(group)
                             .ok_or_else(|| bad(format!("group {group} is not defined here")))?;
-                        let pick = |i: i32| usize::try_from(i).ok().filter(|&i| i < g.len());
-                        let mut chosen = Vec::with_capacity(sel.len());
-                        for &i in sel {
-                            chosen.push(pick(i).ok_or_else(|| {
-                                bad(format!(
-                                    "rank {i} is not in group {group} ({} members)",
-                                    g.len()
-                                ))
-                            })?);
-                        }
-                        let members: Vec<Rank> = if *exclude {
-                            (0..g.len()).filter(|i| !chosen.contains(i)).map(|i| g[i]).collect()
-                        } else {
-                            chosen.iter().map(|&i| g[i]).collect()
-                        };
+                        let members = select(g, sel, *exclude).map_err(|i| {
+                            bad(format!("rank {i} is not in group {group} ({} members)", g.len()))
+                        })?;
                         w.groups.insert(*new, members);
                         w.next += 1;
                         continue;
@@ -236,6 +224,20 @@ pub fn resolve(meta: &Path, ranks: &[RawRank]) -> Result<Vec<RankComms>> {
             });
         }
     }
+}
+
+/// The members of group `g` that `MPI_Group_incl` (or, with `exclude`, `MPI_Group_excl`) of the
+/// ranks `sel` makes; the first rank of `sel` outside the group as the error.
+fn select(g: &[Rank], sel: &[i32], exclude: bool) -> std::result::Result<Vec<Rank>, i32> {
+    let mut chosen = Vec::with_capacity(sel.len());
+    for &i in sel {
+        chosen.push(usize::try_from(i).ok().filter(|&i| i < g.len()).ok_or(i)?);
+    }
+    Ok(if exclude {
+        (0..g.len()).filter(|i| !chosen.contains(i)).map(|i| g[i]).collect()
+    } else {
+        chosen.iter().map(|&i| g[i]).collect()
+    })
 }
 
 fn new_handle(a: &Args) -> u16 {

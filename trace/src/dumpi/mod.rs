@@ -508,33 +508,7 @@ fn payload(
             }
             Payload::P2p { peer, tag, bytes, comm: id, request: None, wildcards }
         }
-        Args::Complete { given, done } => {
-            let mut completed = Vec::with_capacity(done.len());
-            for &(i, status) in done {
-                let q = given[i];
-                if q == REQUEST_NULL {
-                    continue;
-                }
-                let Some((id, comm, recv)) = h.requests.remove(&q) else {
-                    // Started by a call the reader does not model (a persistent request).
-                    completed.push(Completed {
-                        request: None,
-                        source: None,
-                        tag: None,
-                        bytes: None,
-                    });
-                    continue;
-                };
-                let mut c = Completed { request: Some(id), source: None, tag: None, bytes: None };
-                if let Some(s) = status.filter(|s: &Status| recv && s.source >= 0) {
-                    c.source = Some(h.world(comm, s.source, "status source", at)?);
-                    c.tag = s.tag;
-                    c.bytes = u64::try_from(s.bytes).ok();
-                }
-                completed.push(c);
-            }
-            Payload::Completion { n_given: given.len() as u32, completed }
-        }
+        Args::Complete { given, done } => completion(h, given, done, at)?,
         Args::Collective { comm, root, send, recv, send_counts, recv_counts } => {
             let (id, members) = h.comm(*comm, at)?;
             let n = members.len() as u64;
@@ -602,6 +576,36 @@ fn payload(
             Payload::Comm { parent, created: None, color: None, key: None, cart: None }
         }
     })
+}
+
+/// The payload of a completion of the requests `given`, of which `done` (index, status)
+/// completed; the requests it completes are closed.
+fn completion(
+    h: &mut Handles,
+    given: &[u32],
+    done: &[(usize, Option<Status>)],
+    at: &Site<'_>,
+) -> Result<Payload> {
+    let mut completed = Vec::with_capacity(done.len());
+    for &(i, status) in done {
+        let q = given[i];
+        if q == REQUEST_NULL {
+            continue;
+        }
+        let Some((id, comm, recv)) = h.requests.remove(&q) else {
+            // Started by a call the reader does not model (a persistent request).
+            completed.push(Completed { request: None, source: None, tag: None, bytes: None });
+            continue;
+        };
+        let mut c = Completed { request: Some(id), source: None, tag: None, bytes: None };
+        if let Some(s) = status.filter(|s: &Status| recv && s.source >= 0) {
+            c.source = Some(h.world(comm, s.source, "status source", at)?);
+            c.tag = s.tag;
+            c.bytes = u64::try_from(s.bytes).ok();
+        }
+        completed.push(c);
+    }
+    Ok(Payload::Completion { n_given: given.len() as u32, completed })
 }
 
 /// The model's operation for a call label, where the model has one.
