@@ -232,36 +232,8 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
     let n = locations.len() as u32;
     let rank_of: HashMap<u64, u32> =
         locations.iter().enumerate().map(|(i, &l)| (l, i as u32)).collect();
-    // Members of every communicator, as world ranks (`None`: the rank's own, for self groups).
-    let mut members: BTreeMap<u32, Option<Arc<[Rank]>>> = BTreeMap::new();
     let world = world_members(n);
-    for (&c, &g) in &d.comms {
-        let m = match d.groups.get(&g) {
-            Some(('S', _)) => None,
-            Some(('R', ranks)) => {
-                if ranks.iter().any(|&r| r >= u64::from(n)) {
-                    return Err(bad(
-                        0,
-                        format!("communicator {c} names a rank past the {n} of the run"),
-                    ));
-                }
-                let v: Vec<Rank> = ranks.iter().map(|&r| Rank(r as u32)).collect();
-                Some(
-                    if v.iter().enumerate().all(|(i, r)| r.0 as usize == i) && v.len() == n as usize
-                    {
-                        world.clone()
-                    } else {
-                        Arc::from(v)
-                    },
-                )
-            }
-            Some((_, locs)) => {
-                Some(locs.iter().filter_map(|l| rank_of.get(l).map(|&r| Rank(r))).collect())
-            }
-            None => return Err(bad(0, format!("communicator {c} has an undefined group {g}"))),
-        };
-        members.insert(c, m);
-    }
+    let members = comm_members(&d, n, &rank_of, &world, &bad)?;
     let mut st: Vec<Loc> = (0..n).map(|_| Loc::default()).collect();
     let mut b: Vec<Builder> = (0..n).map(|r| Builder::new(Rank(r), n)).collect();
     // Each rank's communicators besides the world and itself: O(Σ members).
@@ -318,52 +290,91 @@ fn parse(anchor: &Path, text: &str) -> Result<Vec<RankTrace>> {
                 }
             }
             k => {
-                let u32f = |i: usize| field(i).map(|v| v as u32);
-                let rec = match k {
-                    "s" => Rec::Send {
-                        peer: u32f(3)?,
-                        comm: u32f(4)?,
-                        tag: u32f(5)?,
-                        bytes: field(6)?,
-                        req: None,
-                    },
-                    "i" => Rec::Send {
-                        peer: u32f(3)?,
-                        comm: u32f(4)?,
-                        tag: u32f(5)?,
-                        bytes: field(6)?,
-                        req: Some(field(7)?),
-                    },
-                    "r" => Rec::Recv {
-                        peer: u32f(3)?,
-                        comm: u32f(4)?,
-                        tag: u32f(5)?,
-                        bytes: field(6)?,
-                    },
-                    "j" => Rec::IrecvComplete {
-                        peer: u32f(3)?,
-                        comm: u32f(4)?,
-                        tag: u32f(5)?,
-                        bytes: field(6)?,
-                        req: field(7)?,
-                    },
-                    "I" => Rec::IsendComplete(field(3)?),
-                    "q" => Rec::IrecvRequest(field(3)?),
-                    "t" => Rec::Test,
-                    "x" => continue,
-                    "c" => Rec::Collective {
-                        comm: u32f(4)?,
-                        root: u32f(5)?,
-                        sent: field(6)?,
-                        received: field(7)?,
-                    },
-                    other => return Err(bad(line, format!("unknown record kind {other:?}"))),
-                };
+                let Some(rec) = event_record(k, &field, &|why| bad(line, why))? else { continue };
                 s.recs.push(rec);
             }
         }
     }
     Ok(b.into_iter().map(Builder::finish).collect())
+}
+
+/// The members of every communicator of `d`, as world ranks of a run of `n` (`None`: the rank's
+/// own, for self groups; `world` itself for the world's).
+fn comm_members(
+    d: &Defs,
+    n: u32,
+    rank_of: &HashMap<u64, u32>,
+    world: &Arc<[Rank]>,
+    bad: &dyn Fn(usize, String) -> TraceError,
+) -> Result<BTreeMap<u32, Option<Arc<[Rank]>>>> {
+    let mut members: BTreeMap<u32, Option<Arc<[Rank]>>> = BTreeMap::new();
+    for (&c, &g) in &d.comms {
+        let m = match d.groups.get(&g) {
+            Some(('S', _)) => None,
+            Some(('R', ranks)) => {
+                if ranks.iter().any(|&r| r >= u64::from(n)) {
+                    return Err(bad(
+                        0,
+                        format!("communicator {c} names a rank past the {n} of the run"),
+                    ));
+                }
+                let v: Vec<Rank> = ranks.iter().map(|&r| Rank(r as u32)).collect();
+                Some(
+                    if v.iter().enumerate().all(|(i, r)| r.0 as usize == i) && v.len() == n as usize
+                    {
+                        world.clone()
+                    } else {
+                        Arc::from(v)
+                    },
+                )
+            }
+            Some((_, locs)) => {
+                Some(locs.iter().filter_map(|l| rank_of.get(l).map(|&r| Rank(r))).collect())
+            }
+            None => return Err(bad(0, format!("communicator {c} has an undefined group {g}"))),
+        };
+        members.insert(c, m);
+    }
+    Ok(members)
+}
+
+/// The record of kind `k` of an event line (`field`: its numbers), `None` for one that adds
+/// nothing.
+fn event_record(
+    k: &str,
+    field: &dyn Fn(usize) -> Result<u64>,
+    bad: &dyn Fn(String) -> TraceError,
+) -> Result<Option<Rec>> {
+    let u32f = |i: usize| field(i).map(|v| v as u32);
+    let rec = match k {
+        "s" => {
+            Rec::Send { peer: u32f(3)?, comm: u32f(4)?, tag: u32f(5)?, bytes: field(6)?, req: None }
+        }
+        "i" => Rec::Send {
+            peer: u32f(3)?,
+            comm: u32f(4)?,
+            tag: u32f(5)?,
+            bytes: field(6)?,
+            req: Some(field(7)?),
+        },
+        "r" => Rec::Recv { peer: u32f(3)?, comm: u32f(4)?, tag: u32f(5)?, bytes: field(6)? },
+        "j" => Rec::IrecvComplete {
+            peer: u32f(3)?,
+            comm: u32f(4)?,
+            tag: u32f(5)?,
+            bytes: field(6)?,
+            req: field(7)?,
+        },
+        "I" => Rec::IsendComplete(field(3)?),
+        "q" => Rec::IrecvRequest(field(3)?),
+        "t" => Rec::Test,
+        "x" => return Ok(None),
+        "c" => {
+            Rec::Collective { comm: u32f(4)?, root: u32f(5)?, sent: field(6)?, received: field(7)? }
+        }
+        other => return Err(bad(format!("unknown record kind {other:?}"))),
+    };
+    Ok(Some(rec))
 }
 
 /// One rank's events as they are made.
@@ -539,49 +550,8 @@ impl Builder {
                 }
             }
             crate::OpClass::Completion => {
-                let mut completed = Vec::new();
-                let mut tests = 0u32;
-                for r in recs {
-                    match *r {
-                        Rec::IsendComplete(q) => {
-                            if let Some((rid, _)) = self.open.remove(&q) {
-                                completed.push(Completed {
-                                    request: Some(rid),
-                                    source: None,
-                                    tag: None,
-                                    bytes: None,
-                                });
-                            }
-                        }
-                        Rec::IrecvComplete { peer, comm, tag, bytes, req } => {
-                            let Some((rid, at)) = self.open.remove(&req) else { continue };
-                            let (id, m) = self.comm(members, comm)?;
-                            let src = Self::world(&m, peer, "source")?;
-                            if let Some(Payload::P2p {
-                                peer: p, tag: t, bytes: b, comm: c, ..
-                            }) = self.events.get_mut(at).map(|e| &mut e.payload)
-                            {
-                                (*p, *t, *b, *c) = (Peer::Rank(src), tag as i32, bytes, id);
-                            }
-                            completed.push(Completed {
-                                request: Some(rid),
-                                source: Some(src),
-                                tag: Some(tag as i32),
-                                bytes: Some(bytes),
-                            });
-                        }
-                        Rec::Test => tests += 1,
-                        _ => {}
-                    }
-                }
-                if completed.is_empty() && tests == 0 {
-                    // A wait on what Score-P did not record (a non-blocking collective).
-                    return Ok(());
-                }
-                Payload::Completion {
-                    n_given: (completed.len() as u32).max(tests).max(1),
-                    completed,
-                }
+                let Some(p) = self.completion(recs, members)? else { return Ok(()) };
+                p
             }
             crate::OpClass::Collective => {
                 let Some(Rec::Collective { comm, root, sent, received }) =
@@ -620,6 +590,57 @@ impl Builder {
             payload,
         });
         Ok(())
+    }
+
+    /// The payload of a completion call whose records are `recs`: the requests it completed
+    /// (a receive's source, tag and size set on its start), `None` where Score-P recorded none.
+    fn completion(
+        &mut self,
+        recs: &[Rec],
+        members: &BTreeMap<u32, Option<Arc<[Rank]>>>,
+    ) -> std::result::Result<Option<Payload>, String> {
+        let mut completed = Vec::new();
+        let mut tests = 0u32;
+        for r in recs {
+            match *r {
+                Rec::IsendComplete(q) => {
+                    if let Some((rid, _)) = self.open.remove(&q) {
+                        completed.push(Completed {
+                            request: Some(rid),
+                            source: None,
+                            tag: None,
+                            bytes: None,
+                        });
+                    }
+                }
+                Rec::IrecvComplete { peer, comm, tag, bytes, req } => {
+                    let Some((rid, at)) = self.open.remove(&req) else { continue };
+                    let (id, m) = self.comm(members, comm)?;
+                    let src = Self::world(&m, peer, "source")?;
+                    if let Some(Payload::P2p { peer: p, tag: t, bytes: b, comm: c, .. }) =
+                        self.events.get_mut(at).map(|e| &mut e.payload)
+                    {
+                        (*p, *t, *b, *c) = (Peer::Rank(src), tag as i32, bytes, id);
+                    }
+                    completed.push(Completed {
+                        request: Some(rid),
+                        source: Some(src),
+                        tag: Some(tag as i32),
+                        bytes: Some(bytes),
+                    });
+                }
+                Rec::Test => tests += 1,
+                _ => {}
+            }
+        }
+        if completed.is_empty() && tests == 0 {
+            // A wait on what Score-P did not record (a non-blocking collective).
+            return Ok(None);
+        }
+        Ok(Some(Payload::Completion {
+            n_given: (completed.len() as u32).max(tests).max(1),
+            completed,
+        }))
     }
 
     fn finish(self) -> RankTrace {
