@@ -306,15 +306,6 @@ fn parse_rank<'l>(
                 record_counts.insert(action.to_owned(), 1);
             }
         }
-        let coll = |root: Option<Rank>, send: u64, recv: u64| Payload::Collective {
-            comm: CommId::WORLD,
-            root,
-            send_bytes: send,
-            recv_bytes: recv,
-            send_counts: None,
-            recv_counts: None,
-            request: None,
-        };
         let (op, payload) = match action {
             "compute" => {
                 let f = p.num(a, 0, "flops")?;
@@ -334,194 +325,13 @@ fn parse_rank<'l>(
             "comm_split" | "comm_dup" => continue,
             "init" => (Op::Init, Payload::None),
             "finalize" => (Op::Finalize, Payload::None),
-            "send" | "isend" | "recv" | "irecv" => {
-                let partner = p.rank_arg(a, 0, n_ranks, "partner")?;
-                // Modern form: partner tag count [datatype]; old form: partner count.
-                let (tag, count, dt) = if a.len() >= 3 {
-                    (p.int(a, 1, "tag")?, p.num(a, 2, "count")?, p.dtype(a, 3)?)
-                } else {
-                    (0, p.num(a, 1, "count")?, 8)
-                };
-                let tag =
-                    i32::try_from(tag).map_err(|_| p.err(format!("tag {tag} out of range")))?;
-                let b = bytes(count, dt);
-                let nonblocking = action.starts_with('i');
-                let request = nonblocking.then(|| {
-                    let id = RequestId(next_req);
-                    next_req += 1;
-                    let is_recv = action.ends_with("recv");
-                    let (src, dst) = if is_recv { (partner, rank) } else { (rank, partner) };
-                    pending.push(Pending { id, src, dst, tag, recv_bytes: is_recv.then_some(b) });
-                    id
-                });
-                let op = match action {
-                    "send" => Op::Send,
-                    "isend" => Op::Isend,
-                    "recv" => Op::Recv,
-                    _ => Op::Irecv,
-                };
-                (
-                    op,
-                    Payload::P2p {
-                        peer: Peer::Rank(partner),
-                        tag,
-                        bytes: b,
-                        comm: CommId::WORLD,
-                        request,
-                        wildcards: Wildcards::default(),
-                    },
-                )
+            "send" | "isend" | "recv" | "irecv" | "wait" | "test" | "waitall" | "sendrecv" => {
+                point_to_point_action(&p, action, a, (rank, n_ranks), &mut pending, &mut next_req)?
             }
-            "wait" | "test" => {
-                let idx = if a.is_empty() {
-                    (!pending.is_empty()).then_some(0)
-                } else {
-                    let src = p.rank_arg(a, 0, n_ranks, "source")?;
-                    let dst = p.rank_arg(a, 1, n_ranks, "destination")?;
-                    let tag = p.int(a, 2, "tag")?;
-                    pending
-                        .iter()
-                        .position(|q| q.src == src && q.dst == dst && i64::from(q.tag) == tag)
-                };
-                if action == "test" {
-                    // A test may or may not have completed its request; the format does not say.
-                    // The request stays pending: a later wait completes it.
-                    (
-                        Op::Test,
-                        Payload::Completion {
-                            n_given: u32::from(idx.is_some()),
-                            completed: Vec::new(),
-                        },
-                    )
-                } else {
-                    let idx = idx.ok_or_else(|| p.err("wait matches no pending isend/irecv"))?;
-                    let q = pending.remove(idx);
-                    (Op::Wait, Payload::Completion { n_given: 1, completed: vec![completed(&q)] })
-                }
-            }
-            "waitall" => {
-                let done: Vec<Completed> = pending.drain(..).map(|q| completed(&q)).collect();
-                (Op::Waitall, Payload::Completion { n_given: done.len() as u32, completed: done })
-            }
-            "sendrecv" => {
-                let sc = p.num(a, 0, "send count")?;
-                let dst = p.rank_arg(a, 1, n_ranks, "destination")?;
-                let rc = p.num(a, 2, "receive count")?;
-                let src = p.rank_arg(a, 3, n_ranks, "source")?;
-                let (sdt, rdt) = (p.dtype(a, 4)?, p.dtype(a, 5)?);
-                (
-                    Op::Sendrecv,
-                    Payload::SendRecv {
-                        dest: Peer::Rank(dst),
-                        send_tag: 0,
-                        send_bytes: bytes(sc, sdt),
-                        source: Peer::Rank(src),
-                        recv_tag: 0,
-                        recv_bytes: bytes(rc, rdt),
-                        comm: CommId::WORLD,
-                    },
-                )
-            }
-            "barrier" => (Op::Barrier, coll(None, 0, 0)),
-            "bcast" => {
-                let c = p.num(a, 0, "count")?;
-                let root = opt_rank(&p, a, 1, n_ranks)?;
-                let b = bytes(c, p.dtype(a, 2)?);
-                (Op::Bcast, coll(Some(root), b, b))
-            }
-            "reduce" => {
-                let c = p.num(a, 0, "count")?;
-                p.num(a, 1, "flops")?;
-                let root = opt_rank(&p, a, 2, n_ranks)?;
-                let b = bytes(c, p.dtype(a, 3)?);
-                (Op::Reduce, coll(Some(root), b, if root == rank { b } else { 0 }))
-            }
-            "allreduce" | "scan" | "exscan" => {
-                let c = p.num(a, 0, "count")?;
-                p.num(a, 1, "flops")?;
-                let b = bytes(c, p.dtype(a, 2)?);
-                let op = match action {
-                    "allreduce" => Op::Allreduce,
-                    "scan" => Op::Scan,
-                    _ => Op::Exscan,
-                };
-                (op, coll(None, b, b))
-            }
-            "alltoall" | "allgather" => {
-                let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
-                let (sdt, rdt) = (p.dtype(a, 2)?, p.dtype(a, 3)?);
-                let n = comm_size as f64;
-                let op = if action == "alltoall" { Op::Alltoall } else { Op::Allgather };
-                let send = if op == Op::Alltoall { bytes(sc * n, sdt) } else { bytes(sc, sdt) };
-                (op, coll(None, send, bytes(rc * n, rdt)))
-            }
-            "gather" | "scatter" => {
-                let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
-                let root = opt_rank(&p, a, 2, n_ranks)?;
-                let (sdt, rdt) = (p.dtype(a, 3)?, p.dtype(a, 4)?);
-                let n = comm_size as f64;
-                let is_root = root == rank;
-                if action == "gather" {
-                    let recv = if is_root { bytes(rc * n, rdt) } else { 0 };
-                    (Op::Gather, coll(Some(root), bytes(sc, sdt), recv))
-                } else {
-                    let send = if is_root { bytes(sc * n, sdt) } else { 0 };
-                    (Op::Scatter, coll(Some(root), send, bytes(rc, rdt)))
-                }
-            }
-            "alltoallv" => {
-                let n = comm_size;
-                p.num(a, 0, "send buffer size")?;
-                let sc = p.counts(a, 1, n, "send count")?;
-                p.num(a, 1 + n, "receive buffer size")?;
-                let rc = p.counts(a, 2 + n, n, "receive count")?;
-                let (sdt, rdt) = (p.dtype(a, 2 + 2 * n)?, p.dtype(a, 3 + 2 * n)?);
-                (Op::Alltoallv, vcoll(None, Some((&sc, sdt)), Some((&rc, rdt))))
-            }
-            "gatherv" | "allgatherv" => {
-                let n = comm_size;
-                let sc = p.num(a, 0, "send count")?;
-                let rc = p.counts(a, 1, n, "receive count")?;
-                let (root, dts) = if action == "gatherv" {
-                    (Some(opt_rank(&p, a, 1 + n, n_ranks)?), 2 + n)
-                } else {
-                    (None, 1 + n)
-                };
-                let (sdt, rdt) = (p.dtype(a, dts)?, p.dtype(a, dts + 1)?);
-                let receives = root.is_none_or(|r| r == rank);
-                let mut payload = vcoll(root, None, receives.then_some((&rc, rdt)));
-                if let Payload::Collective { send_bytes, .. } = &mut payload {
-                    *send_bytes = bytes(sc, sdt);
-                }
-                (if root.is_some() { Op::Gatherv } else { Op::Allgatherv }, payload)
-            }
-            "scatterv" => {
-                let n = comm_size;
-                let sc = p.counts(a, 0, n, "send count")?;
-                let rc = p.num(a, n, "receive count")?;
-                let root = opt_rank(&p, a, n + 1, n_ranks)?;
-                let (sdt, rdt) = (p.dtype(a, n + 2)?, p.dtype(a, n + 3)?);
-                let mut payload = vcoll(Some(root), (root == rank).then_some((&sc, sdt)), None);
-                if let Payload::Collective { recv_bytes, .. } = &mut payload {
-                    *recv_bytes = bytes(rc, rdt);
-                }
-                (Op::Scatterv, payload)
-            }
-            "reducescatter" => {
-                let n = comm_size;
-                let rc = p.counts(a, 0, n, "receive count")?;
-                p.num(a, n, "flops")?;
-                let dt = p.dtype(a, n + 1)?;
-                let total: f64 = rc.iter().sum();
-                let mine = rc.get(rank.0 as usize).copied().unwrap_or(0.0);
-                let mut payload = vcoll(None, None, Some((&rc, dt)));
-                if let Payload::Collective { send_bytes, recv_bytes, .. } = &mut payload {
-                    *send_bytes = bytes(total, dt);
-                    *recv_bytes = bytes(mine, dt);
-                }
-                (Op::ReduceScatter, payload)
-            }
-            other => return Err(p.err(format!("unknown action {}", excerpt(other)))),
+            other => match collective_action(&p, other, a, rank, n_ranks, comm_size)? {
+                Some(call) => call,
+                None => return Err(p.err(format!("unknown action {}", excerpt(other)))),
+            },
         };
         now_s += gap_s;
         let t = ns(now_s);
@@ -557,6 +367,235 @@ fn parse_rank<'l>(
         record_counts,
         unrecorded: Default::default(),
     })
+}
+
+/// The operation and payload of the point-to-point or completion `action` (its arguments `a`)
+/// of `rank` in a run of `n_ranks`: a non-blocking call's request pushed on `pending` (numbered
+/// from `next_req`), a completion's taken from it.
+fn point_to_point_action(
+    p: &Parser<'_>,
+    action: &str,
+    a: &[&str],
+    (rank, n_ranks): (Rank, u32),
+    pending: &mut Vec<Pending>,
+    next_req: &mut u32,
+) -> Result<(Op, Payload)> {
+    Ok(match action {
+        "send" | "isend" | "recv" | "irecv" => {
+            let partner = p.rank_arg(a, 0, n_ranks, "partner")?;
+            // Modern form: partner tag count [datatype]; old form: partner count.
+            let (tag, count, dt) = if a.len() >= 3 {
+                (p.int(a, 1, "tag")?, p.num(a, 2, "count")?, p.dtype(a, 3)?)
+            } else {
+                (0, p.num(a, 1, "count")?, 8)
+            };
+            let tag = i32::try_from(tag).map_err(|_| p.err(format!("tag {tag} out of range")))?;
+            let b = bytes(count, dt);
+            let nonblocking = action.starts_with('i');
+            let request = nonblocking.then(|| {
+                let id = RequestId(*next_req);
+                *next_req += 1;
+                let is_recv = action.ends_with("recv");
+                let (src, dst) = if is_recv { (partner, rank) } else { (rank, partner) };
+                pending.push(Pending { id, src, dst, tag, recv_bytes: is_recv.then_some(b) });
+                id
+            });
+            let op = match action {
+                "send" => Op::Send,
+                "isend" => Op::Isend,
+                "recv" => Op::Recv,
+                _ => Op::Irecv,
+            };
+            (
+                op,
+                Payload::P2p {
+                    peer: Peer::Rank(partner),
+                    tag,
+                    bytes: b,
+                    comm: CommId::WORLD,
+                    request,
+                    wildcards: Wildcards::default(),
+                },
+            )
+        }
+        "wait" | "test" => {
+            let idx = if a.is_empty() {
+                (!pending.is_empty()).then_some(0)
+            } else {
+                let src = p.rank_arg(a, 0, n_ranks, "source")?;
+                let dst = p.rank_arg(a, 1, n_ranks, "destination")?;
+                let tag = p.int(a, 2, "tag")?;
+                pending.iter().position(|q| q.src == src && q.dst == dst && i64::from(q.tag) == tag)
+            };
+            if action == "test" {
+                // A test may or may not have completed its request; the format does not say.
+                // The request stays pending: a later wait completes it.
+                (
+                    Op::Test,
+                    Payload::Completion {
+                        n_given: u32::from(idx.is_some()),
+                        completed: Vec::new(),
+                    },
+                )
+            } else {
+                let idx = idx.ok_or_else(|| p.err("wait matches no pending isend/irecv"))?;
+                let q = pending.remove(idx);
+                (Op::Wait, Payload::Completion { n_given: 1, completed: vec![completed(&q)] })
+            }
+        }
+        "waitall" => {
+            let done: Vec<Completed> = pending.drain(..).map(|q| completed(&q)).collect();
+            (Op::Waitall, Payload::Completion { n_given: done.len() as u32, completed: done })
+        }
+        "sendrecv" => {
+            let sc = p.num(a, 0, "send count")?;
+            let dst = p.rank_arg(a, 1, n_ranks, "destination")?;
+            let rc = p.num(a, 2, "receive count")?;
+            let src = p.rank_arg(a, 3, n_ranks, "source")?;
+            let (sdt, rdt) = (p.dtype(a, 4)?, p.dtype(a, 5)?);
+            (
+                Op::Sendrecv,
+                Payload::SendRecv {
+                    dest: Peer::Rank(dst),
+                    send_tag: 0,
+                    send_bytes: bytes(sc, sdt),
+                    source: Peer::Rank(src),
+                    recv_tag: 0,
+                    recv_bytes: bytes(rc, rdt),
+                    comm: CommId::WORLD,
+                },
+            )
+        }
+        other => return Err(p.err(format!("unknown action {}", excerpt(other)))),
+    })
+}
+
+/// The operation and payload of the collective `action` (its arguments `a`) of `rank` in a run
+/// of `n_ranks` whose communicator has `comm_size` ranks; `None` for an action that is no
+/// collective this reader knows.
+fn collective_action(
+    p: &Parser<'_>,
+    action: &str,
+    a: &[&str],
+    rank: Rank,
+    n_ranks: u32,
+    comm_size: usize,
+) -> Result<Option<(Op, Payload)>> {
+    Ok(Some(match action {
+        "barrier" => (Op::Barrier, coll(None, 0, 0)),
+        "bcast" => {
+            let c = p.num(a, 0, "count")?;
+            let root = opt_rank(&p, a, 1, n_ranks)?;
+            let b = bytes(c, p.dtype(a, 2)?);
+            (Op::Bcast, coll(Some(root), b, b))
+        }
+        "reduce" => {
+            let c = p.num(a, 0, "count")?;
+            p.num(a, 1, "flops")?;
+            let root = opt_rank(&p, a, 2, n_ranks)?;
+            let b = bytes(c, p.dtype(a, 3)?);
+            (Op::Reduce, coll(Some(root), b, if root == rank { b } else { 0 }))
+        }
+        "allreduce" | "scan" | "exscan" => {
+            let c = p.num(a, 0, "count")?;
+            p.num(a, 1, "flops")?;
+            let b = bytes(c, p.dtype(a, 2)?);
+            let op = match action {
+                "allreduce" => Op::Allreduce,
+                "scan" => Op::Scan,
+                _ => Op::Exscan,
+            };
+            (op, coll(None, b, b))
+        }
+        "alltoall" | "allgather" => {
+            let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
+            let (sdt, rdt) = (p.dtype(a, 2)?, p.dtype(a, 3)?);
+            let n = comm_size as f64;
+            let op = if action == "alltoall" { Op::Alltoall } else { Op::Allgather };
+            let send = if op == Op::Alltoall { bytes(sc * n, sdt) } else { bytes(sc, sdt) };
+            (op, coll(None, send, bytes(rc * n, rdt)))
+        }
+        "gather" | "scatter" => {
+            let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
+            let root = opt_rank(&p, a, 2, n_ranks)?;
+            let (sdt, rdt) = (p.dtype(a, 3)?, p.dtype(a, 4)?);
+            let n = comm_size as f64;
+            let is_root = root == rank;
+            if action == "gather" {
+                let recv = if is_root { bytes(rc * n, rdt) } else { 0 };
+                (Op::Gather, coll(Some(root), bytes(sc, sdt), recv))
+            } else {
+                let send = if is_root { bytes(sc * n, sdt) } else { 0 };
+                (Op::Scatter, coll(Some(root), send, bytes(rc, rdt)))
+            }
+        }
+        "alltoallv" => {
+            let n = comm_size;
+            p.num(a, 0, "send buffer size")?;
+            let sc = p.counts(a, 1, n, "send count")?;
+            p.num(a, 1 + n, "receive buffer size")?;
+            let rc = p.counts(a, 2 + n, n, "receive count")?;
+            let (sdt, rdt) = (p.dtype(a, 2 + 2 * n)?, p.dtype(a, 3 + 2 * n)?);
+            (Op::Alltoallv, vcoll(None, Some((&sc, sdt)), Some((&rc, rdt))))
+        }
+        "gatherv" | "allgatherv" => {
+            let n = comm_size;
+            let sc = p.num(a, 0, "send count")?;
+            let rc = p.counts(a, 1, n, "receive count")?;
+            let (root, dts) = if action == "gatherv" {
+                (Some(opt_rank(&p, a, 1 + n, n_ranks)?), 2 + n)
+            } else {
+                (None, 1 + n)
+            };
+            let (sdt, rdt) = (p.dtype(a, dts)?, p.dtype(a, dts + 1)?);
+            let receives = root.is_none_or(|r| r == rank);
+            let mut payload = vcoll(root, None, receives.then_some((&rc, rdt)));
+            if let Payload::Collective { send_bytes, .. } = &mut payload {
+                *send_bytes = bytes(sc, sdt);
+            }
+            (if root.is_some() { Op::Gatherv } else { Op::Allgatherv }, payload)
+        }
+        "scatterv" => {
+            let n = comm_size;
+            let sc = p.counts(a, 0, n, "send count")?;
+            let rc = p.num(a, n, "receive count")?;
+            let root = opt_rank(&p, a, n + 1, n_ranks)?;
+            let (sdt, rdt) = (p.dtype(a, n + 2)?, p.dtype(a, n + 3)?);
+            let mut payload = vcoll(Some(root), (root == rank).then_some((&sc, sdt)), None);
+            if let Payload::Collective { recv_bytes, .. } = &mut payload {
+                *recv_bytes = bytes(rc, rdt);
+            }
+            (Op::Scatterv, payload)
+        }
+        "reducescatter" => {
+            let n = comm_size;
+            let rc = p.counts(a, 0, n, "receive count")?;
+            p.num(a, n, "flops")?;
+            let dt = p.dtype(a, n + 1)?;
+            let total: f64 = rc.iter().sum();
+            let mine = rc.get(rank.0 as usize).copied().unwrap_or(0.0);
+            let mut payload = vcoll(None, None, Some((&rc, dt)));
+            if let Payload::Collective { send_bytes, recv_bytes, .. } = &mut payload {
+                *send_bytes = bytes(total, dt);
+                *recv_bytes = bytes(mine, dt);
+            }
+            (Op::ReduceScatter, payload)
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// A collective on `MPI_COMM_WORLD` of these sizes.
+fn coll(root: Option<Rank>, send: u64, recv: u64) -> Payload {
+    Payload::Collective {
+        comm: CommId::WORLD,
+        root,
+        send_bytes: send,
+        recv_bytes: recv,
+        send_counts: None,
+        recv_counts: None,
+        request: None,
+    }
 }
 
 fn completed(q: &Pending) -> Completed {
