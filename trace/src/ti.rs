@@ -485,14 +485,14 @@ fn collective_action(
         "barrier" => (Op::Barrier, coll(None, 0, 0)),
         "bcast" => {
             let c = p.num(a, 0, "count")?;
-            let root = opt_rank(&p, a, 1, n_ranks)?;
+            let root = opt_rank(p, a, 1, n_ranks)?;
             let b = bytes(c, p.dtype(a, 2)?);
             (Op::Bcast, coll(Some(root), b, b))
         }
         "reduce" => {
             let c = p.num(a, 0, "count")?;
             p.num(a, 1, "flops")?;
-            let root = opt_rank(&p, a, 2, n_ranks)?;
+            let root = opt_rank(p, a, 2, n_ranks)?;
             let b = bytes(c, p.dtype(a, 3)?);
             (Op::Reduce, coll(Some(root), b, if root == rank { b } else { 0 }))
         }
@@ -517,7 +517,7 @@ fn collective_action(
         }
         "gather" | "scatter" => {
             let (sc, rc) = (p.num(a, 0, "send count")?, p.num(a, 1, "receive count")?);
-            let root = opt_rank(&p, a, 2, n_ranks)?;
+            let root = opt_rank(p, a, 2, n_ranks)?;
             let (sdt, rdt) = (p.dtype(a, 3)?, p.dtype(a, 4)?);
             let n = comm_size as f64;
             let is_root = root == rank;
@@ -543,7 +543,7 @@ fn collective_action(
             let sc = p.num(a, 0, "send count")?;
             let rc = p.counts(a, 1, n, "receive count")?;
             let (root, dts) = if action == "gatherv" {
-                (Some(opt_rank(&p, a, 1 + n, n_ranks)?), 2 + n)
+                (Some(opt_rank(p, a, 1 + n, n_ranks)?), 2 + n)
             } else {
                 (None, 1 + n)
             };
@@ -559,7 +559,7 @@ fn collective_action(
             let n = comm_size;
             let sc = p.counts(a, 0, n, "send count")?;
             let rc = p.num(a, n, "receive count")?;
-            let root = opt_rank(&p, a, n + 1, n_ranks)?;
+            let root = opt_rank(p, a, n + 1, n_ranks)?;
             let (sdt, rdt) = (p.dtype(a, n + 2)?, p.dtype(a, n + 3)?);
             let mut payload = vcoll(Some(root), (root == rank).then_some((&sc, sdt)), None);
             if let Payload::Collective { recv_bytes, .. } = &mut payload {

@@ -7,6 +7,16 @@ use mpiskel_trace::CommId;
 use super::*;
 
 impl Sim<'_> {
+    /// The context and members of communicator `comm` of rank `r`, as its call `i` names it.
+    fn ctx_of(&self, r: usize, i: usize, comm: CommId) -> Result<(u32, Arc<[Rank]>)> {
+        let e = &self.traces[r].events[i];
+        self.ranks[r]
+            .comms
+            .get(&comm.0)
+            .cloned()
+            .ok_or_else(|| trace_err(r, i, e, format!("communicator {comm} is not defined")))
+    }
+
     /// The steps of rank `r`'s call `i`.
     pub(super) fn expand(&mut self, r: usize, i: usize) -> Result<()> {
         let traces = self.traces;
@@ -27,21 +37,15 @@ impl Sim<'_> {
                 Peer::Any | Peer::Null => Ok(None),
             }
         };
-        let ctx_of =
-            |sim: &Self, comm: CommId| -> Result<(u32, Arc<[Rank]>)> {
-                sim.ranks[r].comms.get(&comm.0).cloned().ok_or_else(|| {
-                    trace_err(r, i, e, format!("communicator {comm} is not defined"))
-                })
-            };
         match (&e.payload, e.op) {
-            (Payload::P2p { .. }, op) => self.expand_p2p(r, i, op, &world, &ctx_of)?,
+            (Payload::P2p { .. }, op) => self.expand_p2p(r, i, op, &world)?,
             (Payload::SendRecv { dest, send_tag, send_bytes, source, recv_tag, comm, .. }, _) => {
                 let me = Some(r as u32);
                 let (to, from) = (world(*dest)?, world(*source)?);
                 if to == me && from == me {
                     return Ok(());
                 }
-                let (ctx, _) = ctx_of(self, *comm)?;
+                let (ctx, _) = self.ctx_of(r, i, *comm)?;
                 let ctx = ctx * 2;
                 let mut wait = Vec::new();
                 if let Some(to) = to {
@@ -75,27 +79,26 @@ impl Sim<'_> {
                     rs.steps.push_back(Step::Wait(reqs));
                 }
             }
-            (Payload::Collective { .. }, op) => self.expand_collective(r, i, op, &ctx_of)?,
+            (Payload::Collective { .. }, op) => self.expand_collective(r, i, op)?,
             (Payload::None | Payload::Comm { .. }, _) => {}
         }
         Ok(())
     }
 
     /// The steps of rank `r`'s point-to-point call `i` (`op`): `world` gives a peer's world
-    /// rank, `ctx_of` a communicator's context and members.
+    /// rank.
     fn expand_p2p(
         &mut self,
         r: usize,
         i: usize,
         op: Op,
         world: &dyn Fn(Peer) -> Result<Option<u32>>,
-        ctx_of: &dyn Fn(&Self, CommId) -> Result<(u32, Arc<[Rank]>)>,
     ) -> Result<()> {
         let e = &self.traces[r].events[i];
         let Payload::P2p { peer, tag, bytes, comm, request, wildcards } = &e.payload else {
             return Ok(());
         };
-        let (ctx, _) = ctx_of(self, *comm)?;
+        let (ctx, _) = self.ctx_of(r, i, *comm)?;
         let ctx = ctx * 2;
         match op {
             Op::Send | Op::Ssend | Op::Rsend | Op::Bsend | Op::Isend | Op::Issend | Op::Irsend => {
@@ -140,13 +143,7 @@ impl Sim<'_> {
     }
 
     /// The steps of rank `r`'s collective call `i` (`op`), as its schedule of messages.
-    fn expand_collective(
-        &mut self,
-        r: usize,
-        i: usize,
-        op: Op,
-        ctx_of: &dyn Fn(&Self, CommId) -> Result<(u32, Arc<[Rank]>)>,
-    ) -> Result<()> {
+    fn expand_collective(&mut self, r: usize, i: usize, op: Op) -> Result<()> {
         let e = &self.traces[r].events[i];
         let Payload::Collective {
             comm,
@@ -160,7 +157,7 @@ impl Sim<'_> {
         else {
             return Ok(());
         };
-        let (ctx, members) = ctx_of(self, *comm)?;
+        let (ctx, members) = self.ctx_of(r, i, *comm)?;
         let me = members.iter().position(|m| m.0 as usize == r).ok_or_else(|| {
             trace_err(r, i, e, format!("rank {r} is not a member of communicator {comm}"))
         })?;
