@@ -317,16 +317,11 @@ fn rust(reps: usize) {
 }
 
 /// The 2.5 % and 97.5 % points of `stat` over 2000 resamples (with replacement) of the `n` run
-/// pairs, each resample given as the indices it picked; a fixed xorshift generator, so the
-/// interval is repeatable for the same runs.
+/// pairs, each resample given as the indices it picked; the workspace's generator from a fixed
+/// state ([`mpiskel_trace::rng`]), so the interval is repeatable for the same runs.
 fn bootstrap(n: usize, stat: impl Fn(&[usize]) -> f64) -> (f64, f64) {
     let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut next = move || (mpiskel_trace::rng::splitmix64(&mut state) % n as u64) as usize;
     let mut values: Vec<f64> = (0..2000)
         .map(|_| {
             let picks: Vec<usize> = (0..n).map(|_| next()).collect();

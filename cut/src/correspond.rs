@@ -23,6 +23,8 @@
 
 use std::collections::HashMap;
 
+use petgraph::unionfind::UnionFind;
+
 use mpiskel_program::{Call, Phase, Stmt};
 
 /// Where a block sits in a phase's body: its index in each body from the phase's down through
@@ -172,18 +174,7 @@ pub fn groups(first: &Phase, others: &[&Phase]) -> Vec<Group> {
         })
         .collect();
     let n = ids.len();
-    let mut parent: Vec<usize> = (0..n).collect();
-    fn find(parent: &mut [usize], x: usize) -> usize {
-        let mut r = x;
-        while parent[r] != r {
-            r = parent[r];
-        }
-        let mut y = x;
-        while parent[y] != r {
-            (parent[y], y) = (r, parent[y]);
-        }
-        r
-    }
+    let mut same = UnionFind::<usize>::new(n);
     let mut bad = vec![false; n];
     fn key((k, gap): &Place) -> (&str, usize) {
         (k.as_str(), gap.len())
@@ -201,8 +192,7 @@ pub fn groups(first: &Phase, others: &[&Phase]) -> Vec<Group> {
             let b: Vec<usize> = exec[k + 1][from..=j].iter().flatten().copied().collect();
             if a.len() == b.len() {
                 for (&x, &y) in a.iter().zip(&b) {
-                    let (rx, ry) = (find(&mut parent, x), find(&mut parent, y));
-                    parent[rx] = ry;
+                    same.union(x, y);
                 }
             } else {
                 a.iter().chain(&b).for_each(|&x| bad[x] = true);
@@ -217,7 +207,7 @@ pub fn groups(first: &Phase, others: &[&Phase]) -> Vec<Group> {
     let mut members: Vec<((usize, Path), usize)> = ids.into_iter().collect();
     members.sort_by(|a, b| a.0.cmp(&b.0));
     for ((k, path), id) in members {
-        let r = find(&mut parent, id);
+        let r = same.find_mut(id);
         bad_root[r] |= bad[id];
         let g = by_root
             .entry(r)
@@ -225,7 +215,7 @@ pub fn groups(first: &Phase, others: &[&Phase]) -> Vec<Group> {
         g.paths[k].push(path);
     }
     for e in exec[0].iter().flatten() {
-        let r = find(&mut parent, *e);
+        let r = same.find_mut(*e);
         if let Some(g) = by_root.get_mut(&r) {
             g.runs += 1;
         }

@@ -109,14 +109,9 @@ impl Duration {
     }
 }
 
-/// SplitMix64, for the deterministic samples.
+/// A uniform draw in [0, 1) for the deterministic samples ([`mpiskel_trace::rng`]).
 pub(crate) fn uniform(state: &mut u64) -> f64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
+    mpiskel_trace::rng::unit(mpiskel_trace::rng::splitmix64(state))
 }
 
 /// For every drawn block at the same place of a phase of the same name in every class, the

@@ -1,4 +1,4 @@
-//! A small, fast, reproducible random number generator (SplitMix64, Steele et al. 2014): every
+//! The campaign's generator, over the workspace's one ([`mpiskel_trace::rng`], SplitMix64): every
 //! case of a campaign is made from its own seed, so any case can be made again from its number.
 
 /// SplitMix64: 64 bits of state, one addition and a mix per draw.
@@ -13,11 +13,7 @@ impl Rng {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mpiskel_trace::rng::splitmix64(&mut self.0)
     }
 
     /// A number in `0..n` (0 when `n` is 0).

@@ -531,12 +531,7 @@ mod tests {
             ("PARENT", ""),
         ];
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = |m: usize| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            ((state >> 33) as usize) % m
-        };
+        let mut next = |m: usize| (mpiskel_trace::rng::splitmix64(&mut state) % m as u64) as usize;
         for case in 0..2_000 {
             let n = 1 + next(40);
             let calls: Vec<Call> = (0..n)

@@ -404,12 +404,7 @@ impl RankLowering<'_> {
         if self.as_run.is_some() {
             return runtime_uniform(&mut self.rng);
         }
-        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
+        mpiskel_trace::rng::unit(mpiskel_trace::rng::splitmix64(&mut self.rng))
     }
 
     pub(crate) fn peer(&self, p: &IrPeer) -> Peer {

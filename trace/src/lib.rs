@@ -37,6 +37,7 @@ pub mod otf2;
 pub mod polls;
 pub mod progress;
 mod resolve;
+pub mod rng;
 mod set;
 pub mod stretch;
 pub mod summary;

@@ -135,16 +135,13 @@ pub fn grid_shape(n: u32, d: u8) -> Vec<u32> {
     shape
 }
 
-/// A small generator (SplitMix64): the same numbers for the same seed on every machine.
+/// The generator of a synthetic trace ([`crate::rng`]): the same numbers for the same seed on
+/// every machine.
 struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        crate::rng::splitmix64(&mut self.0)
     }
 
     /// Uniform in [−1, 1).
