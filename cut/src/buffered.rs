@@ -64,28 +64,18 @@ fn addresses(
 /// returns how many.
 fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> usize {
     fn walk(body: &mut [Stmt], at: &std::collections::HashSet<usize>, n: &mut usize) {
-        for s in body {
-            match s {
-                Stmt::Call { call, .. } => {
-                    let here = &*call as *const Call as usize;
-                    if let Call::Send { op, .. } = call {
-                        // Blocking sends become `MPI_Bsend`, non-blocking ones `MPI_Ibsend`
-                        // (a synchronous send is never taken for buffered).
-                        if matches!(op, Op::Send | Op::Isend) && at.contains(&here) {
-                            *op = Op::Bsend;
-                            *n += 1;
-                        }
-                    }
+        mpiskel_program::visit::each_mut(body, &mut |s| {
+            let Stmt::Call { call, .. } = s else { return };
+            let here = &*call as *const Call as usize;
+            // Blocking sends become `MPI_Bsend`, non-blocking ones `MPI_Ibsend` (a synchronous
+            // send is never taken for buffered).
+            if let Call::Send { op, .. } = call {
+                if matches!(op, Op::Send | Op::Isend) && at.contains(&here) {
+                    *op = Op::Bsend;
+                    *n += 1;
                 }
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, at, n),
-                Stmt::Steps { cases } => {
-                    for c in cases {
-                        walk(&mut c.body, at, n);
-                    }
-                }
-                Stmt::Compute { .. } => {}
             }
-        }
+        });
     }
     let mut n = 0;
     for p in skel.classes.iter_mut().flat_map(|c| c.phases.iter_mut()) {
@@ -98,17 +88,12 @@ fn make_buffered(skel: &mut Skeleton, at: &std::collections::HashSet<usize>) -> 
 /// the non-blocking ones (`MPI_Ibsend`).
 pub(crate) fn count_buffered(skel: &Skeleton) -> (usize, usize) {
     fn walk(body: &[Stmt], n: &mut (usize, usize)) {
-        for s in body {
-            match s {
-                Stmt::Call { call: Call::Send { op: Op::Bsend, slot, .. }, .. } => {
-                    n.0 += 1;
-                    n.1 += usize::from(slot.is_some());
-                }
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => walk(body, n),
-                Stmt::Steps { cases } => cases.iter().for_each(|c| walk(&c.body, n)),
-                _ => {}
+        mpiskel_program::visit::each(body, &mut |s| {
+            if let Stmt::Call { call: Call::Send { op: Op::Bsend, slot, .. }, .. } = s {
+                n.0 += 1;
+                n.1 += usize::from(slot.is_some());
             }
-        }
+        });
     }
     let mut n = (0, 0);
     for p in skel.classes.iter().flat_map(|c| &c.phases) {

@@ -50,23 +50,14 @@ struct Made {
 
 /// The calls of `body` added to `made` (their tokens numbered in `ids`).
 fn calls(body: &[Stmt], ids: &mut HashMap<String, u32>, made: &mut Made) {
-    for s in body {
-        match s {
-            Stmt::Call { call, .. } => {
-                let (t, bytes) = token(call);
-                let next = ids.len() as u32;
-                made.calls.insert(*ids.entry(t).or_insert(next));
-                made.largest = made.largest.max(bytes);
-            }
-            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => calls(body, ids, made),
-            Stmt::Steps { cases } => {
-                for c in cases {
-                    calls(&c.body, ids, made);
-                }
-            }
-            Stmt::Compute { .. } => {}
+    mpiskel_program::visit::each(body, &mut |s| {
+        if let Stmt::Call { call, .. } = s {
+            let (t, bytes) = token(call);
+            let next = ids.len() as u32;
+            made.calls.insert(*ids.entry(t).or_insert(next));
+            made.largest = made.largest.max(bytes);
         }
-    }
+    });
 }
 
 /// The family of each kind of step of `cases`, numbered by first appearance: kinds that make

@@ -396,17 +396,7 @@ const KEPT_STATEMENTS: usize = 700_000;
 /// # Complexity
 /// O(statements).
 fn statements(skel: &Skeleton) -> usize {
-    fn of(body: &[Stmt]) -> usize {
-        body.iter()
-            .map(|s| {
-                1 + match s {
-                    Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => of(body),
-                    Stmt::Steps { cases } => cases.iter().map(|c| of(&c.body)).sum(),
-                    Stmt::Compute { .. } | Stmt::Call { .. } => 0,
-                }
-            })
-            .sum()
-    }
+    let of = |body: &[Stmt]| mpiskel_program::visit::count(body, &mut |_| true);
     skel.classes.iter().flat_map(|c| &c.phases).map(|p| of(&p.body)).sum()
 }
 

@@ -478,11 +478,9 @@ fn step_candidates(
 /// Whether a loop body holds a block that replays its loop's first iteration apart
 /// ([`FIRST_APART`]): the skeleton then counts the loop's first iteration once.
 pub fn replays_first(body: &[Stmt], replays: &[Replay]) -> bool {
-    body.iter().any(|s| match s {
+    mpiskel_program::visit::any(body, &mut |s| match s {
         Stmt::Compute { replay: Some(t), .. } => replays.get(*t).is_some_and(|r| r.first_rows > 0),
-        Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => replays_first(body, replays),
-        Stmt::Steps { cases } => cases.iter().any(|c| replays_first(&c.body, replays)),
-        Stmt::Compute { .. } | Stmt::Call { .. } => false,
+        _ => false,
     })
 }
 
@@ -495,18 +493,11 @@ fn clear(skel: &mut Skeleton) {
 }
 
 fn mark(body: &mut [Stmt], which: &dyn Fn(usize) -> Option<usize>) {
-    for s in body {
-        match s {
-            Stmt::Compute { replay, leaf, .. } => *replay = leaf.and_then(which),
-            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => mark(body, which),
-            Stmt::Steps { cases } => {
-                for c in cases {
-                    mark(&mut c.body, which);
-                }
-            }
-            Stmt::Call { .. } => {}
+    mpiskel_program::visit::each_mut(body, &mut |s| {
+        if let Stmt::Compute { replay, leaf, .. } = s {
+            *replay = leaf.and_then(which);
         }
-    }
+    });
 }
 
 /// Which executions of a block a table replays.

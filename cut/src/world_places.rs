@@ -38,14 +38,9 @@ pub(crate) fn before_world_collectives(skel: &Skeleton) -> Vec<Vec<Place>> {
     }
     /// Whether `body` makes any collective of all ranks, at any depth.
     fn count_any(body: &[Stmt]) -> u64 {
-        body.iter()
-            .map(|s| match s {
-                Stmt::Call { call: Call::Collective { comm: 0, .. }, .. } => 1,
-                Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => count_any(body),
-                Stmt::Steps { cases } => cases.iter().map(|c| count_any(&c.body)).sum(),
-                _ => 0,
-            })
-            .sum()
+        let world =
+            |s: &Stmt| matches!(s, Stmt::Call { call: Call::Collective { comm: 0, .. }, .. });
+        mpiskel_program::visit::count(body, &mut |s| world(s)) as u64
     }
     if skel.classes.len() < 2 || !matches!(skel.comms.first(), Some(mpiskel_program::Comm::World)) {
         return Vec::new();

@@ -10,11 +10,8 @@ use mpiskel_program::{Skeleton, Stmt};
 /// restores by name, not by position. `None` where positions do.
 pub fn keep_slots(skel: &Skeleton, names: &[Vec<String>]) -> Option<(Vec<Vec<usize>>, usize)> {
     fn any_keep(body: &[Stmt]) -> bool {
-        body.iter().any(|s| match s {
-            Stmt::Compute { keep_only, .. } => *keep_only,
-            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => any_keep(body),
-            Stmt::Steps { cases } => cases.iter().any(|c| any_keep(&c.body)),
-            Stmt::Call { .. } => false,
+        mpiskel_program::visit::any(body, &mut |s| {
+            matches!(s, Stmt::Compute { keep_only: true, .. })
         })
     }
     let keeps = skel.classes.iter().flat_map(|c| &c.phases).any(|p| any_keep(&p.body));

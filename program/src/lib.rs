@@ -59,6 +59,7 @@ pub mod matching;
 pub mod physical;
 pub mod spread;
 pub mod symbols;
+pub mod visit;
 
 mod assemble;
 mod calls;
