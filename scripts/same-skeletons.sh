@@ -2,7 +2,10 @@
 # Builds a skeleton from every fixture trace (fixtures/traces), every NPB trace of
 # ../shared/fixtures/npb and the public OTF2, DUMPI and SimGrid traces with two mpiskel binaries,
 # in C and in Rust, and compares the folders byte for byte (skeleton.json's build timings
-# aside). Exits 1 where any differs or where one binary builds what the other refuses.
+# aside). Exits 1 where any differs or where one binary builds what the other refuses. The
+# fidelity check's search for other candidates is bounded by wall-clock time (a multiple of the
+# build's own), so on a loaded machine one build may measure fewer candidates than the other: a
+# pair that differs is built once more, one binary at a time, before it counts as different.
 #
 # Usage: scripts/same-skeletons.sh BEFORE AFTER [OUT]   (binaries; OUT default /tmp/same-skeletons)
 set -uo pipefail
@@ -19,26 +22,34 @@ differ=0 same=0
 # skeleton.json's timings of the build itself (its stages, the deadlock check) differ from run
 # to run.
 strip() {
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("stage_seconds",None); d.get("check",{}).pop("seconds",None); print(json.dumps(d,indent=1,sort_keys=True))' "$1"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("stage_seconds",None); d.get("check",{}).pop("seconds",None); print(json.dumps(d,indent=1,sort_keys=True))' "$1" 2>/dev/null
 }
+same_pair() {
+  local a=$1 b=$2
+  if ! cmp -s "$a.rc" "$b.rc"; then return 1; fi
+  [ -d "$a" ] || return 0
+  diff -rq -x skeleton.json "$a" "$b" >/dev/null && diff -q <(strip "$a/skeleton.json") <(strip "$b/skeleton.json") >/dev/null
+}
+build_pair() {  # trace lang name
+  for side in before after; do
+    bin=$before; [ $side = after ] && bin=$after
+    rm -rf "${out:?}/$side/$3-$2"
+    "$bin" build "$1" --lang "$2" -o "$out/$side/$3-$2" >"$out/$side/$3-$2.log" 2>&1
+    echo $? >"$out/$side/$3-$2.rc"
+  done
+}
+mkdir -p "$out/before" "$out/after"
 for t in "${traces[@]}"; do
   name=$(echo "${t#"$root"/}" | sed 's|\.\./shared/fixtures/||; s|/trace.txt||; s|[/.]|_|g')
   for lang in c rust; do
-    for side in before after; do
-      bin=$before; [ $side = after ] && bin=$after
-      "$bin" build "$t" --lang "$lang" -o "$out/$side/$name-$lang" >"$out/$side-$name-$lang.log" 2>&1
-      echo $? >"$out/$side-$name-$lang.rc"
-    done
-    a=$out/before/$name-$lang b=$out/after/$name-$lang
-    if ! cmp -s "$out/before-$name-$lang.rc" "$out/after-$name-$lang.rc"; then
-      echo "DIFFER $name $lang: exit $(cat "$out/before-$name-$lang.rc") before, $(cat "$out/after-$name-$lang.rc") after"
-      differ=$((differ + 1)); continue
+    build_pair "$t" "$lang" "$name"
+    if ! same_pair "$out/before/$name-$lang" "$out/after/$name-$lang"; then
+      build_pair "$t" "$lang" "$name"
     fi
-    [ -d "$a" ] || { same=$((same + 1)); continue; }
-    if diff -rq -x skeleton.json "$a" "$b" >/dev/null && diff -q <(strip "$a/skeleton.json") <(strip "$b/skeleton.json") >/dev/null; then
+    if same_pair "$out/before/$name-$lang" "$out/after/$name-$lang"; then
       same=$((same + 1))
     else
-      echo "DIFFER $name $lang: $(diff -rq -x skeleton.json "$a" "$b" | head -3 | tr '\n' ' ')"
+      echo "DIFFER $name $lang: exit $(cat "$out/before/$name-$lang.rc") before, $(cat "$out/after/$name-$lang.rc") after; $(diff -rq -x skeleton.json "$out/before/$name-$lang" "$out/after/$name-$lang" 2>&1 | head -3 | tr '\n' ' ')"
       differ=$((differ + 1))
     fi
   done
