@@ -110,24 +110,18 @@ pub fn needs_program_scope(phases: &[Phase]) -> bool {
 }
 
 pub(super) fn collect(body: &[Stmt], started: &mut BTreeSet<u32>, completed: &mut BTreeSet<u32>) {
-    for s in body {
-        match s {
-            Stmt::Call { call, .. } => match call {
-                Call::Send { slot: Some(r), .. }
-                | Call::Recv { slot: Some(r), .. }
-                | Call::Collective { slot: Some(r), .. } => started.extend(slots_of(r)),
-                Call::Complete { how, slots, .. } if *how != Completion::Poll => {
-                    completed.extend(slots.iter().copied())
-                }
-                _ => {}
-            },
-            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => collect(body, started, completed),
-            Stmt::Steps { cases } => {
-                cases.iter().for_each(|c| collect(&c.body, started, completed));
+    mpiskel_program::visit::each(body, &mut |s| {
+        let Stmt::Call { call, .. } = s else { return };
+        match call {
+            Call::Send { slot: Some(r), .. }
+            | Call::Recv { slot: Some(r), .. }
+            | Call::Collective { slot: Some(r), .. } => started.extend(slots_of(r)),
+            Call::Complete { how, slots, .. } if *how != Completion::Poll => {
+                completed.extend(slots.iter().copied())
             }
-            Stmt::Compute { .. } => {}
+            _ => {}
         }
-    }
+    });
 }
 
 /// Bytes one execution of `body` takes from the pool (fresh buffers of non-blocking receives and
