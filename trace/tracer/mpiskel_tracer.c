@@ -4,7 +4,7 @@
  * Loaded with LD_PRELOAD (or linked before the MPI library), it intercepts the MPI calls that
  * matter for performance and writes one native trace file per rank, `rank-<k>.mpt`, into the
  * directory named by MPISKEL_TRACE_DIR (default: the current directory). The format is
- * specified in trace/FORMAT.md; trace/src/native.rs reads it.
+ * specified in trace/FORMAT.md; trace/src/native/read.rs reads it.
  *
  * Build once per MPI implementation (their ABIs differ):
  *     mpicc.openmpi -O2 -fPIC -shared -o libmpiskel-openmpi.so mpiskel_tracer.c
