@@ -21,15 +21,6 @@ impl Stmt {
         };
         one.into_iter().chain(cases.iter().map(|c| c.body.as_slice()))
     }
-
-    /// [`Stmt::bodies`], to change.
-    pub fn bodies_mut(&mut self) -> Box<dyn Iterator<Item = &mut Vec<Stmt>> + '_> {
-        match self {
-            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => Box::new(std::iter::once(body)),
-            Stmt::Steps { cases } => Box::new(cases.iter_mut().map(|c| &mut c.body)),
-            Stmt::Compute { .. } | Stmt::Call { .. } => Box::new(std::iter::empty()),
-        }
-    }
 }
 
 /// Calls `f` on every statement of `body`, nested ones included, in program order.
@@ -46,8 +37,10 @@ pub fn each<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
 pub fn each_mut(body: &mut [Stmt], f: &mut dyn FnMut(&mut Stmt)) {
     for s in body {
         f(s);
-        for b in s.bodies_mut() {
-            each_mut(b, f);
+        match s {
+            Stmt::Loop { body, .. } | Stmt::Guard { body, .. } => each_mut(body, f),
+            Stmt::Steps { cases } => cases.iter_mut().for_each(|c| each_mut(&mut c.body, f)),
+            Stmt::Compute { .. } | Stmt::Call { .. } => {}
         }
     }
 }
