@@ -146,6 +146,7 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
     let panel = Panel::around(None, set.n_ranks(), 1e9);
     let app = app_times(&set.ranks, &panel).unwrap();
     let app_time = set.app_time_s();
+    let set_calls = set.ranks.iter().map(|r| r.events.len() as u64).sum();
     let mut lt = mpiskel_logicalize::logicalize_owned(set);
     let mut wrong = make(&mut lt, app_time, "test", None, true).unwrap();
     for class in &mut wrong.skeleton.classes {
@@ -159,7 +160,7 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
         source: "test",
         target_s: None,
         compute_cut: true,
-        spent_s: 60.0,
+        trace_calls: set_calls,
     };
     let kept = search(&mut lt, wrong, goal, &check, &mpiskel_validate::Quiet)
         .unwrap_or_else(|(_, e)| panic!("{e}"));
@@ -176,4 +177,38 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
     }
     let main = kept.built.skeleton.classes[0].phases.iter().find(|p| p.name == "main_loop");
     assert_eq!(main.map(|p| p.full), Some(4), "the kept program prices the 4 cycles");
+}
+
+/// A trace of few calls is simulated call by call on the panel, not fast-forwarded: NPB BT S on 9
+/// ranks (60 iterations, 93 k calls), whose window of iterations runs 3.4 % slower than the loop,
+/// is measured on SimGrid's own platform as SimGrid's replay measures it.
+#[test]
+fn the_panel_measures_a_small_trace_whole() {
+    let out = scratch("fidelity-exact");
+    let trace = npb("bt.S.9");
+    let built = mpiskel().args(["build", "--force", "-q", "-o"]).arg(&out).arg(&trace).output();
+    assert!(built.unwrap().status.success());
+    let npb_dir = shared().join("fixtures/npb");
+    let truth = std::fs::read_to_string(npb_dir.join("ground-truth.csv")).unwrap();
+    let replay: f64 = truth
+        .lines()
+        .find(|l| l.starts_with("bt,S,9,ref,"))
+        .and_then(|l| l.rsplit(',').next())
+        .and_then(|s| s.parse().ok())
+        .expect("BT S 9's replay on the reference in ground-truth.csv");
+    let platforms = npb_dir.join("platforms");
+    let checked = mpiskel()
+        .arg("check")
+        .arg(&out)
+        .arg(&trace)
+        .args(["--json", "--max-error", "1000", "--platform"])
+        .arg(platforms.join("ref.xml"))
+        .arg("--hostfile")
+        .arg(platforms.join("hostfile_1perhost.txt"))
+        .output()
+        .unwrap();
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    let app = json["fidelity"][0]["app_s"].as_f64().unwrap();
+    assert!((app / replay - 1.0).abs() < 0.002, "panel {app} s, SimGrid's replay {replay} s");
 }

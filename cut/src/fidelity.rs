@@ -96,7 +96,7 @@ pub struct Decision {
     /// reference (see [`choose`]).
     #[serde(default)]
     pub length_bound: f64,
-    /// Whether the search stopped at its time budget before every generator had proposed.
+    /// Whether the search stopped at its budget (calls simulated or walked) before every generator had proposed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cut_short: bool,
 }

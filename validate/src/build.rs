@@ -112,7 +112,6 @@ fn describe_unrecorded(set: &TraceSet, app_time_s: f64) -> Vec<String> {
 /// Fails, writing nothing, on a trace that holds no calls, on a program that can deadlock
 /// ([`Error::Deadlock`], with the blocked ranks named) and on bad options.
 pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> {
-    let started = std::time::Instant::now();
     let name = checked_name(o)?;
     // A platform that cannot be read fails before the trace is read.
     let platform = match &o.platform {
@@ -134,6 +133,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     }
     // The application on the fidelity panel, simulated while its calls are at hand: every
     // candidate skeleton is held to these times ([`crate::policy`]).
+    let trace_calls: u64 = set.ranks.iter().map(|r| r.events.len() as u64).sum();
     let fidelity = if o.check {
         panel_of(o, platform.as_ref().map(|(_, pf)| pf), &set, &mut notes, observer)?
     } else {
@@ -190,7 +190,7 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
                 source: &source,
                 target_s: o.target_time,
                 compute_cut: !o.whole_compute,
-                spent_s: started.elapsed().as_secs_f64(),
+                trace_calls,
             };
             match crate::policy::search(&mut lt, built, goal, &check, observer) {
                 Ok(kept) => {

@@ -20,8 +20,8 @@
 //! Where the default is within the bound, nothing else is made: the default is the shortest the
 //! pipeline can make. Generators 3 stop at the first candidate within the bound (longer ones
 //! cannot be shorter). A program measured already is not measured again, and the search stops
-//! at its time budget ([`SEARCH_BUDGET`] times the default's build), which the decision
-//! records.
+//! at its budget ([`SEARCH_BUDGET`] times the default's cost, counted in calls so that a trace
+//! gives the same skeleton on a loaded machine as on an idle one), which the decision records.
 //!
 //! # Complexity
 //! One make and one panel check per candidate: at most 2 + choices + [`MAX_DOUBLINGS`] + 1
@@ -55,20 +55,34 @@ pub struct Goal<'a> {
     pub target_s: Option<f64>,
     /// Whether compute blocks may be cut.
     pub compute_cut: bool,
-    /// Seconds the build took to make the default: the other candidates may take at most
-    /// [`SEARCH_BUDGET`] times as long.
-    pub spent_s: f64,
+    /// Calls in the trace, over all ranks: the measure of the search's budget
+    /// ([`SEARCH_BUDGET`]).
+    pub trace_calls: u64,
 }
 
-/// How long the other candidates may take to make and measure, as a multiple of the time the
-/// default took (its trace read, logicalized, made and checked, the application simulated on
-/// the panel): past it, no further candidate is proposed and the decision says so. A build of
-/// millions of calls makes each candidate in tens of seconds; the budget bounds the check at
-/// three times the build without it.
-pub const SEARCH_BUDGET: f64 = 2.0;
+/// How much the other candidates may cost, as a multiple of what the default cost: past it, no
+/// further candidate is proposed and the decision says so. Costs are counted in calls, so that
+/// the same trace always gives the same skeleton, however loaded the machine: the default's is
+/// the trace's calls once to make it and once per platform to simulate the application
+/// (an upper bound where the main loop is fast-forwarded), a candidate's the trace's calls to
+/// make it (the pipeline walks the logical trace) and the calls its program makes
+/// ([`mpiskel_program::deadlock::CheckSummary::operations`]) once per platform. On NPB MG B at
+/// 256 ranks (3.9 M calls, 6 platforms) a candidate costs about a seventh of the default's
+/// cost (2 s of the 11 s the default took here with its panel), so the budget of two defaults
+/// allows every generator's candidates but the longest targets; on a trace of millions of
+/// calls per rank it bounds the check at about three times the build without it.
+pub const SEARCH_BUDGET: u64 = 2;
 
-/// The least budget, seconds: small traces build in a fraction of a second.
-pub const MIN_SEARCH_S: f64 = 5.0;
+/// The least budget, calls: traces of a few hundred thousand calls build in a fraction of a
+/// second, and every candidate is measured.
+pub const MIN_SEARCH_CALLS: u64 = 20_000_000;
+
+impl Goal<'_> {
+    /// The budget of the other candidates, calls ([`SEARCH_BUDGET`]).
+    fn budget(&self, platforms: usize) -> u64 {
+        (SEARCH_BUDGET * self.trace_calls * (1 + platforms as u64)).max(MIN_SEARCH_CALLS)
+    }
+}
 
 /// The panel and the application's times on it: what every candidate is held to.
 #[derive(Debug)]
@@ -135,14 +149,35 @@ pub fn search(
     // proposed): a generator that makes one of them again proposes nothing new.
     let within_at_once = candidates[0].score.within(check.bound);
     let mut seen = if within_at_once { Vec::new() } else { vec![digest(&best.0)] };
+    // What the candidates cost so far, in calls ([`SEARCH_BUDGET`]).
+    let platforms = check.panel.platforms.len();
+    let budget = goal.budget(platforms);
+    let spent = std::cell::Cell::new(0u64);
+    let over = |cut_short: &mut bool| {
+        let over = spent.get() >= budget;
+        if over && !*cut_short {
+            observer.line(&format!(
+                "the candidates have cost {} calls simulated or walked, {SEARCH_BUDGET} times \
+                     the default's: no more are proposed",
+                spent.get()
+            ));
+            *cut_short = true;
+        }
+        over
+    };
     let mut consider = |name: String, built: Built, candidates: &mut Vec<Candidate>| {
+        // Its make, then its simulations below.
+        spent.set(spent.get() + goal.trace_calls);
+        let calls = built.check.operations as u64;
         let d = digest(&built);
         if seen.contains(&d) {
             observer.line(&format!("candidate {name}: the same program as one measured"));
             return None;
         }
         seen.push(d);
-        if let Some(row) = screened_out(&built, &best.1, candidates, check) {
+        let screened = screened_out(&built, &best.1, candidates, check);
+        spent.set(spent.get() + calls);
+        if let Some(row) = screened {
             observer.line(&format!(
                 "candidate {name}: {:.2} % off on {}, where the one kept is worst: not kept",
                 row.error_pct.abs(),
@@ -152,6 +187,7 @@ pub fn search(
             candidates.push(Candidate { name, score, screened: true });
             return Some(score);
         }
+        spent.set(spent.get() + calls * (platforms as u64).saturating_sub(1));
         let rows = match check.rows(&built) {
             Ok(rows) => rows,
             Err(e) => {
@@ -182,23 +218,10 @@ pub fn search(
             100.0 * check.bound
         ));
         // Generator 2: each choice of loop nests.
-        let started = std::time::Instant::now();
-        let budget = (SEARCH_BUDGET * goal.spent_s).max(MIN_SEARCH_S);
-        let mut spent = || {
-            let over = started.elapsed().as_secs_f64() > budget;
-            if over && !cut_short {
-                observer.line(&format!(
-                    "the candidates have taken {budget:.1} s, {SEARCH_BUDGET} times the build: \
-                     no more are proposed"
-                ));
-                cut_short = true;
-            }
-            over
-        };
         // (With one choice, it is the default's.)
         let plan = Plan::of(lt);
         for i in (0..plan.len()).filter(|_| plan.len() > 1) {
-            if spent() {
+            if over(&mut cut_short) {
                 break;
             }
             let Some(only) = plan.only(i) else { break };
@@ -218,7 +241,7 @@ pub fn search(
         drop(plan);
         // Generator 3: longer targets, to every loop whole.
         for k in 1..=MAX_DOUBLINGS {
-            if spent() {
+            if over(&mut cut_short) {
                 break;
             }
             let target = base_target * f64::from(1u32 << k);
@@ -242,7 +265,7 @@ pub fn search(
             }
         }
         // Generator 4: every compute block whole.
-        if goal.compute_cut && !spent() {
+        if goal.compute_cut && !over(&mut cut_short) {
             if let Ok(b) = make(lt, goal.app_time_s, goal.source, goal.target_s, false) {
                 consider("every block whole".into(), b, &mut candidates);
             }
@@ -357,7 +380,7 @@ pub fn describe(decision: &Decision) -> Option<String> {
                     "no candidate of {}{} is within {:.1} % on every platform of the panel",
                     decision.candidates.len(),
                     if decision.cut_short {
-                        " (measured before the search reached its time budget)"
+                        " (measured before the search reached its budget)"
                     } else {
                         ""
                     },
