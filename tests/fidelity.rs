@@ -180,7 +180,7 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
 }
 
 /// A trace of few calls is simulated call by call on the panel, not fast-forwarded: NPB BT S on 9
-/// ranks (60 iterations, 19 k calls), whose window of iterations runs 3.4 % slower than the loop,
+/// ranks (60 iterations, 60 k calls), whose window of iterations runs 3.4 % slower than the loop,
 /// is measured on SimGrid's own platform as SimGrid's replay measures it.
 #[test]
 fn the_panel_measures_a_small_trace_whole() {
