@@ -79,6 +79,7 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
         doc.n_ranks
     );
     set.drop_local_calls();
+    set.align_collectives();
     let panel = Panel::around(reference, set.n_ranks(), a.flops);
     let app = app_times(&set.ranks, &panel)?;
     drop(set);

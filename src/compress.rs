@@ -117,6 +117,7 @@ pub fn compress(a: CompressArgs) -> Result<ExitCode> {
         TraceSet::open_folded(&a.path, &opts)?
     };
     set.drop_local_calls();
+    set.align_collectives();
     let Some(rt) = set.ranks.get(a.rank as usize) else {
         bail!(
             "{}: rank {} does not exist (the trace has {} ranks)",

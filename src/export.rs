@@ -94,6 +94,7 @@ pub fn export(a: ExportArgs) -> Result<ExitCode> {
         TraceSet::open_folded(&input, &opts)?
     };
     let local = set.drop_local_calls();
+    set.align_collectives();
     let written = mpiskel_trace::ti_export::write_ti(&set.path, &set.ranks, &a.ti, a.flops)?;
     let calls: usize = set.ranks.iter().map(|r| r.events.len()).sum();
     let what = if skeleton { " (the skeleton's program as it ran under SimGrid SMPI)" } else { "" };

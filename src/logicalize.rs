@@ -78,6 +78,7 @@ pub fn run(a: LogicalizeArgs) -> Result<ExitCode> {
     let read_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     set.drop_local_calls();
+    set.align_collectives();
     let logical = {
         let _spinner = bars.spinner("finding the topology and the process classes");
         logicalize(&set)

@@ -152,6 +152,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
     );
     let polls = set.fold_polls();
     let local = set.drop_local_calls();
+    set.align_collectives();
     let app_time = set.app_time_s();
     let n_ranks = set.n_ranks();
     let calls: usize = set.ranks.iter().map(|r| r.events.len()).sum();

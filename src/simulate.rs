@@ -275,6 +275,7 @@ impl Input {
         // cancelled) would leave their ranks stuck: left out as `build` leaves them out, their
         // time becoming computation before the next call.
         let local = set.drop_local_calls();
+        set.align_collectives();
         let plan = Box::new(mpiskel_simulate::fastforward::plan(&set.ranks));
         Ok(Input::Trace { set, local, plan })
     }

@@ -544,6 +544,37 @@ fn polling_loops_fold_into_blocking_completions() {
     }
 }
 
+/// Two threads per rank, each broadcasting on its own copy of the world from a root of its own
+/// (`fixtures/programs/threads.c rooted`): rank 0 returns from the first copy's broadcast before
+/// the second's and rank 1 the other way round, every round. One thread per rank, as traced,
+/// the skeleton would wait forever (the build refused it); its collectives are put in one order
+/// and the skeleton, built with its fidelity check, runs to its end under OpenMPI and MPICH.
+#[test]
+fn collectives_threads_made_in_different_orders_take_one_order() {
+    let base = scratch("threads-rooted");
+    let (trace, dir) = (base.join("trace"), base.join("skel"));
+    support::trace_program(support::Lib::OpenMpi, 4, "threads", &["50", "20", "rooted"], &trace);
+    let out = mpiskel()
+        .args(["build", "--force", "--json", "-q"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let built: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = built["notes"].to_string();
+    assert!(notes.contains("made later than traced"), "{notes}");
+    let doc = document(&dir);
+    assert_eq!(doc["fidelity"].as_array().map(Vec::len), Some(6), "{}", doc["fidelity"]);
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 120), mpi, 4);
+    }
+}
+
 /// A halo exchange that unpacks each neighbour's halo as it lands (`MPI_Waitsome` until the
 /// step's requests are done) makes, at every step, the calls its messages' arrival order made:
 /// no two steps alike, no loop. Each run of partial completions folded into one `MPI_Waitall`,

@@ -304,6 +304,22 @@ pub fn describe_steps_cut(c: &mpiskel_cut::scale::StepsCut, app_time_s: f64) -> 
     )
 }
 
+/// The note on the collectives put in rank 0's order
+/// ([`mpiskel_trace::collective_order`]).
+pub fn describe_aligned(a: &mpiskel_trace::collective_order::Aligned) -> String {
+    let ranks: Vec<String> = a.ranks.iter().map(u32::to_string).collect();
+    format!(
+        "{} collectives of rank{} {} are made later than traced, in one order with the other \
+         ranks': the application's threads made the collectives of their communicators in \
+         different orders on different ranks, which one thread per rank cannot do without \
+         waiting forever (each moved past non-blocking starts only; the computation between \
+         calls stays where it was)",
+        a.calls_moved,
+        if a.ranks.len() == 1 { "" } else { "s" },
+        ranks.join(", ")
+    )
+}
+
 /// One line on the local calls left out, with their share of the application's time.
 pub fn describe_local(l: &LocalCalls, app_time_s: f64, ranks: usize) -> String {
     let seconds = l.ns as f64 * 1e-9;

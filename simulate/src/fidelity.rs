@@ -267,8 +267,15 @@ fn stuck(sim: &crate::engine::Simulation, what: &str, platform: &str) -> Result<
     Err(SimulateError::Model {
         name: "fidelity".into(),
         what: format!(
-            "{what} could not run to its end on the panel's platform {platform}: {} ranks stuck",
-            sim.stuck.len()
+            "{what} could not run to its end on the panel's platform {platform}: {} ranks stuck \
+             ({})",
+            sim.stuck.len(),
+            sim.stuck
+                .iter()
+                .take(4)
+                .map(|s| format!("rank {} in {} (call {})", s.rank, s.op, s.call))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     })
 }

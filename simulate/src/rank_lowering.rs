@@ -487,7 +487,12 @@ impl RankLowering<'_> {
                 let (op, request) = match slot {
                     Some(s) => {
                         let id = self.start(Self::slot_of(s, iters));
-                        (if *op == Op::Issend { Op::Issend } else { Op::Isend }, Some(id))
+                        // A buffered send (`MPI_Ibsend`) stays buffered: its wait never blocks.
+                        let op = match op {
+                            Op::Issend | Op::Bsend => *op,
+                            _ => Op::Isend,
+                        };
+                        (op, Some(id))
                     }
                     None => (*op, None),
                 };

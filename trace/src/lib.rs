@@ -11,6 +11,8 @@
 //! - [`dumpi`]: SST DUMPI traces (a `.meta` file and one binary file per rank), as sst-dumpi
 //!   writes them.
 //! - [`TraceSet`]: opens any supported trace, detecting its format, reading ranks in parallel.
+//! - [`collective_order`]: the collectives threads made on copies of the world, put in one
+//!   order on every rank.
 //! - [`stretch`]: the calls between two collectives of all ranks, cut short where they fold
 //!   into no loop.
 //! - [`summary`]: the figures `mpiskel inspect` reports.
@@ -26,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod atomic;
+pub mod collective_order;
 pub mod completions;
 pub mod dumpi;
 mod error;

@@ -152,6 +152,13 @@ impl TraceSet {
         all
     }
 
+    /// Puts the collectives that ranks made on the world and its copies in different orders
+    /// (threads, each with its copy) in rank 0's order ([`crate::collective_order`]); returns
+    /// what moved.
+    pub fn align_collectives(&mut self) -> crate::collective_order::Aligned {
+        crate::collective_order::align(&mut self.ranks)
+    }
+
     /// Removes the point-to-point calls nothing in the trace matches ([`crate::local`]);
     /// returns what was removed, over all ranks.
     pub fn drop_local_calls(&mut self) -> crate::local::LocalCalls {

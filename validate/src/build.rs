@@ -122,6 +122,14 @@ pub fn build(o: &BuildOptions, observer: &dyn Observer) -> Result<BuildOutcome> 
     let opts = ReadOptions { ti: TiOptions { flops_per_second: o.flops } };
     let (mut set, polls) = read(o, &opts, &mut notes, observer)?;
     let local_calls = if o.strict { LocalCalls::default() } else { set.drop_local_calls() };
+    // Collectives that threads made on copies of the world, in rank 0's order on every rank: as
+    // they were, one thread per rank could not finish them.
+    if !o.strict {
+        let aligned = set.align_collectives();
+        if aligned.calls_moved > 0 {
+            notes.push(document::describe_aligned(&aligned));
+        }
+    }
     // The stretches between collectives of all ranks, found before the calls are freed: the
     // trace is read again only where some are to be cut.
     let stretches = if o.strict { Vec::new() } else { set.stretches() };
@@ -388,6 +396,7 @@ fn make_program(
                     let _busy = observer.reading("reading again");
                     let (mut set, _) = TraceSet::open_folded(&o.trace, opts)?;
                     set.drop_local_calls();
+                    set.align_collectives();
                     mpiskel_logicalize::logicalize_owned(set)
                 }
             };
@@ -541,6 +550,7 @@ fn cut_round(
         TraceSet::open_folded(&o.trace, opts)?
     };
     let mut local = set.drop_local_calls();
+    set.align_collectives();
     let again = set.stretches();
     if !cuts.iter().all(|(c, _)| again.contains(c)) {
         return Ok(None);
