@@ -310,8 +310,9 @@ pub fn describe_aligned(a: &mpiskel_trace::collective_order::Aligned) -> String 
     let ranks: Vec<String> = a.ranks.iter().map(u32::to_string).collect();
     format!(
         "{} collectives of rank{} {} are made later than traced, in one order with the other \
-         ranks': the application's threads made the collectives of their communicators in \
-         different orders on different ranks, which one thread per rank cannot do without \
+         ranks': the application's ranks made the collectives of different communicators in \
+         different orders (threads, each with its communicator, or collectives that returned \
+         before every member had made them), which one thread per rank cannot do without \
          waiting forever (each moved past non-blocking starts only; the computation between \
          calls stays where it was)",
         a.calls_moved,

@@ -142,7 +142,9 @@ struct RankState {
     state: State,
     end: f64,
     compute: f64,
-    user_reqs: HashMap<RequestId, u32>,
+    /// The engine's requests behind each of the rank's own: one for a point-to-point call,
+    /// every message of a non-blocking collective for it.
+    user_reqs: HashMap<RequestId, Vec<u32>>,
     /// CommId → (context, members as world ranks).
     comms: HashMap<u32, (u32, Arc<[Rank]>)>,
     /// The next of its marks to note.

@@ -74,6 +74,7 @@ impl Sim<'_> {
                 let reqs: Vec<u32> = completed
                     .iter()
                     .filter_map(|c| c.request.and_then(|id| rs.user_reqs.remove(&id)))
+                    .flatten()
                     .collect();
                 if !reqs.is_empty() {
                     rs.steps.push_back(Step::Wait(reqs));
@@ -109,7 +110,7 @@ impl Sim<'_> {
                 self.ranks[r].steps.push_back(s);
                 if matches!(op, Op::Isend | Op::Issend | Op::Irsend) {
                     if let Some(id) = request {
-                        self.ranks[r].user_reqs.insert(*id, req);
+                        self.ranks[r].user_reqs.insert(*id, vec![req]);
                     }
                 } else if op != Op::Bsend {
                     // A buffered send returns once its message is copied out, whatever
@@ -131,7 +132,7 @@ impl Sim<'_> {
                 self.ranks[r].steps.push_back(Step::Recv { from, tag, ctx, req });
                 if op == Op::Irecv {
                     if let Some(id) = request {
-                        self.ranks[r].user_reqs.insert(*id, req);
+                        self.ranks[r].user_reqs.insert(*id, vec![req]);
                     }
                 } else {
                     self.ranks[r].steps.push_back(Step::Wait(vec![req]));
@@ -186,22 +187,30 @@ impl Sim<'_> {
         let ctx = ctx * 2 + 1;
         let w = |c: usize| members[c].0;
         let rs = &mut self.ranks[r];
+        // A non-blocking collective starts all its messages at once and waits for none of
+        // them: its rank goes on (the others' messages reach it as they would, a probe loop
+        // beside it keeps receiving), and the wait for its request waits for all of them. The
+        // rounds of its algorithm then overlap where they would follow each other: an
+        // approximation of its time, never a wait the program did not make.
+        let mut started = Vec::new();
         for s in steps {
-            rs.steps.push_back(match s {
+            let step = match s {
                 CollStep::Send { to, tag, bytes, req } => {
                     Step::Send { to: w(to), tag, ctx, bytes, req: base + req as u32, sync: false }
                 }
                 CollStep::Recv { from, tag, req } => {
                     Step::Recv { from: Some(w(from)), tag: Some(tag), ctx, req: base + req as u32 }
                 }
+                CollStep::Wait(_) if request.is_some() => continue,
                 CollStep::Wait(q) => Step::Wait(q.into_iter().map(|x| base + x as u32).collect()),
-            });
+            };
+            if let Step::Send { req, .. } | Step::Recv { req, .. } = step {
+                started.push(req);
+            }
+            rs.steps.push_back(step);
         }
-        // A non-blocking collective runs as its blocking form; its request is done.
         if let Some(id) = request {
-            let q = self.new_req();
-            self.reqs[q as usize].done = true;
-            self.ranks[r].user_reqs.insert(*id, q);
+            rs.user_reqs.insert(*id, started);
         }
         Ok(())
     }
