@@ -84,6 +84,33 @@ impl Goal<'_> {
     }
 }
 
+/// What the other candidates have cost so far, in calls, against their budget
+/// ([`SEARCH_BUDGET`]).
+struct Spent {
+    budget: u64,
+    calls: std::cell::Cell<u64>,
+}
+
+impl Spent {
+    fn add(&self, calls: u64) {
+        self.calls.set(self.calls.get() + calls);
+    }
+
+    /// Whether the budget is spent; says so once (`cut_short`).
+    fn over(&self, cut_short: &mut bool, observer: &dyn Observer) -> bool {
+        let over = self.calls.get() >= self.budget;
+        if over && !*cut_short {
+            observer.line(&format!(
+                "the candidates have cost {} calls simulated or walked, {SEARCH_BUDGET} times \
+                 the default's: no more are proposed",
+                self.calls.get()
+            ));
+            *cut_short = true;
+        }
+        over
+    }
+}
+
 /// The panel and the application's times on it: what every candidate is held to.
 #[derive(Debug)]
 pub struct Check<'a> {
@@ -149,25 +176,12 @@ pub fn search(
     // proposed): a generator that makes one of them again proposes nothing new.
     let within_at_once = candidates[0].score.within(check.bound);
     let mut seen = if within_at_once { Vec::new() } else { vec![digest(&best.0)] };
-    // What the candidates cost so far, in calls ([`SEARCH_BUDGET`]).
     let platforms = check.panel.platforms.len();
-    let budget = goal.budget(platforms);
-    let spent = std::cell::Cell::new(0u64);
-    let over = |cut_short: &mut bool| {
-        let over = spent.get() >= budget;
-        if over && !*cut_short {
-            observer.line(&format!(
-                "the candidates have cost {} calls simulated or walked, {SEARCH_BUDGET} times \
-                     the default's: no more are proposed",
-                spent.get()
-            ));
-            *cut_short = true;
-        }
-        over
-    };
+    let spent = Spent { budget: goal.budget(platforms), calls: std::cell::Cell::new(0) };
+    let over = |cut_short: &mut bool| spent.over(cut_short, observer);
     let mut consider = |name: String, built: Built, candidates: &mut Vec<Candidate>| {
         // Its make, then its simulations below.
-        spent.set(spent.get() + goal.trace_calls);
+        spent.add(goal.trace_calls);
         let calls = built.check.operations as u64;
         let d = digest(&built);
         if seen.contains(&d) {
@@ -176,7 +190,7 @@ pub fn search(
         }
         seen.push(d);
         let screened = screened_out(&built, &best.1, candidates, check);
-        spent.set(spent.get() + calls);
+        spent.add(calls);
         if let Some(row) = screened {
             observer.line(&format!(
                 "candidate {name}: {:.2} % off on {}, where the one kept is worst: not kept",
@@ -187,7 +201,7 @@ pub fn search(
             candidates.push(Candidate { name, score, screened: true });
             return Some(score);
         }
-        spent.set(spent.get() + calls * (platforms as u64).saturating_sub(1));
+        spent.add(calls * (platforms as u64).saturating_sub(1));
         let rows = match check.rows(&built) {
             Ok(rows) => rows,
             Err(e) => {
