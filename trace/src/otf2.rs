@@ -64,6 +64,8 @@ fn dumper() -> Result<PathBuf> {
     let dir = crate::tracer::cache_dir();
     let exe = dir.join(format!("mpiskel-otf2-dump-{h:016x}"));
     if exe.is_file() {
+        // (A program a linker left without its execute bits, built beside another, runs.)
+        executable(&exe)?;
         return Ok(exe);
     }
     let fail = |reason: String| TraceError::NotATrace { path: exe.clone(), reason };
@@ -81,7 +83,11 @@ fn dumper() -> Result<PathBuf> {
             ))
         }
     };
-    let tmp = dir.join(format!(".mpiskel-otf2-dump-{h:016x}.{}.tmp", std::process::id()));
+    // One temporary file per build: threads of one process that build it at once must not
+    // share one, which a linker writes before it makes it executable.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".mpiskel-otf2-dump-{h:016x}.{}.{n}.tmp", std::process::id()));
     let out = Command::new("cc")
         .args(["-O2", "-o"])
         .arg(&tmp)
@@ -96,8 +102,20 @@ fn dumper() -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
+    executable(&tmp)?;
     std::fs::rename(&tmp, &exe).map_err(|e| TraceError::io(&exe, e))?;
     Ok(exe)
+}
+
+/// Makes `path` executable by everyone who may read it (mode 755).
+fn executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(path).map_err(|e| TraceError::io(path, e))?.permissions().mode();
+    if mode & 0o111 != 0o111 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| TraceError::io(path, e))?;
+    }
+    Ok(())
 }
 
 /// Reads the OTF2 trace whose anchor file is `anchor`.

@@ -103,8 +103,12 @@ pub fn build(mpi: Mpi, dir: &Path) -> Result<PathBuf> {
         let p = src_dir.join(name);
         std::fs::write(&p, text).map_err(|e| TraceError::io(&p, e))?;
     }
+    // One temporary file per build: threads of one process that build it at once must not
+    // write one file together.
+    static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{n}.tmp",
         lib.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id()
     ));
