@@ -29,12 +29,12 @@
 //! order, as every program whose ranks run one thread each does.
 //!
 //! # Complexity
-//! O(calls + r log r) per rank for runs of r collectives (hashing each collective's members).
+//! O(calls + r log r) per rank for stretches of r collectives, and one pass over each member list
+//! the ranks share; memory: 24 bytes per blocking collective.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use crate::model::{CommId, Event, OpClass, Payload, RankTrace};
+use crate::model::{CommId, Event, OpClass, Payload, Rank, RankTrace};
 
 /// What [`align`] moved.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,41 +45,57 @@ pub struct Aligned {
     pub ranks: Vec<u32>,
 }
 
-/// A blocking collective, as every member knows it: its communicator (the sorted world ranks of
-/// its members and which communicator of those members it is, in the order the rank's tracer
-/// numbered them) and its place among that communicator's collectives.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A blocking collective, as every member knows it: its communicator (a fingerprint of its
+/// members' world ranks, in any order, with which communicator of those members it is, in the
+/// order the rank's tracer numbered them) and its place among that communicator's collectives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key {
-    members: Arc<[u32]>,
-    instance: u32,
+    comm: u64,
     place: u64,
 }
 
-/// Each event's key on `rt`, `None` for the events that are not blocking collectives.
-fn keys(rt: &RankTrace) -> Vec<Option<Key>> {
-    // Each communicator's members (sorted) and instance among those of the same members.
-    let mut seen: HashMap<Arc<[u32]>, u32> = HashMap::new();
-    let comms: HashMap<CommId, (Arc<[u32]>, u32)> = rt
+/// An order-independent fingerprint of a member list (the sum and the xor of each member's
+/// SplitMix64 image, with the count): computed once per list the ranks share
+/// (`fingerprints`, by address), so that 16,384 ranks' world costs one pass, not one per rank.
+fn fingerprint(members: &[Rank]) -> u64 {
+    let (mut sum, mut xor) = (0u64, 0u64);
+    for r in members {
+        let h = mix(u64::from(r.0));
+        sum = sum.wrapping_add(h);
+        xor ^= h.rotate_left(17);
+    }
+    mix(sum ^ xor.rotate_left(29) ^ members.len() as u64)
+}
+
+/// SplitMix64's output of the state `x` ([`crate::rng::splitmix64`]): a 64-bit mix.
+fn mix(mut x: u64) -> u64 {
+    crate::rng::splitmix64(&mut x)
+}
+
+/// The blocking collectives of `rt`, each with its position among the rank's calls and its key.
+fn keys(rt: &RankTrace, fingerprints: &mut HashMap<*const Rank, u64>) -> Vec<(u32, Key)> {
+    // Each communicator's fingerprint, and its instance among those of the same members.
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    let comms: HashMap<CommId, u64> = rt
         .comms
         .iter()
         .map(|(c, m)| {
-            let mut sorted: Vec<u32> = m.iter().map(|r| r.0).collect();
-            sorted.sort_unstable();
-            let sorted: Arc<[u32]> = sorted.into();
-            let k = seen.entry(sorted.clone()).or_insert(0);
+            let fp = *fingerprints.entry(m.as_ptr()).or_insert_with(|| fingerprint(m));
+            let k = seen.entry(fp).or_insert(0);
             *k += 1;
-            (*c, (sorted, *k))
+            (*c, mix(fp ^ u64::from(*k)))
         })
         .collect();
     let mut made: HashMap<CommId, u64> = HashMap::new();
     rt.events
         .iter()
-        .map(|e| {
+        .enumerate()
+        .filter_map(|(i, e)| {
             let Payload::Collective { comm, request: None, .. } = &e.payload else { return None };
-            let (members, instance) = comms.get(comm)?.clone();
+            let fp = *comms.get(comm)?;
             let k = made.entry(*comm).or_insert(0);
             *k += 1;
-            Some(Key { members, instance, place: *k })
+            Some((i as u32, Key { comm: fp, place: *k }))
         })
         .collect()
 }
@@ -92,17 +108,19 @@ type Place = (u64, u32, u64);
 /// Puts the blocking collectives of `ranks` in one order (see the module documentation);
 /// returns what moved.
 pub fn align(ranks: &mut [RankTrace]) -> Aligned {
-    let all_keys: Vec<Vec<Option<Key>>> = ranks.iter().map(keys).collect();
-    let mut place: HashMap<&Key, Place> = HashMap::new();
+    let mut fingerprints = HashMap::new();
+    let all_keys: Vec<Vec<(u32, Key)>> =
+        ranks.iter().map(|rt| keys(rt, &mut fingerprints)).collect();
+    drop(fingerprints);
+    let mut place: HashMap<Key, Place> = HashMap::new();
     let mut seq = 0u64;
     for (r, keys) in all_keys.iter().enumerate() {
         let mut last: Place = (0, 0, 0);
-        for (i, k) in keys.iter().enumerate() {
-            let Some(k) = k else { continue };
-            last = *place.entry(k).or_insert_with(|| {
+        for (o, (_, k)) in keys.iter().enumerate() {
+            last = *place.entry(*k).or_insert_with(|| {
                 seq += 1;
                 if r == 0 {
-                    (i as u64 + 1, 0, 0)
+                    (o as u64 + 1, 0, 0)
                 } else {
                     (last.0, r as u32, seq)
                 }
@@ -111,7 +129,8 @@ pub fn align(ranks: &mut [RankTrace]) -> Aligned {
     }
     let mut aligned = Aligned::default();
     for (r, (rt, keys)) in ranks.iter_mut().zip(&all_keys).enumerate() {
-        let moved = align_rank(rt, keys, &place);
+        let at: HashMap<u32, Place> = keys.iter().map(|(i, k)| (*i, place[k])).collect();
+        let moved = align_rank(rt, &at);
         if moved > 0 {
             aligned.calls_moved += moved;
             aligned.ranks.push(r as u32);
@@ -133,34 +152,36 @@ fn starts(e: &Event) -> bool {
 }
 
 /// Puts the blocking collectives of each stretch of `rt` between calls that wait (stretches of
-/// blocking collectives and non-blocking starts) in the order `place` gives; returns the calls
-/// moved. A collective only ever moves later, to just after the one it follows in that order
-/// where that one came after it: the starts are made no later than they were.
-fn align_rank(rt: &mut RankTrace, keys: &[Option<Key>], place: &HashMap<&Key, Place>) -> u64 {
+/// blocking collectives and non-blocking starts) in the order their places `at` (by position)
+/// give; returns the calls moved. A collective only ever moves later, to just after the one it
+/// follows in that order where that one came after it: the starts are made no later than they
+/// were.
+fn align_rank(rt: &mut RankTrace, at: &HashMap<u32, Place>) -> u64 {
+    let keyed = |j: usize| at.get(&(j as u32)).copied();
     let mut moved = 0;
     let mut i = 0;
-    while i < keys.len() {
-        if keys[i].is_none() {
+    let n = rt.events.len();
+    while i < n {
+        if keyed(i).is_none() {
             i += 1;
             continue;
         }
         // The stretch: from this collective to the next call that is neither a blocking
         // collective nor a start.
         let start = i;
-        while i < keys.len() && (keys[i].is_some() || starts(&rt.events[i])) {
+        while i < n && (keyed(i).is_some() || starts(&rt.events[i])) {
             i += 1;
         }
         let end = i;
-        let at = |j: usize| keys[j].as_ref().and_then(|k| place.get(k).copied());
-        let mut sorted: Vec<usize> = (start..end).filter(|&j| keys[j].is_some()).collect();
-        sorted.sort_by_key(|&j| (at(j), j));
+        let mut sorted: Vec<usize> = (start..end).filter(|&j| keyed(j).is_some()).collect();
+        sorted.sort_by_key(|&j| (keyed(j), j));
         // Walk the stretch: starts go out as they come, each collective once it and every one
         // before it in the order have come.
         let mut order = Vec::with_capacity(end - start);
         let mut arrived = vec![false; end - start];
         let mut next = 0;
         for j in start..end {
-            if keys[j].is_none() {
+            if keyed(j).is_none() {
                 order.push(j);
                 continue;
             }
@@ -190,7 +211,8 @@ fn align_rank(rt: &mut RankTrace, keys: &[Option<Key>], place: &HashMap<&Key, Pl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Op, Rank, RankInfo};
+    use crate::model::{Op, RankInfo};
+    use std::sync::Arc;
 
     fn collective(op: Op, comm: u32) -> Event {
         Event {
