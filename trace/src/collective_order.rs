@@ -16,17 +16,20 @@
 //!
 //! Here every blocking collective is known by its communicator (its members, and which of the
 //! rank's communicators of those members it is, in the order the tracer numbered them) and its
-//! place among that communicator's collectives, and the collectives get one order: rank 0's, each
-//! one rank 0 does not make placed right after the one its first maker made before it. In every
-//! stretch of a rank's calls between calls that wait (completions, blocking point-to-point), the
-//! blocking collectives are then made in that order, each moved later where it must, past
-//! non-blocking starts and the collectives it follows: nothing that was started is started
-//! later, and no rank waits where it did not. Each communicator's own order is kept (every rank
-//! kept it), so is everything else; the computation between calls stays where it was, the k-th
-//! gap before the k-th call of the stretch.
+//! place among that communicator's collectives, and takes its place from the lowest rank of its
+//! communicator (which makes it): in every stretch of a rank's calls between calls that wait
+//! (completions, blocking point-to-point), the collectives whose communicators have the same
+//! lowest rank are made in that rank's order, each moved later where it must, past non-blocking
+//! starts and the collectives it follows: nothing that was started is started later, and no rank
+//! waits where it did not. Collectives of communicators with different lowest ranks keep their
+//! order (two ranks of one row, each making its row's collective and then the even ranks', need
+//! no order with the third row's); each communicator's own order is kept, so is everything else;
+//! the computation between calls stays where it was, the k-th gap before the k-th call of the
+//! stretch.
 //!
-//! Nothing moves where the ranks that share communicators make their collectives in the same
-//! order, as every program whose ranks run one thread each does.
+//! Nothing moves where every rank makes the collectives it shares with a communicator's lowest
+//! rank in that rank's order, as every program whose ranks run one thread each and whose
+//! collectives wait for every member does (all fixture and NPB traces).
 //!
 //! # Complexity
 //! O(calls + r log r) per rank for stretches of r collectives, and one pass over each member list
@@ -72,18 +75,24 @@ fn mix(mut x: u64) -> u64 {
     crate::rng::splitmix64(&mut x)
 }
 
-/// The blocking collectives of `rt`, each with its position among the rank's calls and its key.
-fn keys(rt: &RankTrace, fingerprints: &mut HashMap<*const Rank, u64>) -> Vec<(u32, Key)> {
+/// The blocking collectives of `rt`, each with its position among the rank's calls, its key and
+/// the lowest world rank of its communicator (the rank whose order it takes).
+fn keys(
+    rt: &RankTrace,
+    fingerprints: &mut HashMap<*const Rank, (u64, u32)>,
+) -> Vec<(u32, Key, u32)> {
     // Each communicator's fingerprint, and its instance among those of the same members.
     let mut seen: HashMap<u64, u32> = HashMap::new();
-    let comms: HashMap<CommId, u64> = rt
+    let comms: HashMap<CommId, (u64, u32)> = rt
         .comms
         .iter()
         .map(|(c, m)| {
-            let fp = *fingerprints.entry(m.as_ptr()).or_insert_with(|| fingerprint(m));
+            let (fp, lowest) = *fingerprints
+                .entry(m.as_ptr())
+                .or_insert_with(|| (fingerprint(m), m.iter().map(|r| r.0).min().unwrap_or(0)));
             let k = seen.entry(fp).or_insert(0);
             *k += 1;
-            (*c, mix(fp ^ u64::from(*k)))
+            (*c, (mix(fp ^ u64::from(*k)), lowest))
         })
         .collect();
     let mut made: HashMap<CommId, u64> = HashMap::new();
@@ -92,51 +101,53 @@ fn keys(rt: &RankTrace, fingerprints: &mut HashMap<*const Rank, u64>) -> Vec<(u3
         .enumerate()
         .filter_map(|(i, e)| {
             let Payload::Collective { comm, request: None, .. } = &e.payload else { return None };
-            let fp = *comms.get(comm)?;
+            let (fp, lowest) = *comms.get(comm)?;
             let k = made.entry(*comm).or_insert(0);
             *k += 1;
-            Some((i as u32, Key { comm: fp, place: *k }))
+            Some((i as u32, Key { comm: fp, place: *k }, lowest))
         })
         .collect()
 }
 
-/// Where a collective stands in the one order: rank 0's collectives in its order; one first made
-/// by a later rank `r` right after the last collective before it on `r` that has a place (as
-/// the `seq`-th so placed).
-type Place = (u64, u32, u64);
-
-/// Puts the blocking collectives of `ranks` in one order (see the module documentation);
-/// returns what moved.
+/// Puts the blocking collectives of `ranks` in the order of their communicators' lowest ranks
+/// (see the module documentation); returns what moved.
 pub fn align(ranks: &mut [RankTrace]) -> Aligned {
     let mut fingerprints = HashMap::new();
-    let all_keys: Vec<Vec<(u32, Key)>> =
+    let all_keys: Vec<Vec<(u32, Key, u32)>> =
         ranks.iter().map(|rt| keys(rt, &mut fingerprints)).collect();
     drop(fingerprints);
-    let mut place: HashMap<Key, Place> = HashMap::new();
-    let mut seq = 0u64;
+    // Each collective's place: where the lowest rank of its communicator makes it.
+    let mut place: HashMap<Key, u64> = HashMap::new();
     for (r, keys) in all_keys.iter().enumerate() {
-        let mut last: Place = (0, 0, 0);
-        for (o, (_, k)) in keys.iter().enumerate() {
-            last = *place.entry(*k).or_insert_with(|| {
-                seq += 1;
-                if r == 0 {
-                    (o as u64 + 1, 0, 0)
-                } else {
-                    (last.0, r as u32, seq)
-                }
-            });
+        for (o, (_, k, lowest)) in keys.iter().enumerate() {
+            if *lowest as usize == r {
+                place.insert(*k, o as u64);
+            }
         }
     }
     let mut aligned = Aligned::default();
     for (r, (rt, keys)) in ranks.iter_mut().zip(&all_keys).enumerate() {
-        let at: HashMap<u32, Place> = keys.iter().map(|(i, k)| (*i, place[k])).collect();
-        let moved = align_rank(rt, &at);
+        let mut by_lowest: HashMap<u32, HashMap<u32, u64>> = HashMap::new();
+        for (i, k, lowest) in keys.iter().filter(|(_, _, l)| *l as usize != r) {
+            if let Some(p) = place.get(k) {
+                by_lowest.entry(*lowest).or_default().insert(*i, *p);
+            }
+        }
+        let mut groups: Vec<_> = by_lowest.into_iter().collect();
+        groups.sort_unstable_by_key(|(l, _)| *l);
+        let moved: u64 = groups.iter().map(|(_, at)| align_rank(rt, at)).sum();
         if moved > 0 {
             aligned.calls_moved += moved;
             aligned.ranks.push(r as u32);
         }
     }
     aligned
+}
+
+/// Whether `e` is a blocking collective: one rank 0 does not make stays where it is, and one
+/// that moves may move past it.
+fn blocking_collective(e: &Event) -> bool {
+    matches!(e.payload, Payload::Collective { request: None, .. })
 }
 
 /// Whether `e` starts something without waiting for it (a non-blocking send, receive or
@@ -152,11 +163,11 @@ fn starts(e: &Event) -> bool {
 }
 
 /// Puts the blocking collectives of each stretch of `rt` between calls that wait (stretches of
-/// blocking collectives and non-blocking starts) in the order their places `at` (by position)
-/// give; returns the calls moved. A collective only ever moves later, to just after the one it
+/// blocking collectives and non-blocking starts) that rank 0 makes in the order of their places
+/// `at` (by position: where rank 0 makes them); returns the calls moved. A collective only ever moves later, to just after the one it
 /// follows in that order where that one came after it: the starts are made no later than they
 /// were.
-fn align_rank(rt: &mut RankTrace, at: &HashMap<u32, Place>) -> u64 {
+fn align_rank(rt: &mut RankTrace, at: &HashMap<u32, u64>) -> u64 {
     let keyed = |j: usize| at.get(&(j as u32)).copied();
     let mut moved = 0;
     let mut i = 0;
@@ -169,7 +180,9 @@ fn align_rank(rt: &mut RankTrace, at: &HashMap<u32, Place>) -> u64 {
         // The stretch: from this collective to the next call that is neither a blocking
         // collective nor a start.
         let start = i;
-        while i < n && (keyed(i).is_some() || starts(&rt.events[i])) {
+        while i < n
+            && (keyed(i).is_some() || blocking_collective(&rt.events[i]) || starts(&rt.events[i]))
+        {
             i += 1;
         }
         let end = i;
@@ -267,6 +280,35 @@ mod tests {
         let a = || collective(Op::Allgather, 0);
         let b = || collective(Op::Alltoall, 7);
         let mut ranks = vec![rank(0, vec![a(), b()]), rank(1, vec![a(), b()])];
+        assert_eq!(align(&mut ranks), Aligned::default());
+    }
+
+    #[test]
+    fn collectives_of_communicators_with_other_lowest_ranks_keep_their_order() {
+        // Rank 1 makes its communicator with rank 2 (lowest rank 1) before the one with rank 0
+        // (lowest rank 0); nobody else makes both: nothing moves.
+        let pair = |a: u32, b: u32| -> Arc<[Rank]> { vec![Rank(a), Rank(b)].into() };
+        let world: Arc<[Rank]> = (0..3).map(Rank).collect();
+        let mk = |r: u32, comms: Vec<(u32, Arc<[Rank]>)>, events: Vec<Event>| RankTrace {
+            rank: Rank(r),
+            info: RankInfo { n_ranks: 3, ..RankInfo::default() },
+            events,
+            trailing_gap_ns: 0,
+            comms: std::iter::once((CommId::WORLD, world.clone()))
+                .chain(comms.into_iter().map(|(c, m)| (CommId(c), m)))
+                .collect(),
+            record_counts: Default::default(),
+            unrecorded: Default::default(),
+        };
+        let mut ranks = vec![
+            mk(0, vec![(2, pair(0, 1))], vec![collective(Op::Allreduce, 2)]),
+            mk(
+                1,
+                vec![(2, pair(0, 1)), (3, pair(1, 2))],
+                vec![collective(Op::Bcast, 3), collective(Op::Allreduce, 2)],
+            ),
+            mk(2, vec![(3, pair(1, 2))], vec![collective(Op::Bcast, 3)]),
+        ];
         assert_eq!(align(&mut ranks), Aligned::default());
     }
 }
