@@ -97,25 +97,30 @@ fn no_check_writes_no_panel() {
     assert!(json["fidelity_decision"].is_null());
 }
 
-#[test]
-fn check_measures_a_skeleton_against_its_trace_on_a_platform_given() {
-    let out = scratch("fidelity-check");
-    let trace = npb("bt.S.4");
-    let built = mpiskel().args(["build", "--force", "-q", "-o"]).arg(&out).arg(&trace).output();
+/// Builds `trace` into `out` and checks it with `mpiskel check --json` on the NPB fixtures'
+/// platform `platform` (one rank per host): the check's JSON.
+fn built_and_checked(out: &Path, trace: &Path, platform: &str) -> serde_json::Value {
+    let built = mpiskel().args(["build", "--force", "-q", "-o"]).arg(out).arg(trace).output();
     assert!(built.unwrap().status.success());
     let platforms = shared().join("fixtures/npb/platforms");
     let checked = mpiskel()
         .arg("check")
-        .arg(&out)
-        .arg(&trace)
+        .arg(out)
+        .arg(trace)
         .args(["--json", "--max-error", "1000", "--platform"])
-        .arg(platforms.join("bw5MBps.xml"))
+        .arg(platforms.join(platform))
         .arg("--hostfile")
         .arg(platforms.join("hostfile_1perhost.txt"))
         .output()
         .unwrap();
     assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
+    serde_json::from_slice(&checked.stdout).unwrap()
+}
+
+#[test]
+fn check_measures_a_skeleton_against_its_trace_on_a_platform_given() {
+    let (out, trace) = (scratch("fidelity-check"), npb("bt.S.4"));
+    let json = built_and_checked(&out, &trace, "bw5MBps.xml");
     let reference = json["fidelity"][0]["app_s"].as_f64().unwrap();
     // At 5 MB/s BT S on 4 ranks takes about 1.3 s (SimGrid's replay: 1.2969 s).
     assert!((1.1..1.5).contains(&reference), "{reference}");
@@ -184,10 +189,8 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
 /// is measured on SimGrid's own platform as SimGrid's replay measures it.
 #[test]
 fn the_panel_measures_a_small_trace_whole() {
-    let out = scratch("fidelity-exact");
-    let trace = npb("bt.S.9");
-    let built = mpiskel().args(["build", "--force", "-q", "-o"]).arg(&out).arg(&trace).output();
-    assert!(built.unwrap().status.success());
+    let (out, trace) = (scratch("fidelity-exact"), npb("bt.S.9"));
+    let json = built_and_checked(&out, &trace, "ref.xml");
     let npb_dir = shared().join("fixtures/npb");
     let truth = std::fs::read_to_string(npb_dir.join("ground-truth.csv")).unwrap();
     let replay: f64 = truth
@@ -196,19 +199,6 @@ fn the_panel_measures_a_small_trace_whole() {
         .and_then(|l| l.rsplit(',').next())
         .and_then(|s| s.parse().ok())
         .expect("BT S 9's replay on the reference in ground-truth.csv");
-    let platforms = npb_dir.join("platforms");
-    let checked = mpiskel()
-        .arg("check")
-        .arg(&out)
-        .arg(&trace)
-        .args(["--json", "--max-error", "1000", "--platform"])
-        .arg(platforms.join("ref.xml"))
-        .arg("--hostfile")
-        .arg(platforms.join("hostfile_1perhost.txt"))
-        .output()
-        .unwrap();
-    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&checked.stdout).unwrap();
     let app = json["fidelity"][0]["app_s"].as_f64().unwrap();
     assert!((app / replay - 1.0).abs() < 0.002, "panel {app} s, SimGrid's replay {replay} s");
 }
