@@ -19,7 +19,7 @@ test: deps test-fast
 
 # The first tier alone: under two minutes, without MPI.
 test-fast:
-	INSTA_UPDATE=no cargo test -p mpiskel-trace -p mpiskel-logicalize -p mpiskel-compress -p mpiskel-program -p mpiskel-cut -p mpiskel-emit -p mpiskel-report -p mpiskel-validate -p mpiskel-simulate -p mpiskel-fuzz
+	INSTA_UPDATE=no cargo test -p mpiskel-trace -p mpiskel-logicalize -p mpiskel-compress -p mpiskel-program -p mpiskel-cut -p mpiskel-emit -p mpiskel-report -p mpiskel-make -p mpiskel-validate -p mpiskel-simulate -p mpiskel-fuzz
 
 # Formatting, clippy, no import cycle among the modules of any crate, and the tracer compiled
 # with -Wall -Wextra -Werror for each MPI.

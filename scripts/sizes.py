@@ -8,6 +8,10 @@ its unit tests (`#[cfg(test)]` to the end of the file, or a file of its own name
 its `fn` to its closing brace. Comments and string literals are blanked before braces are
 counted, so that a brace inside them does not count. The exit code is 1 when something is over.
 
+The runtimes copied into every skeleton and the tracer (`skeletons/`, `trace/tracer/`) are held
+to the same limits: each file at most MAX_FILE lines, each function at most MAX_FN (in C, from a
+definition's first line at column 0 to its closing brace at column 0).
+
 Usage: scripts/sizes.py [ROOT]   (default: the repository this script is in)
 """
 
@@ -51,6 +55,35 @@ def long_functions(text):
             yield first, m.group(1), last - first + 1
 
 
+C_FN = re.compile(r"^[A-Za-z_][\w \*]*?\b(\w+)\s*\([^;]*$")
+RUNTIMES = ["skeletons", "trace/tracer"]
+
+
+def long_c_functions(text):
+    """(line, name, lines) of each C function over MAX_FN lines in `text`."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = C_FN.match(line)
+        if not m or line.startswith(("typedef", "struct", "#")):
+            continue
+        j = i
+        while j < len(lines) and not lines[j].rstrip().endswith("{") and ";" not in lines[j]:
+            j += 1
+        if j >= len(lines) or ";" in lines[j]:
+            continue  # a declaration
+        end = next((k for k in range(j, len(lines)) if lines[k].startswith("}")), len(lines) - 1)
+        if end - i + 1 > MAX_FN:
+            yield i + 1, m.group(1), end - i + 1
+
+
+def runtime_files(root):
+    """The runtimes' and the tracer's sources."""
+    for folder in RUNTIMES:
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in (".c", ".h", ".rs"):
+                yield path
+
+
 def main():
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent
     crates = sorted(p.parent for p in root.glob("**/Cargo.toml") if (p.parent / "src").is_dir()
@@ -69,7 +102,19 @@ def main():
             for line, name, length in long_functions(text):
                 print(f"{rel}:{line}: fn {name} spans {length} lines (at most {MAX_FN})")
                 over += 1
-    print(f"{len(crates)} crates, {over} over the limits")
+    runtimes = list(runtime_files(root))
+    for path in runtimes:
+        text = path.read_text()
+        rel = path.relative_to(root)
+        lines = text.count("\n")
+        if lines > MAX_FILE:
+            print(f"{rel}: {lines} lines (at most {MAX_FILE})")
+            over += 1
+        longs = long_functions(text) if path.suffix == ".rs" else long_c_functions(text)
+        for line, name, length in longs:
+            print(f"{rel}:{line}: function {name} spans {length} lines (at most {MAX_FN})")
+            over += 1
+    print(f"{len(crates)} crates and {len(runtimes)} runtime and tracer files, {over} over the limits")
     return 1 if over else 0
 
 

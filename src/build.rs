@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use mpiskel_validate::build::{build as build_folder, BuildOptions};
+use mpiskel_make::build::{build as build_folder, BuildOptions};
 
 use crate::progress::Stages;
 
@@ -22,7 +22,7 @@ use crate::progress::Stages;
 /// the failed polls folded into it) as the target leaves, and the part kept is timed and scaled
 /// to the whole stretch.
 ///
-///   skeleton.c, mpiskel_rt.c, mpiskel_rt.h   the program and its runtime
+///   skeleton.c, mpiskel_rt*.{c,h}            the program and its runtime
 ///   Makefile                                  make (MPICC=...), make smpi (SimGrid)
 ///   run.sh, job.slurm                         run with mpirun or under Slurm
 ///   README.md                                 for whoever runs it elsewhere
@@ -31,7 +31,7 @@ use crate::progress::Stages;
 ///
 /// With --lang rust, a Cargo project making the same MPI calls, with the mpi crate (rsmpi):
 ///
-///   src/main.rs, src/rt.rs                    the program and its runtime
+///   src/main.rs, src/rt/                      the program and its runtime
 ///   Cargo.toml, Cargo.lock                    the crates, pinned to the versions tested
 ///   run.sh, job.slurm, README.md, skeleton.json
 ///
@@ -139,11 +139,11 @@ pub enum Lang {
     Rust,
 }
 
-impl From<Lang> for mpiskel_validate::Lang {
+impl From<Lang> for mpiskel_make::Lang {
     fn from(l: Lang) -> Self {
         match l {
-            Lang::C => mpiskel_validate::Lang::C,
-            Lang::Rust => mpiskel_validate::Lang::Rust,
+            Lang::C => mpiskel_make::Lang::C,
+            Lang::Rust => mpiskel_make::Lang::Rust,
         }
     }
 }

@@ -7,8 +7,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use mpiskel_trace::{ReadOptions, TiOptions, TraceSet};
 
-use mpiskel_validate::harness::TempPath;
-use mpiskel_validate::run::trace_under_smpi;
+use mpiskel_make::harness::TempPath;
+use mpiskel_make::run::trace_under_smpi;
 
 /// Write a trace (any format `mpiskel inspect` reads), or a skeleton's program, as a SimGrid
 /// time-independent trace, for SimGrid to replay on any platform it models (`smpirun -replay

@@ -115,14 +115,14 @@ impl Drop for Activity {
     }
 }
 
-impl mpiskel_validate::Observer for Stages {
+impl mpiskel_make::Observer for Stages {
     fn line(&self, what: &str) {
         Stages::line(self, what);
     }
-    fn busy(&self, what: &str) -> mpiskel_validate::Busy {
-        mpiskel_validate::Busy::new(self.spinner(what))
+    fn busy(&self, what: &str) -> mpiskel_make::Busy {
+        mpiskel_make::Busy::new(self.spinner(what))
     }
-    fn reading(&self, what: &str) -> mpiskel_validate::Busy {
-        mpiskel_validate::Busy::new(Stages::reading(self, what))
+    fn reading(&self, what: &str) -> mpiskel_make::Busy {
+        mpiskel_make::Busy::new(Stages::reading(self, what))
     }
 }

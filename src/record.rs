@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use mpiskel_make::record::{record, RecordOptions};
 use mpiskel_trace::tracer::{self, Mpi};
-use mpiskel_validate::record::{record, RecordOptions};
 
 /// Record an MPI run: every rank's MPI calls, into a trace directory.
 ///
@@ -127,11 +127,11 @@ pub fn trace(a: TraceArgs) -> Result<ExitCode> {
 /// The recording's lines on stderr as `mpiskel trace` has always printed them.
 struct Said;
 
-impl mpiskel_validate::Observer for Said {
+impl mpiskel_make::Observer for Said {
     fn line(&self, what: &str) {
         eprintln!("mpiskel: {what}");
     }
-    fn busy(&self, _: &str) -> mpiskel_validate::Busy {
-        mpiskel_validate::Busy::none()
+    fn busy(&self, _: &str) -> mpiskel_make::Busy {
+        mpiskel_make::Busy::none()
     }
 }

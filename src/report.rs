@@ -80,7 +80,7 @@ pub fn report(a: ReportArgs) -> Result<ExitCode> {
         page.skeleton(&doc.program, &doc.scaling);
         page.fidelity = doc.fidelity.clone();
         page.fidelity_note =
-            doc.fidelity_decision.as_ref().and_then(mpiskel_validate::policy::describe);
+            doc.fidelity_decision.as_ref().and_then(mpiskel_make::policy::describe);
         if doc.fidelity.is_empty() {
             page.notes.push(
                 "the skeleton's fidelity was not checked (built with --no-check): `mpiskel check` \
@@ -160,7 +160,7 @@ fn trace_page(trace: &Path, flops: f64, source: &str, stages: &Stages) -> Result
         let _spinner = stages.spinner("finding the topology and the process classes");
         mpiskel_logicalize::logicalize_owned(set)
     };
-    let title = mpiskel_validate::build::default_name(trace);
+    let title = mpiskel_make::build::default_name(trace);
     let mut page = Page::new(&title, source);
     page.matrix(&lt.matrix);
     let made = {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use mpiskel_validate::run::{run_skeleton, RunOptions};
+use mpiskel_make::run::{run_skeleton, RunOptions};
 
 use crate::progress::Stages;
 
@@ -121,12 +121,12 @@ pub enum Mpi {
     Smpi,
 }
 
-impl From<Mpi> for mpiskel_validate::Mpi {
+impl From<Mpi> for mpiskel_make::Mpi {
     fn from(m: Mpi) -> Self {
         match m {
-            Mpi::Openmpi => mpiskel_validate::Mpi::Openmpi,
-            Mpi::Mpich => mpiskel_validate::Mpi::Mpich,
-            Mpi::Smpi => mpiskel_validate::Mpi::Smpi,
+            Mpi::Openmpi => mpiskel_make::Mpi::Openmpi,
+            Mpi::Mpich => mpiskel_make::Mpi::Mpich,
+            Mpi::Smpi => mpiskel_make::Mpi::Smpi,
         }
     }
 }
@@ -144,7 +144,7 @@ pub fn run(c: RunCommand) -> Result<ExitCode> {
     println!(
         "{} on {} ({} ranks): skeleton ran {:.6} s",
         r.skeleton,
-        mpiskel_validate::Mpi::from(a.mpi).name(),
+        mpiskel_make::Mpi::from(a.mpi).name(),
         r.ranks,
         r.skeleton_s
     );
@@ -214,7 +214,7 @@ fn disagreement_note(f: &Figures, factor: f64, recorded_s: f64) -> Option<String
 /// whichever placement it began with (LAMMPS crack's skeleton on 4 ranks and 2 cores predicted
 /// 1.58–1.64 s in four runs and 1.92–2.25 s in four others, as the application itself took
 /// 1.45–1.52 or 1.78–1.81 s).
-fn shared_processors_note(node: &mpiskel_validate::run::NodeReport) -> Option<String> {
+fn shared_processors_note(node: &mpiskel_make::run::NodeReport) -> Option<String> {
     if node.cores <= 0.0 || f64::from(node.ranks) <= node.cores {
         return None;
     }
@@ -263,7 +263,7 @@ fn repeated(a: &RunArgs, n: u32) -> Result<ExitCode> {
         }
         runs.push(r);
     }
-    let stat = |f: &dyn Fn(&mpiskel_validate::run::RunReport) -> f64| -> (f64, f64, f64) {
+    let stat = |f: &dyn Fn(&mpiskel_make::run::RunReport) -> f64| -> (f64, f64, f64) {
         let mut v: Vec<f64> = runs.iter().map(f).collect();
         v.sort_by(f64::total_cmp);
         let m = v.len();
@@ -297,7 +297,7 @@ fn repeated(a: &RunArgs, n: u32) -> Result<ExitCode> {
     println!(
         "{} on {} ({} ranks), median of {n} runs: skeleton ran {:.6} s ({})",
         r0.skeleton,
-        mpiskel_validate::Mpi::from(a.mpi).name(),
+        mpiskel_make::Mpi::from(a.mpi).name(),
         r0.ranks,
         s.0,
         spread(s)

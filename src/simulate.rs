@@ -679,8 +679,8 @@ struct CalibrationRow {
 
 /// `--calibrate`: measure, fit, write the platform file atomically, show the fit.
 fn calibrate(mpi: CalibrateMpi, output: Option<&std::path::Path>, json: bool) -> Result<ExitCode> {
+    use mpiskel_make::run::Mpi;
     use mpiskel_simulate::calibrate::{fit, Sample};
-    use mpiskel_validate::run::Mpi;
     let output = output.context("--calibrate needs -o FILE, the platform file to write")?;
     let (m, name) = match mpi {
         CalibrateMpi::Openmpi => (Mpi::Openmpi, "openmpi"),
@@ -688,11 +688,11 @@ fn calibrate(mpi: CalibrateMpi, output: Option<&std::path::Path>, json: bool) ->
     };
     let dir = std::env::temp_dir().join(format!("mpiskel-calibrate-{}", std::process::id()));
     // Removed when this returns, or by the signal handler if interrupted.
-    let _guard = mpiskel_validate::harness::TempPath::register(&dir)?;
+    let _guard = mpiskel_make::harness::TempPath::register(&dir)?;
     std::fs::create_dir_all(&dir)?;
     let samples = {
         let _bar = crate::progress::Stages::bars_only().reading(&format!("ping-pong under {name}"));
-        mpiskel_validate::calibrate::measure(m, &dir)?
+        mpiskel_make::calibrate::measure(m, &dir)?
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use mpiskel_make::run::run_skeleton;
 use mpiskel_validate::retune::{store, tune};
-use mpiskel_validate::run::run_skeleton;
 use mpiskel_validate::suite::{validate as run_suites, Suite, ValidateOptions};
 use mpiskel_validate::tables::{missed_targets, summary_markdown};
 

@@ -9,9 +9,9 @@ use std::path::Path;
 
 use mpiskel_cut::fidelity::{Outcome, DEFAULT_MAX_ERROR};
 use mpiskel_cut::pipeline::make;
+use mpiskel_make::policy::{search, Check, Goal};
 use mpiskel_simulate::fidelity::{app_times, Panel};
 use mpiskel_trace::{ReadOptions, TraceSet};
-use mpiskel_validate::policy::{search, Check, Goal};
 use support::{fixture, mpiskel, npb, scratch, shared};
 
 const PANEL: [&str; 6] =
@@ -167,7 +167,7 @@ fn a_wrong_candidate_is_rejected_by_the_panel() {
         compute_cut: true,
         trace_calls: set_calls,
     };
-    let kept = search(&mut lt, wrong, goal, &check, &mpiskel_validate::Quiet)
+    let kept = search(&mut lt, wrong, goal, &check, &mpiskel_make::Quiet)
         .unwrap_or_else(|(_, e)| panic!("{e}"));
     let d = &kept.decision;
     assert!(d.candidates[0].score.worst_error_pct > 50.0, "{d:?}");

@@ -42,13 +42,15 @@ fn build(name: &str, trace: &Path, lang: &str, dir: &Path) {
 }
 
 /// The emitted `src/main.rs` with the trace's location (which depends on where the fixtures
-/// are) elided.
+/// are) elided, in focus where it is long (`support::focused`).
 fn source_for_snapshot(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("src").join("main.rs")).unwrap();
-    text.lines()
+    let text = text
+        .lines()
         .map(|l| if l.starts_with("//! Trace:") { "//! Trace:     <trace>" } else { l })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    support::focused(&text)
 }
 
 /// `cargo <args>` in the skeleton's folder, against `mpi`.
@@ -181,7 +183,9 @@ fn equivalent(name: &str, c_dir: &Path, np: u64, args: &[String]) {
     let c_bin = c_dir.join("skeleton-equivalence");
     let out = Command::new("mpicc.openmpi")
         .current_dir(c_dir)
-        .args(["-O2", "-o", "skeleton-equivalence", "skeleton.c", "mpiskel_rt.c", "-lm"])
+        .args(["-O2", "-o", "skeleton-equivalence", "skeleton.c"])
+        .args(mpiskel_emit::c::RUNTIME_SOURCES)
+        .arg("-lm")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -221,7 +225,16 @@ fn skeleton(name: &str, trace: &Path) {
         serde_json::from_str(&std::fs::read_to_string(dir.join("skeleton.json")).unwrap()).unwrap();
     assert_eq!(doc["lang"].as_str(), Some("rust"));
     let ranks = doc["n_ranks"].as_u64().unwrap();
-    for f in ["Cargo.toml", "Cargo.lock", "README.md", "run.sh", "job.slurm", "src/rt.rs"] {
+    for f in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "README.md",
+        "run.sh",
+        "job.slurm",
+        "src/rt/mod.rs",
+        "src/rt/report.rs",
+        "src/rt/calls.rs",
+    ] {
         assert!(dir.join(f).is_file(), "{name}: {f} missing");
     }
 
@@ -266,7 +279,9 @@ fn the_equivalence_check_detects_a_difference() {
     build("ring", &fixture("ring"), "c", &c_dir);
     let out = Command::new("mpicc.openmpi")
         .current_dir(&c_dir)
-        .args(["-O2", "-o", "skeleton-equivalence", "skeleton.c", "mpiskel_rt.c", "-lm"])
+        .args(["-O2", "-o", "skeleton-equivalence", "skeleton.c"])
+        .args(mpiskel_emit::c::RUNTIME_SOURCES)
+        .arg("-lm")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -82,20 +82,24 @@ fn build_into(trace: &Path, dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// The emitted C with the trace's location (which depends on where the fixtures are) elided.
+/// The emitted C with the trace's location (which depends on where the fixtures are) elided, in
+/// focus where it is long (`support::focused`).
 fn source_for_snapshot(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("skeleton.c")).unwrap();
-    text.lines()
+    let text = text
+        .lines()
         .map(|l| if l.starts_with(" * Trace:") { " * Trace:     <trace>" } else { l })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    support::focused(&text)
 }
 
 fn compile_strict(dir: &Path, cc: &str, extra: &[&str]) {
     let bin = format!("strict-{}", cc.replace('.', "-"));
     let out = Command::new(cc)
         .current_dir(dir)
-        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o", &bin, "skeleton.c", "mpiskel_rt.c"])
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o", &bin, "skeleton.c"])
+        .args(mpiskel_emit::c::RUNTIME_SOURCES)
         .args(extra)
         .arg("-lm")
         .output()
@@ -355,7 +359,9 @@ fn build_refuses_to_overwrite_and_replaces_with_force() {
     for f in [
         "skeleton.c",
         "mpiskel_rt.c",
+        "mpiskel_rt_report.c",
         "mpiskel_rt.h",
+        "mpiskel_rt_internal.h",
         "Makefile",
         "run.sh",
         "job.slurm",
@@ -930,7 +936,7 @@ fn a_master_worker_with_any_source_is_built_by_pinning_its_sources() {
     );
     // Under a CPU quota of half a processor (a cgroup, as `mpiskel validate` makes for its
     // shared-processor scenarios): the node's processors are the quota.
-    let cgroup = mpiskel_validate::harness::Cgroup::create(50).expect("a CPU cgroup (as root)");
+    let cgroup = mpiskel_make::harness::Cgroup::create(50).expect("a CPU cgroup (as root)");
     let prefix = cgroup.prefix();
     run_under(&prefix.iter().map(|w| w.as_os_str()).collect::<Vec<_>>(), 0.5);
 }
@@ -1703,9 +1709,7 @@ fn a_rank_that_finishes_first_waits_asleep() {
     // The runtime as a skeleton folder holds it: its tuning constants written in.
     let runtime = dir.join("runtime");
     std::fs::create_dir_all(&runtime).unwrap();
-    for (name, text) in
-        [("mpiskel_rt.h", mpiskel_emit::c::RUNTIME_H), ("mpiskel_rt.c", mpiskel_emit::c::RUNTIME_C)]
-    {
+    for (name, text) in mpiskel_emit::c::RUNTIME {
         std::fs::write(runtime.join(name), mpiskel_emit::constants::fill(text)).unwrap();
     }
     for lib in [support::Lib::OpenMpi, support::Lib::Mpich] {
@@ -1716,7 +1720,7 @@ fn a_rank_that_finishes_first_waits_asleep() {
             .arg("-o")
             .arg(&bin)
             .arg(dir.join("tail.c"))
-            .arg(runtime.join("mpiskel_rt.c"))
+            .args(mpiskel_emit::c::RUNTIME_SOURCES.map(|f| runtime.join(f)))
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

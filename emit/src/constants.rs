@@ -1,6 +1,6 @@
 //! The tuning constants the skeletons' runtimes share with the emitter and the simulator, in one
 //! table ([`SHARED`]). Each is defined once, in the module of the mechanism it tunes; the
-//! runtimes (`skeletons/mpiskel_rt.h`, `skeletons/mpiskel_rt.c`, `skeletons/rust/rt.rs`) hold
+//! runtimes (`skeletons/mpiskel_rt*.{h,c}`, `skeletons/rust/rt/`) hold
 //! `@NAME@` where its value goes, and [`fill`] writes the values in as a skeleton folder is
 //! written, so that a runtime can never run with another value than the one the build and the
 //! simulator priced it with.
@@ -47,19 +47,20 @@ mod tests {
 
     #[test]
     fn every_runtime_gets_every_value_and_no_placeholder_is_left() {
-        let runtimes = [crate::c::RUNTIME_H, crate::c::RUNTIME_C, crate::rust::RUNTIME_RS];
+        let mut runtimes: Vec<&str> = crate::c::RUNTIME.iter().map(|(_, text)| *text).collect();
+        runtimes.extend(crate::rust::RUNTIME.iter().map(|(_, text)| *text));
         for name in SHARED {
             let placeholder = format!("@{name}@");
             assert!(runtimes.iter().any(|r| r.contains(&placeholder)), "{name} is used");
         }
-        for r in runtimes {
+        for r in &runtimes {
             let filled = fill(r);
             for name in SHARED {
                 assert!(!filled.contains(&format!("@{name}@")), "{name} left in a runtime");
             }
         }
-        assert!(fill(crate::c::RUNTIME_C).contains("#define SK_KEEP_SHARE 0.05\n"));
-        assert!(fill(crate::rust::RUNTIME_RS).contains("const KEEP_MIN: f64 = 5e-5;"));
+        assert!(fill(crate::c::RUNTIME[2].1).contains("#define SK_KEEP_SHARE 0.05\n"));
+        assert!(fill(crate::rust::RUNTIME[0].1).contains("const KEEP_MIN: f64 = 5e-5;"));
         assert_eq!(
             shared().iter().map(|(n, _)| *n).collect::<Vec<_>>(),
             SHARED,

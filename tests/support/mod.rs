@@ -264,3 +264,39 @@ pub fn drawn_set_up_trace(base: &Path, n: u32) -> PathBuf {
     std::fs::write(base.join("trace.txt"), &index).unwrap();
     base.join("trace.txt")
 }
+
+/// Programs up to this many lines are snapshotted whole; longer ones in focus ([`focused`]).
+pub const WHOLE_PROGRAM_LINES: usize = 720;
+
+/// What a snapshot of the emitted program `text` (C or Rust) holds: the whole program where it
+/// is short; otherwise its head comment (trace, ranks, phases, decisions), the main loop of its
+/// first class (`main_loop` or `c0_main_loop`, where it has one) and the first class's program
+/// (the order of its phases) — one loop and one class's nest, which a reviewer can read, in
+/// place of thousands of lines of tables.
+pub fn focused(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= WHOLE_PROGRAM_LINES {
+        return lines.join("\n");
+    }
+    let head_end = if lines[0].starts_with("//!") {
+        lines.iter().position(|l| !l.starts_with("//!")).unwrap_or(lines.len())
+    } else {
+        lines.iter().position(|l| *l == " */").map_or(0, |k| k + 1)
+    };
+    let function = |name: &str| -> Option<&[&str]> {
+        let start = lines.iter().position(|l| {
+            l.starts_with(&format!("static void {name}(")) || l.starts_with(&format!("fn {name}("))
+        })?;
+        let end = start + lines[start..].iter().position(|l| *l == "}")?;
+        Some(&lines[start..=end])
+    };
+    let mut out: Vec<String> = lines[..head_end].iter().map(|l| l.to_string()).collect();
+    out.push(format!("[… {} lines in all; the first class's main loop and program:]", lines.len()));
+    for name in ["main_loop", "c0_main_loop", "program", "c0_program"] {
+        if let Some(body) = function(name) {
+            out.push(String::new());
+            out.extend(body.iter().map(|l| l.to_string()));
+        }
+    }
+    out.join("\n")
+}

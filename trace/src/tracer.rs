@@ -12,10 +12,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, TraceError};
 
-/// The tracer's C source.
-pub const TRACER_C: &str = include_str!("../tracer/mpiskel_tracer.c");
-/// The OpenMPI Fortran entry points, included by [`TRACER_C`].
-pub const TRACER_FORTRAN_OMPI_H: &str = include_str!("../tracer/mpiskel_fortran_ompi.h");
+/// The tracer's C source, by file name: `mpiskel_tracer.c`, compiled, includes the others in
+/// order as one translation unit (the state, clocks and buffer; the records, start and end;
+/// point-to-point calls; collectives and communicators; OpenMPI's Fortran entry points).
+pub const TRACER_SOURCES: [(&str, &str); 6] = [
+    ("mpiskel_tracer.c", include_str!("../tracer/mpiskel_tracer.c")),
+    ("mpiskel_tracer_state.h", include_str!("../tracer/mpiskel_tracer_state.h")),
+    ("mpiskel_tracer_records.h", include_str!("../tracer/mpiskel_tracer_records.h")),
+    ("mpiskel_tracer_p2p.h", include_str!("../tracer/mpiskel_tracer_p2p.h")),
+    ("mpiskel_tracer_coll.h", include_str!("../tracer/mpiskel_tracer_coll.h")),
+    ("mpiskel_fortran_ompi.h", include_str!("../tracer/mpiskel_fortran_ompi.h")),
+];
 
 /// An MPI implementation the tracer can be built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,7 +72,7 @@ impl fmt::Display for Mpi {
 /// FNV-1a of the tracer sources: names the cached library so a new source is rebuilt.
 fn source_hash() -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in TRACER_C.bytes().chain(TRACER_FORTRAN_OMPI_H.bytes()) {
+    for b in TRACER_SOURCES.iter().flat_map(|(_, text)| text.bytes()) {
         h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
@@ -97,9 +104,7 @@ pub fn build(mpi: Mpi, dir: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).map_err(|e| TraceError::io(dir, e))?;
     let src_dir = dir.join(format!("src-{:016x}", source_hash()));
     std::fs::create_dir_all(&src_dir).map_err(|e| TraceError::io(&src_dir, e))?;
-    for (name, text) in
-        [("mpiskel_tracer.c", TRACER_C), ("mpiskel_fortran_ompi.h", TRACER_FORTRAN_OMPI_H)]
-    {
+    for (name, text) in TRACER_SOURCES {
         let p = src_dir.join(name);
         std::fs::write(&p, text).map_err(|e| TraceError::io(&p, e))?;
     }

@@ -2,9 +2,12 @@
 
 use std::fmt::Display;
 
-/// What went wrong running, building or validating a skeleton.
+/// What went wrong validating skeletons.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A skeleton folder could not be built, compiled, run or recorded.
+    #[error(transparent)]
+    Make(#[from] mpiskel_make::Error),
     /// A file or process operation failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -17,43 +20,19 @@ pub enum Error {
     /// A trace could not be read.
     #[error(transparent)]
     Trace(#[from] mpiskel_trace::TraceError),
-    /// No skeleton could be made.
-    #[error(transparent)]
-    Pipeline(#[from] mpiskel_cut::pipeline::PipelineError),
     /// A skeleton folder's `skeleton.json` could not be read.
     #[error(transparent)]
     Document(#[from] mpiskel_emit::document::DocumentError),
     /// A picture could not be drawn.
     #[error(transparent)]
     Report(#[from] mpiskel_report::ReportError),
-    /// A platform could not be read, or the program not simulated on it.
+    /// A platform could not be read, or a program not simulated on it.
     #[error(transparent)]
     Simulate(#[from] mpiskel_simulate::SimulateError),
-    /// A skeleton could not be rendered.
-    #[error("{0}")]
-    Render(String),
     /// A number could not be read.
     #[error(transparent)]
     Number(#[from] std::num::ParseFloatError),
-    /// A system call failed.
-    #[error(transparent)]
-    Sys(#[from] nix::Error),
-    /// The program made from the trace can block forever; nothing was written.
-    #[error("{report}refusing to emit {}: the program can deadlock{}", output.display(), if *strict {
-        " (without --strict, calls nothing matches are left out and sends the program relies on \
-         the MPI library to buffer are buffered)"
-    } else {
-        ""
-    })]
-    Deadlock {
-        /// The folder that was not written.
-        output: std::path::PathBuf,
-        /// The deadlock check's report: the blocked ranks and what each waits for.
-        report: String,
-        /// Whether the build was `--strict`.
-        strict: bool,
-    },
-    /// A step failed, said in words (a compiler's or a run's output, an invalid option).
+    /// A step failed, said in words (a run's output, an invalid option).
     #[error("{0}")]
     Failed(String),
     /// An error with what was being done when it happened.

@@ -1,5 +1,5 @@
 //! The real-MPI suite: applications and their skeletons run on this machine, interleaved, in
-//! scenarios the harness sets up and tears down itself (`crate::harness`).
+//! scenarios the harness sets up and tears down itself (`mpiskel_make::harness`).
 //!
 //! Each application is traced once in the reference setting (OpenMPI, shared memory, the whole
 //! machine) and its skeleton built from that trace. In every scenario, each repetition runs
@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use crate::error::{bail, Context, Result};
 
-use crate::harness::{self, Cgroup, Netns};
-use crate::observe::{Observer, Quiet};
 use crate::retune;
-use crate::run::{run_skeleton, Mpi, RunOptions, RunReport};
 use crate::tables::{RetuneRow, Row, Stat};
 use mpiskel_emit::document::Tuning;
+use mpiskel_make::harness::{self, Cgroup, Netns};
+use mpiskel_make::observe::{Observer, Quiet};
+use mpiskel_make::run::{run_skeleton, Mpi, RunOptions, RunReport};
 
 /// An application of the suite.
 #[derive(Debug, Clone)]

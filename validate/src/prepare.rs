@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::build::{build, BuildOptions};
 use crate::error::{Context, Result};
-use crate::observe::Quiet;
+use mpiskel_make::build::{build, BuildOptions};
+use mpiskel_make::observe::Quiet;
 
 /// Builds the C skeleton of `trace` into `dir` (replacing it).
 pub fn build_skeleton(trace: &Path, dir: &Path) -> Result<()> {
@@ -15,7 +15,7 @@ pub fn build_skeleton(trace: &Path, dir: &Path) -> Result<()> {
 }
 
 /// [`build_skeleton`], its factor simulated on `platform` (the platform file and the hostfile
-/// where the application ran; see [`crate::build::platform_times`]).
+/// where the application ran; see [`mpiskel_make::build::platform_times`]).
 pub fn build_skeleton_on(
     trace: &Path,
     dir: &Path,

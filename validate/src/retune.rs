@@ -18,10 +18,10 @@ use std::path::Path;
 
 use crate::error::{bail, ensure, Context, Result};
 
-use crate::observe::Quiet;
 use crate::prepare::write_atomic;
-use crate::run::{run_skeleton, Mpi, RunOptions, RunReport};
 use mpiskel_emit::document::{self, Tuning};
+use mpiskel_make::observe::Quiet;
+use mpiskel_make::run::{run_skeleton, Mpi, RunOptions, RunReport};
 
 /// Relative distance from the application time at which app-time retuning stops.
 const TOLERANCE: f64 = 0.02;

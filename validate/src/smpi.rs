@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{bail, Context, Error, Result};
 
-use crate::observe::{Observer, Quiet};
-use crate::run::{run_skeleton, Mpi, RunOptions};
 use crate::tables::{RetuneRow, Row, Stat};
 use mpiskel_emit::document;
+use mpiskel_make::observe::{Observer, Quiet};
+use mpiskel_make::run::{run_skeleton, Mpi, RunOptions};
 
 /// One simulated platform.
 #[derive(Debug, Clone, Copy)]

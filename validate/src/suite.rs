@@ -3,7 +3,7 @@
 //! Two suites. `smpi`: skeletons of NPB traces run under SimGrid on the fixtures' foreign
 //! platforms ([`crate::smpi`]). `native`: applications and their skeletons run here with real
 //! MPI, under a bandwidth limit, a CPU quota and the other MPI library ([`crate::native`], set
-//! up and torn down by [`crate::harness`]). The results go to `results.json`, per-suite SVG
+//! up and torn down by [`mpiskel_make::harness`]). The results go to `results.json`, per-suite SVG
 //! charts, and a Markdown report ([`crate::tables`]); `mpiskel retune` is measured as part of
 //! the run.
 
@@ -12,10 +12,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::error::{bail, ensure, Context, Result};
-use crate::observe::Observer;
 use crate::prepare::write_atomic;
 use crate::tables::{self as report, Validation};
 use crate::{native, smpi};
+use mpiskel_make::observe::Observer;
 
 /// The suites.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,7 +149,7 @@ pub fn validate(a: &ValidateOptions, progress: &dyn Observer) -> Result<Validati
             .with_context(|| format!("reading {}", json_path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("reading {}", json_path.display()))?
     } else {
-        crate::harness::install_signal_handler()?;
+        mpiskel_make::harness::install_signal_handler()?;
         let fixtures = a.fixtures.clone().unwrap_or_else(default_fixtures);
         let mut v = Validation { machine: machine(), ..Default::default() };
         let names = |known: &[&str]| -> Vec<String> {

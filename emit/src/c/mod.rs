@@ -32,10 +32,16 @@ const MAKEFILE: &str = include_str!("../../../templates/Makefile.j2");
 const RUN_SH: &str = include_str!("../../../templates/run.sh.j2");
 const JOB_SLURM: &str = include_str!("../../../templates/job.slurm.j2");
 const README: &str = include_str!("../../../templates/README.md.j2");
-/// The runtime header copied into every skeleton.
-pub const RUNTIME_H: &str = include_str!("../../../skeletons/mpiskel_rt.h");
-/// The runtime source copied into every skeleton.
-pub const RUNTIME_C: &str = include_str!("../../../skeletons/mpiskel_rt.c");
+/// The runtime copied into every skeleton, by file name: the header skeletons include, the
+/// state its two sources share, and the sources (computation; phases, prediction and report).
+pub const RUNTIME: [(&str, &str); 4] = [
+    ("mpiskel_rt.h", include_str!("../../../skeletons/mpiskel_rt.h")),
+    ("mpiskel_rt_internal.h", include_str!("../../../skeletons/mpiskel_rt_internal.h")),
+    ("mpiskel_rt.c", include_str!("../../../skeletons/mpiskel_rt.c")),
+    ("mpiskel_rt_report.c", include_str!("../../../skeletons/mpiskel_rt_report.c")),
+];
+/// The runtime's sources, compiled with every skeleton's program.
+pub const RUNTIME_SOURCES: [&str; 2] = ["mpiskel_rt.c", "mpiskel_rt_report.c"];
 
 /// An error rendering a skeleton: a bug of mpiskel's templates or back ends, reported rather
 /// than written as if it were a skeleton.
@@ -219,16 +225,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     let opt = program_opt(&files[0].contents);
     let ctx = merge_maps([ctx, context! { program_lines => lines, program_opt => opt }]);
     files.extend(render_templates(&templates, &ctx)?);
-    files.push(File {
-        path: "mpiskel_rt.h".into(),
-        contents: crate::constants::fill(RUNTIME_H),
+    files.extend(RUNTIME.iter().map(|(path, text)| File {
+        path: (*path).into(),
+        contents: crate::constants::fill(text),
         executable: false,
-    });
-    files.push(File {
-        path: "mpiskel_rt.c".into(),
-        contents: crate::constants::fill(RUNTIME_C),
-        executable: false,
-    });
+    }));
     Ok(files)
 }
 

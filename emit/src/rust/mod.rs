@@ -37,8 +37,14 @@ use mpiskel_program::Skeleton;
 
 pub use scope::{needs_program_scope, scope_level, self_contained, ScopeLevel};
 
-/// The runtime module copied into every Rust skeleton as `src/rt.rs`.
-pub const RUNTIME_RS: &str = include_str!("../../../skeletons/rust/rt.rs");
+/// The runtime module copied into every Rust skeleton as `src/rt/`, by path in the skeleton:
+/// the options, the kernel and the compute blocks; the phases' timing, prediction and report;
+/// the requests, buffers and calls.
+pub const RUNTIME: [(&str, &str); 3] = [
+    ("src/rt/mod.rs", include_str!("../../../skeletons/rust/rt/mod.rs")),
+    ("src/rt/report.rs", include_str!("../../../skeletons/rust/rt/report.rs")),
+    ("src/rt/calls.rs", include_str!("../../../skeletons/rust/rt/calls.rs")),
+];
 const CARGO_TOML: &str = include_str!("../../../templates/rust/Cargo.toml.j2");
 const CARGO_LOCK: &str = include_str!("../../../templates/rust/Cargo.lock.j2");
 const README: &str = include_str!("../../../templates/rust/README.md.j2");
@@ -71,11 +77,11 @@ pub fn render(skel: &Skeleton, scaling: &Scaling, meta: &Meta) -> Result<Vec<Fil
     };
     let mut files = render_templates(&templates, &ctx)?;
     files.push(File { path: "src/main.rs".into(), contents: main, executable: false });
-    files.push(File {
-        path: "src/rt.rs".into(),
-        contents: crate::constants::fill(RUNTIME_RS),
+    files.extend(RUNTIME.iter().map(|(path, text)| File {
+        path: (*path).into(),
+        contents: crate::constants::fill(text),
         executable: false,
-    });
+    }));
     Ok(files)
 }
 

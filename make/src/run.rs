@@ -192,10 +192,12 @@ pub fn compile(dir: &Path, mpi: Mpi) -> Result<PathBuf> {
     let obj = format!(".{bin}.o.tmp-{}", std::process::id());
     let guard = harness::TempPath::register(&dir.join(&tmp))?;
     let obj_guard = harness::TempPath::register(&dir.join(&obj))?;
-    let steps: [&[&str]; 2] = [
-        &[opt, "-Wall", "-Wextra", "-c", "-o", &obj, "skeleton.c"],
-        &["-O2", "-Wall", "-Wextra", "-o", &tmp, &obj, "mpiskel_rt.c", "-lm"],
-    ];
+    let link: Vec<&str> = ["-O2", "-Wall", "-Wextra", "-o", &tmp, &obj]
+        .into_iter()
+        .chain(mpiskel_emit::c::RUNTIME_SOURCES)
+        .chain(["-lm"])
+        .collect();
+    let steps: [&[&str]; 2] = [&[opt, "-Wall", "-Wextra", "-c", "-o", &obj, "skeleton.c"], &link];
     for args in steps {
         let mut cmd = Command::new(cc);
         cmd.current_dir(dir).args(args).args(extra);
