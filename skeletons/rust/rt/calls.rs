@@ -1,8 +1,6 @@
 //! The requests of non-blocking calls and their buffers, and the MPI calls that a skeleton makes
 //! through more than one call of the `mpi` crate.
 
-use std::io::Write as _;
-
 use bumpalo::Bump;
 use mpi::collective::SystemOperation;
 use mpi::request::{LocalScope, Request, StaticScope};

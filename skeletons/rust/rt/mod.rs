@@ -19,12 +19,7 @@
 // Every skeleton ships the whole runtime and uses the part its program needs.
 #![allow(dead_code)]
 
-use std::io::Write as _;
-
-use bumpalo::Bump;
-use mpi::collective::SystemOperation;
-use mpi::request::{LocalScope, Request, StaticScope};
-use mpi::topology::{CartesianCommunicator, Rank};
+use mpi::topology::Rank;
 use mpi::traits::*;
 
 mod calls;

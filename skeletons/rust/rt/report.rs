@@ -2,13 +2,10 @@
 
 use std::io::Write as _;
 
-use bumpalo::Bump;
 use mpi::collective::SystemOperation;
-use mpi::request::{LocalScope, Request, StaticScope};
-use mpi::topology::{CartesianCommunicator, Rank};
 use mpi::traits::*;
 
-use super::{Phase, Runtime};
+use super::{Phase, Runtime, FIRST_LONGER};
 
 impl Runtime {
     /// Synchronises all ranks and starts the clock.
