@@ -202,3 +202,29 @@ fn the_panel_measures_a_small_trace_whole() {
     let app = json["fidelity"][0]["app_s"].as_f64().unwrap();
     assert!((app / replay - 1.0).abs() < 0.002, "panel {app} s, SimGrid's replay {replay} s");
 }
+
+/// NPB MG S on 16 ranks: a main loop of 4 iterations, which the default runs whole (their
+/// computation spreads widely) and is 5.6 % off on the panel. The fewer-iterations generator
+/// measures 1, 2 and 3 of them: fewer iterations, measured within the bound, are kept.
+#[test]
+fn a_main_loop_of_few_iterations_runs_fewer_where_the_panel_accepts_them() {
+    let out = scratch("fidelity-fewer");
+    let built =
+        mpiskel().args(["build", "--force", "-q", "-o"]).arg(&out).arg(npb("mg.S.16")).output();
+    assert!(built.unwrap().status.success());
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("skeleton.json")).unwrap()).unwrap();
+    let decision = &doc["fidelity_decision"];
+    let candidates = decision["candidates"].as_array().unwrap();
+    let worst = |c: &serde_json::Value| c["score"]["worst_error_pct"].as_f64().unwrap();
+    assert!(
+        worst(&candidates[0]) > 2.0,
+        "the default is over the bound: {}",
+        worst(&candidates[0])
+    );
+    let kept = &candidates[decision["kept"].as_u64().unwrap() as usize];
+    assert!(kept["name"].as_str().unwrap().ends_with("of 4 iterations"), "{kept}");
+    assert!(worst(kept) <= 2.0, "{kept}");
+    let (run, full) = (doc["scaling"]["main_run"].as_u64(), doc["scaling"]["main_full"].as_u64());
+    assert!(run < full, "main loop {run:?} of {full:?}");
+}

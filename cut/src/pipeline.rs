@@ -182,7 +182,7 @@ impl Plan {
         let target_s = target_s.unwrap_or_else(|| default_target(app_time_s, n_main));
         let recorded_spread = crate::recorded::lead_class_index(&skeleton)
             .map_or(0.0, |ci| crate::sampling::recorded_spread(&skeleton, ci, lt, nests));
-        let options = ScaleOptions { skip_warmup: true, recorded_spread };
+        let options = ScaleOptions { skip_warmup: true, recorded_spread, main_run: None };
         let mut scaling = scale(
             &mut skeleton,
             app_time_s,
@@ -210,7 +210,7 @@ pub fn make_planned(
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
     let goal = (app_time_s, app_time_source, target_s);
-    make_sends(lt, plan.choices, goal, compute_cut, true, 0.0)
+    make_sends(lt, plan.choices, goal, compute_cut, true, 0.0, None)
 }
 
 /// [`make`] without buffered sends: a program that finishes only if the MPI library buffers
@@ -223,7 +223,8 @@ pub fn make_strict(
     compute_cut: bool,
 ) -> Result<Built, PipelineError> {
     let choices = Choices::of(lt);
-    make_sends(lt, choices, (app_time_s, app_time_source, target_s), compute_cut, false, 0.0)
+    let goal = (app_time_s, app_time_source, target_s);
+    make_sends(lt, choices, goal, compute_cut, false, 0.0, None)
 }
 
 /// [`make`] (or [`make_strict`], with `strict`) for a target `shorter_by` seconds shorter than
@@ -239,7 +240,25 @@ pub fn make_shorter(
     shorter_by: f64,
 ) -> Result<Built, PipelineError> {
     let choices = Choices::of(lt);
-    make_sends(lt, choices, (app_time_s, app_time_source, target_s), true, !strict, shorter_by)
+    let goal = (app_time_s, app_time_source, target_s);
+    make_sends(lt, choices, goal, true, !strict, shorter_by, None)
+}
+
+/// [`make`] with the main loop running `main_run` iterations (at least 1, at most all), in
+/// place of those its target and the spread of its iterations choose: a candidate of the
+/// fidelity check, which measures whether so few predict (a main loop of a few long
+/// iterations, which the default runs whole).
+pub fn make_running(
+    lt: &mut LogicalTrace,
+    app_time_s: f64,
+    app_time_source: &str,
+    target_s: Option<f64>,
+    compute_cut: bool,
+    main_run: u64,
+) -> Result<Built, PipelineError> {
+    let choices = Choices::of(lt);
+    let goal = (app_time_s, app_time_source, target_s);
+    make_sends(lt, choices, goal, compute_cut, true, 0.0, Some(main_run))
 }
 
 /// [`make`] from the loop nests `choices` found in `lt`, for the application's time, where it
@@ -251,6 +270,7 @@ fn make_sends(
     compute_cut: bool,
     buffer: bool,
     shorter_by: f64,
+    main_run: Option<u64>,
 ) -> Result<Built, PipelineError> {
     let once = |lt: &LogicalTrace, choices: &Choices, buffer: bool, tags: Tags, every: bool| {
         let goal = Goal {
@@ -262,6 +282,7 @@ fn make_sends(
             buffer,
             tags,
             kept_statements: KEPT_STATEMENTS,
+            main_run,
         };
         make_once(lt, choices, &goal, every)
     };
@@ -433,6 +454,8 @@ struct Goal<'a> {
     /// Statements of a program above which [`make_once`] makes it again rather than keep it
     /// ([`KEPT_STATEMENTS`]).
     kept_statements: usize,
+    /// The iterations the main loop runs, where asked ([`make_running`]).
+    main_run: Option<u64>,
 }
 
 fn make_with(
@@ -457,7 +480,8 @@ fn make_with(
     // what would keep the loops whole, it runs.
     let recorded_spread = crate::recorded::lead_class_index(&whole)
         .map_or(0.0, |ci| crate::sampling::recorded_spread(&whole, ci, lt, &nests));
-    let options = |skip_warmup| ScaleOptions { skip_warmup, recorded_spread };
+    let options =
+        |skip_warmup| ScaleOptions { skip_warmup, recorded_spread, main_run: goal.main_run };
     // Stretches cut short (`mpiskel_trace::stretch`) are not in the trace the program was made
     // from: its cuts are decided for the time that trace holds, the target stays the
     // application's, and the factor is the application's time over the skeleton's.

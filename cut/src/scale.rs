@@ -554,6 +554,10 @@ pub struct ScaleOptions {
     /// class's main loop ([`crate::sampling::recorded_spread`]), recorded seconds: a loop of
     /// few iterations runs as many as the larger of it and the drawn spread needs.
     pub recorded_spread: f64,
+    /// The iterations the main loop runs, where a candidate of the fidelity check asks for
+    /// them (`mpiskel_make::policy`'s fewer-iterations generator), in place of those its target
+    /// and the spread of its iterations choose; at least 1, at most all.
+    pub main_run: Option<u64>,
 }
 
 /// Main loops of at least this many iterations get the shorter default target (a
@@ -592,7 +596,7 @@ pub fn scale(
     sampled_within: Option<f64>,
     options: &ScaleOptions,
 ) -> Scaling {
-    let ScaleOptions { skip_warmup, recorded_spread } = *options;
+    let ScaleOptions { skip_warmup, recorded_spread, main_run } = *options;
     let lead = lead(skel);
     let (share, n) = match lead {
         Some(((main, total), Some(n))) if total > 0.0 => (main / total, n),
@@ -626,7 +630,9 @@ pub fn scale(
         }
         _ => 0,
     };
-    let k = if per_iter > 0.0 && (!few || needed < n) {
+    let k = if let Some(asked) = main_run.filter(|_| per_iter > 0.0) {
+        asked.clamp(1, n)
+    } else if per_iter > 0.0 && (!few || needed < n) {
         let least = if few {
             needed
         } else {
