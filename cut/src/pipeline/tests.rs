@@ -20,6 +20,7 @@ fn the_shortest_choice_made_again_is_the_one_kept_whole() {
         buffer: true,
         tags: Tags::Channels,
         kept_statements,
+        main_run: None,
     };
     let kept = make_once(&lt, &choices, &goal(KEPT_STATEMENTS), true).unwrap();
     assert!(statements(&kept.skeleton) > 0);
@@ -79,4 +80,25 @@ fn sources_pinned_in_place_are_given_back_as_they_were() {
     assert!(lt.classes.iter().flat_map(|c| &c.ops).all(|op| !op.key.any_source));
     pinned.restore(&mut lt);
     assert_eq!(format!("{:?}", lt.classes), before);
+}
+
+/// `make_running` runs the main loop's iterations asked, however many its target would keep,
+/// each class dropping the same number.
+#[test]
+fn a_main_loop_runs_the_iterations_asked() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/traces/halo3d-2x2x2");
+    let set = mpiskel_trace::TraceSet::open(&path, &mpiskel_trace::ReadOptions::default()).unwrap();
+    let mut lt = mpiskel_logicalize::logicalize(&set);
+    let default = make(&mut lt, 10.0, "given", None, true).unwrap();
+    let full = default.scaling.main_full;
+    assert!(full > 3 && default.scaling.main_run < full, "{:?}", default.scaling);
+    for k in [1, 3, full] {
+        let built = make_running(&mut lt, 10.0, "given", None, true, k).unwrap();
+        assert_eq!(built.scaling.main_run, k);
+        for c in &built.skeleton.classes {
+            let main = c.main_loop().unwrap();
+            assert_eq!(main.full - main.run, full - k, "each class drops as many");
+        }
+    }
 }
