@@ -39,6 +39,13 @@ fn mpiskel() -> Command {
     c
 }
 
+/// The shared data beside the repository (MPISKEL_SHARED, else `../shared`).
+fn shared_root() -> PathBuf {
+    std::env::var_os("MPISKEL_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("..").join("shared"))
+}
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -78,10 +85,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn smpi() {
-    let shared = std::env::var_os("MPISKEL_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("..").join("shared"));
-    let npb = shared.join("fixtures").join("npb");
+    let npb = shared_root().join("fixtures").join("npb");
     let platforms = npb.join("platforms");
     let platform = platforms.join("ref.xml");
     let hostfile = platforms.join("hostfile_1perhost.txt");
@@ -193,6 +197,11 @@ fn selected(cases: Vec<(&'static str, u32, Vec<String>)>) -> Vec<(&'static str, 
 /// that a run that met a slow or a quiet spell of the machine does not stand for the others.
 fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
     record_native(work, t, np, cmd, name, &["--cpu-time", "--runs", "3"]);
+}
+
+/// `mpiskel trace` as a user runs it, without options: one run.
+fn trace_default(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
+    record_native(work, t, np, cmd, name, &[]);
 }
 
 /// The application's time in one native run, recorded with `--time-only` (without the
@@ -340,6 +349,10 @@ enum App {
     Lammps(&'static str, &'static str, Option<u32>),
     /// A fixture program (`fixtures/programs`) with its arguments.
     Program(&'static str, &'static [&'static str]),
+    /// An application of `../shared/apps` (a Debian package): the script that writes its
+    /// inputs into the working folder, and the command each rank runs. Traced as `mpiskel
+    /// trace` does by default (one run).
+    Shared(&'static str, &'static [&'static str]),
 }
 
 fn app_cases() -> Vec<(&'static str, App)> {
@@ -364,6 +377,39 @@ fn app_cases() -> Vec<(&'static str, App)> {
         ("cancel", App::Program("cancel", &["400", "1024", "3000"])),
         // Two stretches of drawn exchanges that fold into no loop, cut short.
         ("shuffle", App::Program("shuffle", &["4000", "40"])),
+        // Real applications of new kinds (`../shared/apps/cases.tsv`).
+        ("ptscotch-dgord", App::Shared("ptscotch_dgord.sh", &["dgord", "-vt", "m3.grf", "m3.ord"])),
+        (
+            "mumps-dsimpletest",
+            App::Shared(
+                "mumps_dsimpletest.sh",
+                &["sh", "-c", "/usr/lib/mumps/dsimpletest < input_lap50"],
+            ),
+        ),
+        (
+            "fenicsx-poisson",
+            App::Shared(
+                "fenicsx_poisson.sh",
+                &[
+                    "dolfinx-scaling-test",
+                    "--problem_type",
+                    "poisson",
+                    "--scaling_type",
+                    "strong",
+                    "--ndofs",
+                    "300000",
+                    "-ksp_type",
+                    "cg",
+                    "-ksp_rtol",
+                    "1.0e-8",
+                    "-pc_type",
+                    "hypre",
+                    "-pc_hypre_type",
+                    "boomeramg",
+                ],
+            ),
+        ),
+        ("elk-si", App::Shared("elk_si.sh", &["env", "OMP_NUM_THREADS=1", "elk-lapw"])),
     ]
 }
 
@@ -389,6 +435,7 @@ fn apps(reps: usize) {
     for (name, app) in app_cases().into_iter().filter(|c| names.contains(&c.0)) {
         let work = root().join("target").join("bench-apps").join(name);
         std::fs::create_dir_all(&work).unwrap();
+        let default_tracing = matches!(app, App::Shared(..));
         let cmd: Vec<String> = match app {
             App::Lammps(folder, input, steps) => {
                 let examples = Path::new("/usr/share/lammps/examples").join(folder);
@@ -411,6 +458,12 @@ fn apps(reps: usize) {
             App::Program(program, args) => std::iter::once(bin.join(program).display().to_string())
                 .chain(args.iter().map(|a| a.to_string()))
                 .collect(),
+            App::Shared(script, cmd) => {
+                let mut c = Command::new("sh");
+                c.current_dir(&work).arg(shared_root().join("apps").join(script));
+                ok(c, &format!("setting up {name}"));
+                cmd.iter().map(|a| a.to_string()).collect()
+            }
         };
         // Traces interleaved with the timed runs: each trace's skeleton is timed beside runs of
         // the application made just after it, so that a change of the machine's pace between a
@@ -418,7 +471,13 @@ fn apps(reps: usize) {
         let mut rounds: Vec<Round> = Vec::new();
         let mut timed = 0;
         for i in 0..traces {
-            let traced = trace_and_build(&work, i, &cmd, name);
+            let traced = match trace_and_build(&work, i, &cmd, name, default_tracing) {
+                Ok(t) => t,
+                Err(e) => {
+                    println!("| {name} | trace {} of {traces}: not built: {e} |", i + 1);
+                    continue;
+                }
+            };
             let mut round =
                 Round { traced, app: Vec::new(), predicted: Vec::new(), skel: Vec::new() };
             // At least `per_trace` pairs, and for a short program as many as make `budget`
@@ -440,6 +499,9 @@ fn apps(reps: usize) {
                 round.predicted.push(r["predicted_s"].as_f64().unwrap());
             }
             rounds.push(round);
+        }
+        if rounds.is_empty() {
+            continue;
         }
         // The figures of the program and its skeleton, from the first trace.
         let first = &rounds[0].traced;
@@ -565,10 +627,22 @@ struct Traced {
 
 /// Traces `cmd` (the `i`-th trace of `name`: `run0.trace`, then `trace<i>.trace`) and builds its
 /// skeleton with the default target under `/usr/bin/time`, for the build's peak memory.
-fn trace_and_build(work: &Path, i: usize, cmd: &[String], name: &str) -> Traced {
+/// With `default_tracing`, traced as a user traces ([`trace_default`]); else three runs with
+/// their median kept ([`trace_native`]). A build that fails comes back as its message.
+fn trace_and_build(
+    work: &Path,
+    i: usize,
+    cmd: &[String],
+    name: &str,
+    default_tracing: bool,
+) -> Result<Traced, String> {
     let stem = if i == 0 { "run0".to_owned() } else { format!("trace{i}") };
     let trace = work.join(format!("{stem}.trace"));
-    trace_native(work, &trace, 4, cmd, name);
+    if default_tracing {
+        trace_default(work, &trace, 4, cmd, name);
+    } else {
+        trace_native(work, &trace, 4, cmd, name);
+    }
     // What else the node did while the trace was made: a trace is as typical as its run.
     let meta = mpiskel_trace::RunMeta::read(&trace.join("meta.json")).ok();
     let beside = meta
@@ -592,14 +666,17 @@ fn trace_and_build(work: &Path, i: usize, cmd: &[String], name: &str) -> Traced 
         .arg("-o")
         .arg(&skel);
     let out = c.output().expect("/usr/bin/time (Debian package time)");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(err.lines().find(|l| l.starts_with("error")).unwrap_or("failed").to_owned());
+    }
     let peak_mb = String::from_utf8_lossy(&out.stderr)
         .lines()
         .find_map(|l| l.strip_prefix("MPISKEL_PEAK_KB "))
         .and_then(|k| k.trim().parse::<f64>().ok())
         .unwrap_or(f64::NAN)
         / 1024.0;
-    Traced { trace, skel, peak_mb, beside, runs }
+    Ok(Traced { trace, skel, peak_mb, beside, runs })
 }
 
 fn main() {
