@@ -199,9 +199,18 @@ fn trace_native(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
     record_native(work, t, np, cmd, name, &["--cpu-time", "--runs", "3"]);
 }
 
-/// `mpiskel trace` as a user runs it, without options: one run.
-fn trace_default(work: &Path, t: &Path, np: u32, cmd: &[String], name: &str) {
-    record_native(work, t, np, cmd, name, &[]);
+/// `mpiskel trace` as a user runs it, without options: one run. A trace that fails comes back
+/// as the error it printed.
+fn trace_default(work: &Path, t: &Path, np: u32, cmd: &[String]) -> Result<(), String> {
+    let mut c = mpiskel();
+    c.current_dir(work).args(["trace", "--force", "-o"]).arg(t);
+    c.args(["--", "mpirun.openmpi", "--oversubscribe", "-np", &np.to_string()]).args(cmd);
+    let out = c.output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    Err(err.lines().find(|l| l.starts_with("error")).unwrap_or("failed").to_owned())
 }
 
 /// The application's time in one native run, recorded with `--time-only` (without the
@@ -474,7 +483,7 @@ fn apps(reps: usize) {
             let traced = match trace_and_build(&work, i, &cmd, name, default_tracing) {
                 Ok(t) => t,
                 Err(e) => {
-                    println!("| {name} | trace {} of {traces}: not built: {e} |", i + 1);
+                    println!("| {name} | trace {} of {traces}: {e} |", i + 1);
                     continue;
                 }
             };
@@ -639,7 +648,7 @@ fn trace_and_build(
     let stem = if i == 0 { "run0".to_owned() } else { format!("trace{i}") };
     let trace = work.join(format!("{stem}.trace"));
     if default_tracing {
-        trace_default(work, &trace, 4, cmd, name);
+        trace_default(work, &trace, 4, cmd).map_err(|e| format!("not traced: {e}"))?;
     } else {
         trace_native(work, &trace, 4, cmd, name);
     }
@@ -668,7 +677,8 @@ fn trace_and_build(
     let out = c.output().expect("/usr/bin/time (Debian package time)");
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        return Err(err.lines().find(|l| l.starts_with("error")).unwrap_or("failed").to_owned());
+        let e = err.lines().find(|l| l.starts_with("error")).unwrap_or("failed");
+        return Err(format!("not built: {e}"));
     }
     let peak_mb = String::from_utf8_lossy(&out.stderr)
         .lines()

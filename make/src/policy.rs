@@ -198,9 +198,6 @@ pub fn search(
         best.0.scaling.main_run,
         candidates[0].score.longest_share,
     ));
-    let fewer_wanted = |(full, run, longest): (u64, u64, f64)| {
-        full < mpiskel_cut::scale::MANY_ITERATIONS && run > 1 && longest > length_rule(full)
-    };
     let mut seen = if within_at_once && !fewer_wanted(kept_main.get()) {
         Vec::new()
     } else {
@@ -262,28 +259,9 @@ pub fn search(
             candidates[0].score.worst_error_pct,
             100.0 * check.bound
         ));
-        // Generator 2: each choice of loop nests.
-        // (With one choice, it is the default's.)
-        let plan = Plan::of(lt);
-        for i in (0..plan.len()).filter(|_| plan.len() > 1) {
-            if over(&mut cut_short) {
-                break;
-            }
-            let Some(only) = plan.only(i) else { break };
-            let made = make_planned(
-                lt,
-                only,
-                goal.app_time_s,
-                goal.source,
-                goal.target_s,
-                goal.compute_cut,
-            );
-            if let Ok(b) = made {
-                let name = format!("loop nests {} of {}", i + 1, plan.len());
-                consider(name, b, &mut candidates);
-            }
-        }
-        drop(plan);
+        loop_nests(lt, &goal, &mut || over(&mut cut_short), &mut |name, b| {
+            consider(name, b, &mut candidates);
+        });
         // Generator 3: longer targets, to every loop whole.
         for k in 1..=MAX_DOUBLINGS {
             if over(&mut cut_short) {
@@ -316,27 +294,15 @@ pub fn search(
             }
         }
     }
-    // Generator 5: fewer iterations of a main loop of few.
-    let (full, run, _) = kept_main.get();
     if fewer_wanted(kept_main.get()) {
-        observer.line(&format!(
-            "the skeleton runs {:.1} % of the application on some platform, over {:.1} %: \
-             measuring fewer of its main loop's {full} iterations",
-            100.0 * kept_main.get().2,
-            100.0 * length_rule(full)
-        ));
-        for k in 1..run {
-            if over(&mut cut_short) {
-                break;
-            }
-            let (app, source, target, cut) =
-                (goal.app_time_s, goal.source, goal.target_s, goal.compute_cut);
-            let Ok(b) = make_running(lt, app, source, target, cut, k) else { break };
-            let score = consider(format!("{k} of {full} iterations"), b, &mut candidates);
-            if score.is_some_and(|s| s.within(check.bound)) {
-                break;
-            }
-        }
+        fewer_iterations(
+            lt,
+            &goal,
+            kept_main.get(),
+            observer,
+            &mut || over(&mut cut_short),
+            &mut |n, b| consider(n, b, &mut candidates).is_some_and(|s| s.within(check.bound)),
+        );
     }
     let (built, rows) = best;
     let score = candidates[best_index].score;
@@ -351,6 +317,66 @@ pub fn search(
         cut_short,
     };
     Ok(Kept { built, rows, decision })
+}
+
+/// Whether generator 5 proposes, for the candidate kept so far: its main loop's iterations, those
+/// it runs, and its longest run over the panel as a share of the application's.
+fn fewer_wanted((full, run, longest): (u64, u64, f64)) -> bool {
+    full < mpiskel_cut::scale::MANY_ITERATIONS && run > 1 && longest > length_rule(full)
+}
+
+/// Generator 2: the default's program from each other choice of loop nests the trace offers
+/// (with one choice, it is the default's), each given to `propose` until `stop` says the budget
+/// is spent.
+fn loop_nests(
+    lt: &mut LogicalTrace,
+    goal: &Goal<'_>,
+    stop: &mut dyn FnMut() -> bool,
+    propose: &mut dyn FnMut(String, Built),
+) {
+    let plan = Plan::of(lt);
+    for i in (0..plan.len()).filter(|_| plan.len() > 1) {
+        if stop() {
+            break;
+        }
+        let Some(only) = plan.only(i) else { break };
+        let made =
+            make_planned(lt, only, goal.app_time_s, goal.source, goal.target_s, goal.compute_cut);
+        if let Ok(b) = made {
+            propose(format!("loop nests {} of {}", i + 1, plan.len()), b);
+        }
+    }
+}
+
+/// Generator 5: the main loop of `full` iterations, of which the candidate kept runs `run` and
+/// runs `longest` of the application at most on the panel, running 1, 2, … up to `run` − 1 of
+/// them, each given to `propose`, until one is within the bound (`propose` says so) or `stop`
+/// says the budget is spent.
+fn fewer_iterations(
+    lt: &mut LogicalTrace,
+    goal: &Goal<'_>,
+    (full, run, longest): (u64, u64, f64),
+    observer: &dyn Observer,
+    stop: &mut dyn FnMut() -> bool,
+    propose: &mut dyn FnMut(String, Built) -> bool,
+) {
+    observer.line(&format!(
+        "the skeleton runs {:.1} % of the application on some platform, over {:.1} %: measuring \
+         fewer of its main loop's {full} iterations",
+        100.0 * longest,
+        100.0 * length_rule(full)
+    ));
+    for k in 1..run {
+        if stop() {
+            break;
+        }
+        let (app, source, target, cut) =
+            (goal.app_time_s, goal.source, goal.target_s, goal.compute_cut);
+        let Ok(b) = make_running(lt, app, source, target, cut, k) else { break };
+        if propose(format!("{k} of {full} iterations"), b) {
+            break;
+        }
+    }
 }
 
 /// A candidate screened on the one platform where the kept one (its panel `kept`) is worst: its
