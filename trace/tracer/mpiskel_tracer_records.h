@@ -4,24 +4,6 @@
  */
 
 /* ---- records -------------------------------------------------------------------------------- */
-/* Threads. A call made inside another call of the same thread (a Fortran entry point calling
- * the C wrapper, MPI calls from a one-sided call) is not recorded: `depth` counts them, per
- * thread. In a program initialised with MPI_THREAD_MULTIPLE, threads may be in MPI calls at
- * the same time: each call's bookkeeping before it and its record after it are made under
- * `rec_mutex` (never the MPI call itself, which may wait for another thread's), so that no
- * record is lost or torn; the rank's records are in the order the calls returned. */
-static _Thread_local int depth;
-static pthread_mutex_t rec_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP; /* comm_get takes it too */
-static int rec_lock(void) {
-    if (!T.multi) return 0;
-    pthread_mutex_lock(&rec_mutex);
-    return 1;
-}
-static void rec_unlock(int *held) {
-    if (*held) pthread_mutex_unlock(&rec_mutex);
-    *held = 0;
-}
-
 /* ENTER's lock is released before the MPI call; LEAVE's when the wrapper returns (its record
  * made). */
 #define ENTER                                                                                  \

@@ -333,9 +333,25 @@ static struct comm *comm_add(MPI_Comm c, uint32_t id, int emit) {
     return e;
 }
 
+/* Threads. A call made inside another call of the same thread (a Fortran entry point calling
+ * the C wrapper, MPI calls from a one-sided call) is not recorded: `depth` counts them, per
+ * thread. In a program initialised with MPI_THREAD_MULTIPLE, threads may be in MPI calls at
+ * the same time: each call's bookkeeping before it and its record after it are made under
+ * `rec_mutex` (never the MPI call itself, which may wait for another thread's), so that no
+ * record is lost or torn; the rank's records are in the order the calls returned. */
+static _Thread_local int depth;
+static pthread_mutex_t rec_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP; /* comm_get takes it too */
+static int rec_lock(void) {
+    if (!T.multi) return 0;
+    pthread_mutex_lock(&rec_mutex);
+    return 1;
+}
+static void rec_unlock(int *held) {
+    if (*held) pthread_mutex_unlock(&rec_mutex);
+    *held = 0;
+}
+
 /* The entry of a communicator, defining it in the trace the first time it is seen. */
-static int rec_lock(void);
-static void rec_unlock(int *held);
 static struct comm *comm_get(MPI_Comm c) {
     int held = rec_lock();
     struct comm *e = comm_find(c);
