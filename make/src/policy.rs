@@ -27,13 +27,14 @@
 //!
 //! Where the default is within the bound and the length rule, nothing else is made: the default
 //! is the shortest the pipeline can make. Generators 3 and 5 stop at the first candidate within
-//! the bound (longer ones cannot be shorter). A program measured already is not measured again, and the search stops
-//! at its budget ([`SEARCH_BUDGET`] times the default's cost, counted in calls so that a trace
-//! gives the same skeleton on a loaded machine as on an idle one), which the decision records.
+//! the bound (longer ones cannot be shorter). A program measured already is not measured
+//! again, and the search stops at its budget ([`SEARCH_BUDGET`] times the default's cost,
+//! counted in calls so that a trace gives the same skeleton on a loaded machine as on an idle
+//! one), which the decision records.
 //!
 //! # Complexity
 //! One make and one panel check per candidate: at most 2 + choices + [`MAX_DOUBLINGS`] + 1
-//! candidates.
+//! candidates, and fewer than [`mpiskel_cut::scale::MANY_ITERATIONS`] more from generator 5.
 
 use mpiskel_cut::fidelity::{
     choose, Candidate, Decision, Outcome, PanelRow, Score, ERROR_TIE, NEAR,
