@@ -308,16 +308,31 @@ pub fn describe_steps_cut(c: &mpiskel_cut::scale::StepsCut, app_time_s: f64) -> 
 /// ([`mpiskel_trace::collective_order`]).
 pub fn describe_aligned(a: &mpiskel_trace::collective_order::Aligned) -> String {
     let ranks: Vec<String> = a.ranks.iter().map(u32::to_string).collect();
+    let later = a.calls_moved - a.made_earlier;
+    let mut moved = Vec::new();
+    if later > 0 {
+        moved.push(format!(
+            "{later} collectives are made later than traced, in one order with the other ranks' \
+             (each moved past non-blocking starts only)"
+        ));
+    }
+    if a.made_earlier > 0 {
+        moved.push(format!(
+            "{} calls are made earlier than traced, at the call their rank waited in, where \
+             another rank waited for them ({} of them past a wait: a thread of its own made \
+             them, which did not wait)",
+            a.made_earlier, a.past_waits
+        ));
+    }
     format!(
-        "{} collectives of rank{} {} are made later than traced, in one order with the other \
-         ranks': the application's ranks made the collectives of different communicators in \
-         different orders (threads, each with its communicator, or collectives that returned \
-         before every member had made them), which one thread per rank cannot do without \
-         waiting forever (each moved past non-blocking starts only; the computation between \
-         calls stays where it was)",
-        a.calls_moved,
+        "on rank{} {}, {}: the application's ranks made the collectives of different \
+         communicators in different orders (threads, each with its communicator, or \
+         collectives that returned before every member had made them), which one thread per \
+         rank cannot do without waiting forever (the computation between calls stays where it \
+         was)",
         if a.ranks.len() == 1 { "" } else { "s" },
-        ranks.join(", ")
+        ranks.join(", "),
+        moved.join("; ")
     )
 }
 

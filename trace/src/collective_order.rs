@@ -46,6 +46,11 @@ pub struct Aligned {
     pub calls_moved: u64,
     /// Ranks whose calls moved, ascending.
     pub ranks: Vec<u32>,
+    /// Of the calls moved, those made earlier than traced where the order found still could
+    /// not finish in one thread per rank ([`crate::replayable`]).
+    pub made_earlier: u64,
+    /// Of those, the calls moved past a call that waits.
+    pub past_waits: u64,
 }
 
 /// A blocking collective, as every member knows it: its communicator (a fingerprint of its
@@ -75,16 +80,16 @@ fn mix(mut x: u64) -> u64 {
     crate::rng::splitmix64(&mut x)
 }
 
-/// The blocking collectives of `rt`, each with its position among the rank's calls, its key and
-/// the lowest world rank of its communicator (the rank whose order it takes).
-fn keys(
+/// Each communicator of `rt` as every member knows it (its members' fingerprint with which
+/// communicator of those members it is, in the order the rank's tracer numbered them), with the
+/// lowest world rank of its members. `fingerprints` holds each member list's fingerprint, by
+/// address, for the ranks that share it.
+pub(crate) fn comm_keys(
     rt: &RankTrace,
     fingerprints: &mut HashMap<*const Rank, (u64, u32)>,
-) -> Vec<(u32, Key, u32)> {
-    // Each communicator's fingerprint, and its instance among those of the same members.
+) -> HashMap<CommId, (u64, u32)> {
     let mut seen: HashMap<u64, u32> = HashMap::new();
-    let comms: HashMap<CommId, (u64, u32)> = rt
-        .comms
+    rt.comms
         .iter()
         .map(|(c, m)| {
             let (fp, lowest) = *fingerprints
@@ -94,7 +99,16 @@ fn keys(
             *k += 1;
             (*c, (mix(fp ^ u64::from(*k)), lowest))
         })
-        .collect();
+        .collect()
+}
+
+/// The blocking collectives of `rt`, each with its position among the rank's calls, its key and
+/// the lowest world rank of its communicator (the rank whose order it takes).
+fn keys(
+    rt: &RankTrace,
+    fingerprints: &mut HashMap<*const Rank, (u64, u32)>,
+) -> Vec<(u32, Key, u32)> {
+    let comms = comm_keys(rt, fingerprints);
     let mut made: HashMap<CommId, u64> = HashMap::new();
     rt.events
         .iter()
@@ -268,7 +282,7 @@ mod tests {
         let mut ranks = vec![rank(0, vec![a(), b()]), rank(1, vec![b(), a()])];
         ranks[1].events[0].gap_ns = 5;
         let aligned = align(&mut ranks);
-        assert_eq!(aligned, Aligned { calls_moved: 2, ranks: vec![1] });
+        assert_eq!(aligned, Aligned { calls_moved: 2, ranks: vec![1], ..Aligned::default() });
         let ops: Vec<Op> = ranks[1].events.iter().map(|e| e.op).collect();
         assert_eq!(ops, vec![Op::Allgather, Op::Alltoall]);
         // The computation stays where it was.

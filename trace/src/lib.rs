@@ -39,6 +39,7 @@ pub mod native;
 pub mod otf2;
 pub mod polls;
 pub mod progress;
+pub mod replayable;
 mod resolve;
 pub mod rng;
 mod set;

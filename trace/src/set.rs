@@ -155,8 +155,22 @@ impl TraceSet {
     /// Puts the collectives that ranks made on the world and its copies in different orders
     /// (threads, each with its copy) in rank 0's order ([`crate::collective_order`]); returns
     /// what moved.
+    ///
+    /// Where the calls still cannot finish in one thread per rank, the collectives and sends
+    /// some rank waits for are made earlier ([`crate::replayable`]), counted in
+    /// [`Aligned::made_earlier`](crate::collective_order::Aligned::made_earlier).
     pub fn align_collectives(&mut self) -> crate::collective_order::Aligned {
-        crate::collective_order::align(&mut self.ranks)
+        let mut aligned = crate::collective_order::align(&mut self.ranks);
+        let earlier = crate::replayable::make_replayable(&mut self.ranks);
+        if earlier.calls_moved > 0 {
+            aligned.calls_moved += earlier.calls_moved;
+            aligned.made_earlier = earlier.calls_moved;
+            aligned.past_waits = earlier.past_waits;
+            aligned.ranks.extend(earlier.ranks);
+            aligned.ranks.sort_unstable();
+            aligned.ranks.dedup();
+        }
+        aligned
     }
 
     /// Removes the point-to-point calls nothing in the trace matches ([`crate::local`]);

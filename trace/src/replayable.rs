@@ -1,0 +1,503 @@
+//! One order of every rank's calls that one thread per rank can make to the end, where the
+//! order the trace gives cannot.
+//!
+//! A rank whose threads call MPI at the same time records its calls in the order they
+//! returned, an interleaving of its threads' calls. [`crate::collective_order`] puts the
+//! collectives of the world's copies in one order between the calls that wait; where a thread
+//! waited in between (DOLFINx's mesh partitioning through PT-Scotch, 4 ranks: rank 1 makes a
+//! copy's `MPI_Alltoallv` after a `MPI_Waitall` for a message that rank 3 sends only once it
+//! has made that `MPI_Alltoallv`), the calls as recorded cannot finish in one thread per rank,
+//! although the application did.
+//!
+//! The run finished, so its calls have an order that finishes. Here every rank's calls are
+//! made, all ranks together, under the semantics every such order must meet: a blocking
+//! collective returns once every member has made it (each member's k-th collective on a
+//! communicator meets the others' k-th), the wait for a non-blocking one once every member has
+//! started it; a receive, or the wait for it, returns once its message is sent (the k-th
+//! receive between two ranks on a communicator with a tag takes the k-th send); a send never
+//! waits (the trace's run finished: the library buffered what it had to). Where no rank can go
+//! on, the collective the most members wait in is made earlier by the members that have not
+//! reached it: each makes its next collective on that communicator at the call it waits in (a
+//! thread of its own made it, which need not have waited); where no collective can so be met,
+//! the send a receiver waits for is made earlier, at the call its sender waits in. Each call
+//! made earlier meets a collective or a message some rank waits for, so the execution goes on
+//! until every rank has made every call, or no call made earlier can help (a trace cut short):
+//! then what was made earlier stays and the program's own check names what still waits.
+//!
+//! Nothing moves in a trace whose calls finish in the order recorded: every trace of a program
+//! whose ranks call MPI from one thread each and whose collectives wait for every member (all
+//! fixture and NPB traces). A call moves with its arguments; the computation between calls
+//! stays where it was, the k-th gap before the k-th call.
+//!
+//! # Complexity
+//! O(calls) hash-map steps for the execution, each rank woken once per collective or message
+//! it waits for; each call made earlier costs the calls it is moved past. Memory: one counter
+//! per channel (source, destination, communicator, tag) and per collective met.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::collective_order::comm_keys;
+use crate::model::{CommId, Event, OpClass, Payload, Peer, RankTrace};
+
+/// A collective as every member knows it: its communicator's key and its place among that
+/// communicator's collectives.
+type Key = (u64, u64);
+
+/// A channel of messages: source and destination world ranks, communicator key, tag.
+type Chan = (u32, u32, u64, i32);
+
+/// What [`make_replayable`] moved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Replayable {
+    /// Calls made earlier than traced.
+    pub calls_moved: u64,
+    /// Of those, calls moved past a call that waits (a completion or a blocking receive).
+    pub past_waits: u64,
+    /// Ranks whose calls moved, ascending.
+    pub ranks: Vec<u32>,
+    /// Whether some rank still waits forever in the order found (a trace cut short, or calls
+    /// these semantics do not see, such as communicators the trace does not define).
+    pub stuck: bool,
+}
+
+/// What a rank waits for at its current call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// Every member of the collective `Key` (of this many members) to have made it.
+    Met(Key, u32),
+    /// The message of this ordinal on the channel to have been sent.
+    Sent(Chan, u64),
+}
+
+/// What the call a rank waits in did, undone where a call is made before it.
+#[derive(Debug, Clone, Copy)]
+enum Undo {
+    Nothing,
+    /// It arrived at a collective of this communicator.
+    Arrival(CommId, Key),
+    /// It took the next ordinal of a channel.
+    Receive(Chan),
+    /// It sent as well (`MPI_Sendrecv`): nothing is made before it.
+    Cannot,
+}
+
+/// One call as the execution sees it.
+enum Call {
+    /// A collective on a communicator; with a request when non-blocking.
+    Collective(CommId, Option<u32>),
+    /// A send on a communicator to a world rank with a tag.
+    Send(CommId, u32, i32),
+    /// A receive on a communicator from a world rank with a tag; with a request when
+    /// non-blocking.
+    Recv(CommId, u32, i32, Option<u32>),
+    /// `MPI_Sendrecv`: the send half, then the receive half.
+    SendRecv((CommId, u32, i32), (CommId, u32, i32)),
+    /// A completion of these requests.
+    Completion(Vec<u32>),
+    /// Anything that neither waits nor is waited for here.
+    Other,
+}
+
+fn call_of(e: &Event) -> Call {
+    let rank = |p: &Peer| p.rank().map(|r| r.0);
+    match (&e.payload, e.op.class()) {
+        (Payload::Collective { comm, request, .. }, _) => {
+            Call::Collective(*comm, request.map(|r| r.0))
+        }
+        (Payload::P2p { peer, tag, comm, .. }, OpClass::Send) => match rank(peer) {
+            Some(to) => Call::Send(*comm, to, *tag),
+            None => Call::Other,
+        },
+        (Payload::P2p { peer, tag, comm, request, wildcards, .. }, OpClass::Recv) => {
+            match rank(peer) {
+                Some(from) if *tag >= 0 && !wildcards.tag => {
+                    Call::Recv(*comm, from, *tag, request.map(|r| r.0))
+                }
+                _ => Call::Other,
+            }
+        }
+        (Payload::SendRecv { dest, send_tag, source, recv_tag, comm, .. }, _) => {
+            match (rank(dest), rank(source)) {
+                (Some(to), Some(from)) if *recv_tag >= 0 => {
+                    Call::SendRecv((*comm, to, *send_tag), (*comm, from, *recv_tag))
+                }
+                (Some(to), _) => Call::Send(*comm, to, *send_tag),
+                (None, Some(from)) if *recv_tag >= 0 => Call::Recv(*comm, from, *recv_tag, None),
+                _ => Call::Other,
+            }
+        }
+        (Payload::Completion { completed, .. }, _) => {
+            Call::Completion(completed.iter().filter_map(|c| c.request.map(|r| r.0)).collect())
+        }
+        _ => Call::Other,
+    }
+}
+
+/// One rank's place in the execution.
+#[derive(Default)]
+struct State {
+    pos: usize,
+    /// What the call at `pos` waits for, and what it did.
+    waiting: Option<(Need, Undo)>,
+    /// Collectives made per communicator.
+    places: HashMap<CommId, u64>,
+    /// Receives posted per channel.
+    received: HashMap<Chan, u64>,
+    /// What each pending request waits for.
+    requests: HashMap<u32, Need>,
+    /// Each communicator's key and size.
+    comms: HashMap<CommId, (u64, u32)>,
+}
+
+/// The execution of all ranks together.
+struct Run<'a> {
+    ranks: &'a mut [RankTrace],
+    states: Vec<State>,
+    arrived: HashMap<Key, Vec<u32>>,
+    met: HashSet<Key>,
+    sent: HashMap<Chan, u64>,
+    waiting_met: HashMap<Key, Vec<u32>>,
+    waiting_sent: HashMap<Chan, Vec<u32>>,
+    runnable: Vec<u32>,
+    moved: Replayable,
+    moved_ranks: HashSet<u32>,
+}
+
+impl Run<'_> {
+    fn satisfied(&self, need: Need) -> bool {
+        match need {
+            Need::Met(k, _) => self.met.contains(&k),
+            Need::Sent(c, ord) => self.sent.get(&c).copied().unwrap_or(0) > ord,
+        }
+    }
+
+    fn wait_for(&mut self, r: u32, need: Need) {
+        match need {
+            Need::Met(k, _) => self.waiting_met.entry(k).or_default().push(r),
+            Need::Sent(c, _) => self.waiting_sent.entry(c).or_default().push(r),
+        }
+    }
+
+    fn chan(&self, r: u32, comm: CommId, from: u32, to: u32, tag: i32) -> Option<Chan> {
+        self.states[r as usize].comms.get(&comm).map(|&(k, _)| (from, to, k, tag))
+    }
+
+    fn send(&mut self, c: Chan) {
+        *self.sent.entry(c).or_insert(0) += 1;
+        if let Some(w) = self.waiting_sent.remove(&c) {
+            self.runnable.extend(w);
+        }
+    }
+
+    /// Arrives at the next collective of `comm`; its need.
+    fn arrive(&mut self, r: u32, comm: CommId) -> Option<Need> {
+        let st = &mut self.states[r as usize];
+        let &(ck, size) = st.comms.get(&comm)?;
+        let place = st.places.entry(comm).or_insert(0);
+        *place += 1;
+        let key = (ck, *place);
+        let at = self.arrived.entry(key).or_default();
+        at.push(r);
+        if at.len() as u32 >= size {
+            self.arrived.remove(&key);
+            self.met.insert(key);
+            if let Some(w) = self.waiting_met.remove(&key) {
+                self.runnable.extend(w);
+            }
+        }
+        Some(Need::Met(key, size))
+    }
+
+    /// Posts the next receive of a channel; its need.
+    fn post(&mut self, r: u32, c: Chan) -> Need {
+        let n = self.states[r as usize].received.entry(c).or_insert(0);
+        *n += 1;
+        Need::Sent(c, *n - 1)
+    }
+
+    /// Makes rank `r`'s calls until it waits or has made them all.
+    fn go(&mut self, r: u32) {
+        let ri = r as usize;
+        if let Some((need, undo)) = self.states[ri].waiting {
+            if !self.satisfied(need) {
+                self.wait_for(r, need);
+                return;
+            }
+            self.states[ri].waiting = None;
+            // A completion is looked at again: it may wait for more than one request.
+            if !matches!(undo, Undo::Nothing) {
+                self.states[ri].pos += 1;
+            }
+        }
+        while self.states[ri].pos < self.ranks[ri].events.len() {
+            let call = call_of(&self.ranks[ri].events[self.states[ri].pos]);
+            let blocked = match call {
+                Call::Collective(comm, request) => match (self.arrive(r, comm), request) {
+                    (Some(need), Some(req)) => {
+                        self.states[ri].requests.insert(req, need);
+                        None
+                    }
+                    (Some(Need::Met(key, size)), None) => {
+                        Some((Need::Met(key, size), Undo::Arrival(comm, key)))
+                    }
+                    _ => None,
+                },
+                Call::Send(comm, to, tag) => {
+                    if let Some(c) = self.chan(r, comm, r, to, tag) {
+                        self.send(c);
+                    }
+                    None
+                }
+                Call::Recv(comm, from, tag, request) => {
+                    match (self.chan(r, comm, from, r, tag), request) {
+                        (Some(c), Some(req)) => {
+                            let need = self.post(r, c);
+                            self.states[ri].requests.insert(req, need);
+                            None
+                        }
+                        (Some(c), None) => Some((self.post(r, c), Undo::Receive(c))),
+                        _ => None,
+                    }
+                }
+                Call::SendRecv((sc, to, st), (rc, from, rt)) => {
+                    if let Some(c) = self.chan(r, sc, r, to, st) {
+                        self.send(c);
+                    }
+                    self.chan(r, rc, from, r, rt).map(|c| (self.post(r, c), Undo::Cannot))
+                }
+                Call::Completion(reqs) => {
+                    let st = &self.states[ri];
+                    let need = reqs
+                        .iter()
+                        .filter_map(|q| st.requests.get(q).copied())
+                        .find(|n| !self.satisfied(*n));
+                    if need.is_none() {
+                        for q in &reqs {
+                            self.states[ri].requests.remove(q);
+                        }
+                    }
+                    need.map(|n| (n, Undo::Nothing))
+                }
+                Call::Other => None,
+            };
+            match blocked {
+                Some((need, undo)) if !self.satisfied(need) => {
+                    self.states[ri].waiting = Some((need, undo));
+                    self.wait_for(r, need);
+                    return;
+                }
+                _ => self.states[ri].pos += 1,
+            }
+        }
+    }
+
+    fn execute(&mut self) {
+        while let Some(r) = self.runnable.pop() {
+            self.go(r);
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.states.iter().zip(self.ranks.iter()).all(|(s, rt)| s.pos >= rt.events.len())
+    }
+
+    /// Undoes what rank `m`'s waiting call did, so that a call can be made before it; false
+    /// where it cannot be.
+    fn undo(&mut self, m: usize) -> bool {
+        match self.states[m].waiting.map(|(_, u)| u) {
+            None | Some(Undo::Nothing) => {}
+            Some(Undo::Cannot) => return false,
+            Some(Undo::Arrival(comm, key)) => {
+                if let Some(p) = self.states[m].places.get_mut(&comm) {
+                    *p -= 1;
+                }
+                if let Some(at) = self.arrived.get_mut(&key) {
+                    at.retain(|&x| x as usize != m);
+                }
+            }
+            Some(Undo::Receive(c)) => {
+                if let Some(n) = self.states[m].received.get_mut(&c) {
+                    *n -= 1;
+                }
+            }
+        }
+        self.states[m].waiting = None;
+        true
+    }
+
+    /// Moves rank `m`'s call at `from` to its current call's place.
+    fn hoist(&mut self, m: usize, from: usize) {
+        let at = self.states[m].pos;
+        let past_wait = self.ranks[m].events[at..from].iter().any(|e| {
+            e.op.is_wait()
+                || matches!(e.op.class(), OpClass::SendRecv)
+                || (e.op.class() == OpClass::Recv
+                    && !matches!(e.payload, Payload::P2p { request: Some(_), .. }))
+        });
+        let events = &mut self.ranks[m].events;
+        for k in (at..from).rev() {
+            let (a, b) = events.split_at_mut(k + 1);
+            std::mem::swap(&mut a[k].op, &mut b[0].op);
+            std::mem::swap(&mut a[k].payload, &mut b[0].payload);
+        }
+        self.moved.calls_moved += 1;
+        self.moved.past_waits += u64::from(past_wait);
+        self.moved_ranks.insert(m as u32);
+        self.runnable.push(m as u32);
+    }
+
+    /// Where rank `m`'s next collective on the communicator of key `key.0` is, if it is the
+    /// collective `key`.
+    fn next_collective(&self, m: usize, key: Key) -> Option<usize> {
+        let st = &self.states[m];
+        let (&comm, _) = st.comms.iter().find(|(_, (k, _))| *k == key.0)?;
+        let mut place = st.places.get(&comm).copied().unwrap_or(0);
+        if let Some((_, Undo::Arrival(c, _))) = st.waiting {
+            if c == comm {
+                place -= 1;
+            }
+        }
+        if place + 1 != key.1 {
+            return None;
+        }
+        let events = &self.ranks[m].events;
+        (st.pos..events.len()).find(
+            |&j| matches!(&events[j].payload, Payload::Collective { comm: c, .. } if *c == comm),
+        )
+    }
+
+    /// The collective the most members wait in, made by the others at the calls they wait in;
+    /// false where none can be.
+    fn meet_a_collective(&mut self) -> bool {
+        let mut open: Vec<(usize, Key)> = self
+            .states
+            .iter()
+            .filter_map(|s| match s.waiting {
+                Some((Need::Met(k, _), _)) => self.arrived.get(&k).map(|a| (a.len(), k)),
+                _ => None,
+            })
+            .collect();
+        open.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        open.dedup_by_key(|o| o.1);
+        for (_, key) in open {
+            let Some(&first) = self.arrived.get(&key).and_then(|a| a.first()) else { continue };
+            let Some((&comm, _)) =
+                self.states[first as usize].comms.iter().find(|(_, (k, _))| *k == key.0)
+            else {
+                continue;
+            };
+            let Some(members) = self.ranks[first as usize].comms.get(&comm).cloned() else {
+                continue;
+            };
+            let arrived: HashSet<u32> = self.arrived[&key].iter().copied().collect();
+            let mut plan = Vec::new();
+            for m in
+                members.iter().map(|r| r.0 as usize).filter(|m| !arrived.contains(&(*m as u32)))
+            {
+                let waits = self.states.get(m).map(|s| s.waiting.map(|(_, u)| u));
+                match (waits, self.next_collective(m, key)) {
+                    (Some(Some(Undo::Cannot)), _) | (None, _) | (_, None) => {
+                        plan.clear();
+                        break;
+                    }
+                    (_, Some(j)) => plan.push((m, j)),
+                }
+            }
+            if plan.is_empty() {
+                continue;
+            }
+            for (m, j) in plan {
+                self.undo(m);
+                self.hoist(m, j);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The send a waiting receiver needs, made by its sender at the call it waits in; false
+    /// where none can be.
+    fn send_a_message(&mut self) -> bool {
+        let mut needs: Vec<Chan> = self
+            .states
+            .iter()
+            .filter_map(|s| match s.waiting {
+                Some((Need::Sent(c, _), _)) => Some(c),
+                _ => None,
+            })
+            .collect();
+        needs.sort_unstable();
+        needs.dedup();
+        for c in needs {
+            let s = c.0 as usize;
+            let Some(st) = self.states.get(s) else { continue };
+            if matches!(st.waiting, Some((_, Undo::Cannot))) {
+                continue;
+            }
+            let (pos, events) = (st.pos, &self.ranks[s].events);
+            let found = (pos..events.len()).find(|&j| match call_of(&events[j]) {
+                Call::Send(comm, to, tag) | Call::SendRecv((comm, to, tag), _) => {
+                    self.chan(s as u32, comm, s as u32, to, tag) == Some(c)
+                }
+                _ => false,
+            });
+            if let Some(j) = found.filter(|&j| j > pos) {
+                self.undo(s);
+                self.hoist(s, j);
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// Finds an order of every rank's calls that one thread per rank makes to the end (see the
+/// module documentation) and puts the calls of `ranks` in it; returns what moved.
+pub fn make_replayable(ranks: &mut [RankTrace]) -> Replayable {
+    if ranks.iter().enumerate().any(|(i, rt)| rt.rank.0 as usize != i) {
+        return Replayable::default();
+    }
+    let mut fingerprints = HashMap::new();
+    let states: Vec<State> = ranks
+        .iter()
+        .map(|rt| {
+            let keys = comm_keys(rt, &mut fingerprints);
+            let comms = keys
+                .into_iter()
+                .filter_map(|(c, (k, _))| rt.comms.get(&c).map(|m| (c, (k, m.len() as u32))))
+                .collect();
+            State { comms, ..State::default() }
+        })
+        .collect();
+    drop(fingerprints);
+    let n = ranks.len() as u32;
+    let mut run = Run {
+        ranks,
+        states,
+        arrived: HashMap::new(),
+        met: HashSet::new(),
+        sent: HashMap::new(),
+        waiting_met: HashMap::new(),
+        waiting_sent: HashMap::new(),
+        runnable: (0..n).rev().collect(),
+        moved: Replayable::default(),
+        moved_ranks: HashSet::new(),
+    };
+    loop {
+        run.execute();
+        if run.finished() {
+            break;
+        }
+        if !run.meet_a_collective() && !run.send_a_message() {
+            run.moved.stuck = true;
+            break;
+        }
+    }
+    let mut moved = run.moved;
+    moved.ranks = run.moved_ranks.into_iter().collect();
+    moved.ranks.sort_unstable();
+    moved
+}
+
+#[cfg(test)]
+mod tests;
