@@ -34,7 +34,9 @@
 //! it waits for; each call made earlier costs the calls it is moved past. Memory: one counter
 //! per channel (source, destination, communicator, tag) and per collective met.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap as StdMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::collective_order::comm_keys;
 use crate::model::{CommId, Event, OpClass, Payload, Peer, RankTrace};
@@ -92,8 +94,8 @@ enum Call {
     Recv(CommId, u32, i32, Option<u32>),
     /// `MPI_Sendrecv`: the send half, then the receive half.
     SendRecv((CommId, u32, i32), (CommId, u32, i32)),
-    /// A completion of these requests.
-    Completion(Vec<u32>),
+    /// A completion of requests (those of the call's [`Payload::Completion`]).
+    Completion,
     /// Anything that neither waits nor is waited for here.
     Other,
 }
@@ -126,9 +128,7 @@ fn call_of(e: &Event) -> Call {
                 _ => Call::Other,
             }
         }
-        (Payload::Completion { completed, .. }, _) => {
-            Call::Completion(completed.iter().filter_map(|c| c.request.map(|r| r.0)).collect())
-        }
+        (Payload::Completion { .. }, _) => Call::Completion,
         _ => Call::Other,
     }
 }
@@ -265,15 +265,19 @@ impl Run<'_> {
                     }
                     self.chan(r, rc, from, r, rt).map(|c| (self.post(r, c), Undo::Cannot))
                 }
-                Call::Completion(reqs) => {
+                Call::Completion => {
+                    let completed = match &self.ranks[ri].events[self.states[ri].pos].payload {
+                        Payload::Completion { completed, .. } => &completed[..],
+                        _ => &[],
+                    };
                     let st = &self.states[ri];
-                    let need = reqs
+                    let need = completed
                         .iter()
-                        .filter_map(|q| st.requests.get(q).copied())
+                        .filter_map(|c| c.request.and_then(|q| st.requests.get(&q.0).copied()))
                         .find(|n| !self.satisfied(*n));
-                    if need.is_none() {
-                        for q in &reqs {
-                            self.states[ri].requests.remove(q);
+                    if need.is_none() && !st.requests.is_empty() {
+                        for c in completed.iter().filter_map(|c| c.request) {
+                            self.states[ri].requests.remove(&c.0);
                         }
                     }
                     need.map(|n| (n, Undo::Nothing))
@@ -457,7 +461,7 @@ pub fn make_replayable(ranks: &mut [RankTrace]) -> Replayable {
     if ranks.iter().enumerate().any(|(i, rt)| rt.rank.0 as usize != i) {
         return Replayable::default();
     }
-    let mut fingerprints = HashMap::new();
+    let mut fingerprints = StdMap::new();
     let states: Vec<State> = ranks
         .iter()
         .map(|rt| {
@@ -474,14 +478,14 @@ pub fn make_replayable(ranks: &mut [RankTrace]) -> Replayable {
     let mut run = Run {
         ranks,
         states,
-        arrived: HashMap::new(),
-        met: HashSet::new(),
-        sent: HashMap::new(),
-        waiting_met: HashMap::new(),
-        waiting_sent: HashMap::new(),
+        arrived: HashMap::default(),
+        met: HashSet::default(),
+        sent: HashMap::default(),
+        waiting_met: HashMap::default(),
+        waiting_sent: HashMap::default(),
         runnable: (0..n).rev().collect(),
         moved: Replayable::default(),
-        moved_ranks: HashSet::new(),
+        moved_ranks: HashSet::default(),
     };
     loop {
         run.execute();
