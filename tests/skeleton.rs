@@ -588,6 +588,37 @@ fn collectives_threads_made_in_different_orders_take_one_order() {
     }
 }
 
+/// Two threads per rank, the first passing a message round the ring and waiting for it before
+/// each broadcast on its copy of the world (`fixtures/programs/threads.c waits`): rank 1 returns
+/// from the second copy's broadcast before it waits for the ring's message, which rank 0 sends
+/// only after the first copy's broadcast. Putting collectives in one order between the calls
+/// that wait cannot mend that (the build refused it); the calls another rank waits for are
+/// made earlier, past the wait, and the skeleton runs to its end under OpenMPI and MPICH.
+#[test]
+fn calls_a_thread_made_after_another_threads_wait_are_made_before_it() {
+    let base = scratch("threads-waits");
+    let (trace, dir) = (base.join("trace"), base.join("skel"));
+    support::trace_program(support::Lib::OpenMpi, 4, "threads", &["50", "20", "waits"], &trace);
+    let out = mpiskel()
+        .args(["build", "--force", "--json", "-q", "--no-check"])
+        .arg(&trace)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let built: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes = built["notes"].to_string();
+    assert!(notes.contains("made earlier than traced"), "{notes}");
+    assert!(notes.contains("past a wait"), "{notes}");
+    compile_strict(&dir, "mpicc.openmpi", &[]);
+    compile_strict(&dir, "mpicc.mpich", &[]);
+    let _lock = mpi_lock();
+    for mpi in ["openmpi", "mpich"] {
+        check_report(&run(&dir, mpi, 120), mpi, 4);
+    }
+}
+
 /// A halo exchange that unpacks each neighbour's halo as it lands (`MPI_Waitsome` until the
 /// step's requests are done) makes, at every step, the calls its messages' arrival order made:
 /// no two steps alike, no loop. Each run of partial completions folded into one `MPI_Waitall`,
