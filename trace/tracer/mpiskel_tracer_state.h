@@ -71,7 +71,7 @@ struct pers {
 
 static struct {
     int active, finalized;
-    int multi; /* MPI_THREAD_MULTIPLE: records are made under `rec_mutex` */
+    int multi; /* initialised with MPI_THREAD_MULTIPLE */
     int rank, size, fd;
     unsigned char *buf;
     size_t len, committed;
@@ -335,14 +335,15 @@ static struct comm *comm_add(MPI_Comm c, uint32_t id, int emit) {
 
 /* Threads. A call made inside another call of the same thread (a Fortran entry point calling
  * the C wrapper, MPI calls from a one-sided call) is not recorded: `depth` counts them, per
- * thread. In a program initialised with MPI_THREAD_MULTIPLE, threads may be in MPI calls at
- * the same time: each call's bookkeeping before it and its record after it are made under
- * `rec_mutex` (never the MPI call itself, which may wait for another thread's), so that no
- * record is lost or torn; the rank's records are in the order the calls returned. */
+ * thread. Threads may be in MPI calls at the same time, also in programs that asked for a
+ * lower thread level (DOLFINx, initialised without MPI_THREAD_MULTIPLE, partitions its mesh
+ * through PT-Scotch's threads): each call's bookkeeping before it and its record after it are
+ * always made under `rec_mutex` (never the MPI call itself, which may wait for another
+ * thread's), so that no record is lost or torn; the rank's records are in the order the calls
+ * returned. The lock is one uncontended atomic operation where one thread calls MPI. */
 static _Thread_local int depth;
 static pthread_mutex_t rec_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP; /* comm_get takes it too */
 static int rec_lock(void) {
-    if (!T.multi) return 0;
     pthread_mutex_lock(&rec_mutex);
     return 1;
 }
