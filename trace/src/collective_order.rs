@@ -65,7 +65,7 @@ struct Key {
 /// An order-independent fingerprint of a member list (the sum and the xor of each member's
 /// SplitMix64 image, with the count): computed once per list the ranks share
 /// (`fingerprints`, by address), so that 16,384 ranks' world costs one pass, not one per rank.
-fn fingerprint(members: &[Rank]) -> u64 {
+pub(crate) fn fingerprint(members: &[Rank]) -> u64 {
     let (mut sum, mut xor) = (0u64, 0u64);
     for r in members {
         let h = mix(u64::from(r.0));

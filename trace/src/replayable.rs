@@ -38,12 +38,24 @@ use std::collections::HashMap as StdMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use crate::collective_order::comm_keys;
+use crate::collective_order::fingerprint;
 use crate::model::{CommId, Event, OpClass, Payload, Peer, RankTrace};
 
-/// A collective as every member knows it: its communicator's key and its place among that
-/// communicator's collectives.
+/// A collective as every member knows it: its communicator's members (a fingerprint: the
+/// skeleton makes the collectives of communicators of the same members on one, as the world's
+/// copies) and its place among their collectives.
 type Key = (u64, u64);
+
+/// What a collective is, as the skeleton's check compares it: the call and its root.
+type Kind = (u8, Option<u32>);
+
+fn kind_of(e: &Event) -> Kind {
+    let root = match &e.payload {
+        Payload::Collective { root, .. } => root.map(|r| r.0),
+        _ => None,
+    };
+    (e.op.code(), root)
+}
 
 /// A channel of messages: source and destination world ranks, communicator key, tag.
 type Chan = (u32, u32, u64, i32);
@@ -75,8 +87,8 @@ enum Need {
 #[derive(Debug, Clone, Copy)]
 enum Undo {
     Nothing,
-    /// It arrived at a collective of this communicator.
-    Arrival(CommId, Key),
+    /// It arrived at a collective of the communicators of these members.
+    Arrival(u64, Key),
     /// It took the next ordinal of a channel.
     Receive(Chan),
     /// It sent as well (`MPI_Sendrecv`): nothing is made before it.
@@ -139,8 +151,8 @@ struct State {
     pos: usize,
     /// What the call at `pos` waits for, and what it did.
     waiting: Option<(Need, Undo)>,
-    /// Collectives made per communicator.
-    places: HashMap<CommId, u64>,
+    /// Collectives made per member list.
+    places: HashMap<u64, u64>,
     /// Receives posted per channel.
     received: HashMap<Chan, u64>,
     /// What each pending request waits for.
@@ -153,7 +165,8 @@ struct State {
 struct Run<'a> {
     ranks: &'a mut [RankTrace],
     states: Vec<State>,
-    arrived: HashMap<Key, Vec<u32>>,
+    /// The members at each collective not met yet, with what each made there.
+    arrived: HashMap<Key, Vec<(u32, Kind)>>,
     met: HashSet<Key>,
     sent: HashMap<Chan, u64>,
     waiting_met: HashMap<Key, Vec<u32>>,
@@ -189,23 +202,25 @@ impl Run<'_> {
         }
     }
 
-    /// Arrives at the next collective of `comm`; its need.
-    fn arrive(&mut self, r: u32, comm: CommId) -> Option<Need> {
+    /// Arrives at the next collective of `comm` with the call at the rank's place; its need.
+    /// The collective is met once every member has arrived with the same call.
+    fn arrive(&mut self, r: u32, comm: CommId) -> Option<(Need, u64)> {
+        let kind = kind_of(&self.ranks[r as usize].events[self.states[r as usize].pos]);
         let st = &mut self.states[r as usize];
-        let &(ck, size) = st.comms.get(&comm)?;
-        let place = st.places.entry(comm).or_insert(0);
+        let &(mk, size) = st.comms.get(&comm)?;
+        let place = st.places.entry(mk).or_insert(0);
         *place += 1;
-        let key = (ck, *place);
+        let key = (mk, *place);
         let at = self.arrived.entry(key).or_default();
-        at.push(r);
-        if at.len() as u32 >= size {
+        at.push((r, kind));
+        if at.len() as u32 >= size && at.iter().all(|(_, k)| *k == at[0].1) {
             self.arrived.remove(&key);
             self.met.insert(key);
             if let Some(w) = self.waiting_met.remove(&key) {
                 self.runnable.extend(w);
             }
         }
-        Some(Need::Met(key, size))
+        Some((Need::Met(key, size), mk))
     }
 
     /// Posts the next receive of a channel; its need.
@@ -233,12 +248,12 @@ impl Run<'_> {
             let call = call_of(&self.ranks[ri].events[self.states[ri].pos]);
             let blocked = match call {
                 Call::Collective(comm, request) => match (self.arrive(r, comm), request) {
-                    (Some(need), Some(req)) => {
+                    (Some((need, _)), Some(req)) => {
                         self.states[ri].requests.insert(req, need);
                         None
                     }
-                    (Some(Need::Met(key, size)), None) => {
-                        Some((Need::Met(key, size), Undo::Arrival(comm, key)))
+                    (Some((Need::Met(key, size), mk)), None) => {
+                        Some((Need::Met(key, size), Undo::Arrival(mk, key)))
                     }
                     _ => None,
                 },
@@ -311,12 +326,12 @@ impl Run<'_> {
         match self.states[m].waiting.map(|(_, u)| u) {
             None | Some(Undo::Nothing) => {}
             Some(Undo::Cannot) => return false,
-            Some(Undo::Arrival(comm, key)) => {
-                if let Some(p) = self.states[m].places.get_mut(&comm) {
+            Some(Undo::Arrival(mk, key)) => {
+                if let Some(p) = self.states[m].places.get_mut(&mk) {
                     *p -= 1;
                 }
                 if let Some(at) = self.arrived.get_mut(&key) {
-                    at.retain(|&x| x as usize != m);
+                    at.retain(|&(x, _)| x as usize != m);
                 }
             }
             Some(Undo::Receive(c)) => {
@@ -350,14 +365,13 @@ impl Run<'_> {
         self.runnable.push(m as u32);
     }
 
-    /// Where rank `m`'s next collective on the communicator of key `key.0` is, if it is the
-    /// collective `key`.
-    fn next_collective(&self, m: usize, key: Key) -> Option<usize> {
+    /// Where rank `m`'s next collective of the kind `kind` on the communicators of the members
+    /// of `key` is, if it would be the collective `key` there.
+    fn next_collective(&self, m: usize, key: Key, kind: Kind) -> Option<usize> {
         let st = &self.states[m];
-        let (&comm, _) = st.comms.iter().find(|(_, (k, _))| *k == key.0)?;
-        let mut place = st.places.get(&comm).copied().unwrap_or(0);
-        if let Some((_, Undo::Arrival(c, _))) = st.waiting {
-            if c == comm {
+        let mut place = st.places.get(&key.0).copied().unwrap_or(0);
+        if let Some((_, Undo::Arrival(mk, _))) = st.waiting {
+            if mk == key.0 {
                 place -= 1;
             }
         }
@@ -365,13 +379,17 @@ impl Run<'_> {
             return None;
         }
         let events = &self.ranks[m].events;
-        (st.pos..events.len()).find(
-            |&j| matches!(&events[j].payload, Payload::Collective { comm: c, .. } if *c == comm),
-        )
+        (st.pos..events.len()).find(|&j| match &events[j].payload {
+            Payload::Collective { comm, .. } => {
+                st.comms.get(comm).is_some_and(|&(k, _)| k == key.0) && kind_of(&events[j]) == kind
+            }
+            _ => false,
+        })
     }
 
-    /// The collective the most members wait in, made by the others at the calls they wait in;
-    /// false where none can be.
+    /// The collective the most members wait in (or one all members reached with different
+    /// calls), made with the call most of them made there by the others, at the calls they
+    /// wait in; false where none can be.
     fn meet_a_collective(&mut self) -> bool {
         let mut open: Vec<(usize, Key)> = self
             .states
@@ -384,7 +402,8 @@ impl Run<'_> {
         open.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         open.dedup_by_key(|o| o.1);
         for (_, key) in open {
-            let Some(&first) = self.arrived.get(&key).and_then(|a| a.first()) else { continue };
+            let Some(at) = self.arrived.get(&key).cloned() else { continue };
+            let Some(&(first, _)) = at.first() else { continue };
             let Some((&comm, _)) =
                 self.states[first as usize].comms.iter().find(|(_, (k, _))| *k == key.0)
             else {
@@ -393,18 +412,41 @@ impl Run<'_> {
             let Some(members) = self.ranks[first as usize].comms.get(&comm).cloned() else {
                 continue;
             };
-            let arrived: HashSet<u32> = self.arrived[&key].iter().copied().collect();
+            // The call most members made there (the lowest rank's among as many).
+            let mut counts: Vec<(Kind, usize, u32)> = Vec::new();
+            for &(r, k) in &at {
+                match counts.iter_mut().find(|c| c.0 == k) {
+                    Some(c) => {
+                        c.1 += 1;
+                        c.2 = c.2.min(r);
+                    }
+                    None => counts.push((k, 1, r)),
+                }
+            }
+            counts.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+            let kind = counts[0].0;
+            let made: HashMap<u32, Kind> = at.iter().copied().collect();
             let mut plan = Vec::new();
-            for m in
-                members.iter().map(|r| r.0 as usize).filter(|m| !arrived.contains(&(*m as u32)))
-            {
-                let waits = self.states.get(m).map(|s| s.waiting.map(|(_, u)| u));
-                match (waits, self.next_collective(m, key)) {
-                    (Some(Some(Undo::Cannot)), _) | (None, _) | (_, None) => {
+            for m in members.iter().map(|r| r.0 as usize) {
+                if made.get(&(m as u32)) == Some(&kind) {
+                    continue;
+                }
+                let state = self.states.get(m);
+                let movable = state.is_some_and(|s| match s.waiting {
+                    None | Some((_, Undo::Nothing)) | Some((_, Undo::Receive(_))) => {
+                        !made.contains_key(&(m as u32))
+                    }
+                    Some((Need::Met(k, _), Undo::Arrival(..))) => {
+                        k == key || !made.contains_key(&(m as u32))
+                    }
+                    Some(_) => false,
+                });
+                match self.next_collective(m, key, kind).filter(|_| movable) {
+                    Some(j) => plan.push((m, j)),
+                    None => {
                         plan.clear();
                         break;
                     }
-                    (_, Some(j)) => plan.push((m, j)),
                 }
             }
             if plan.is_empty() {
@@ -461,14 +503,17 @@ pub fn make_replayable(ranks: &mut [RankTrace]) -> Replayable {
     if ranks.iter().enumerate().any(|(i, rt)| rt.rank.0 as usize != i) {
         return Replayable::default();
     }
-    let mut fingerprints = StdMap::new();
+    let mut fingerprints: StdMap<*const crate::model::Rank, u64> = StdMap::new();
     let states: Vec<State> = ranks
         .iter()
         .map(|rt| {
-            let keys = comm_keys(rt, &mut fingerprints);
-            let comms = keys
-                .into_iter()
-                .filter_map(|(c, (k, _))| rt.comms.get(&c).map(|m| (c, (k, m.len() as u32))))
+            let comms = rt
+                .comms
+                .iter()
+                .map(|(c, m)| {
+                    let fp = *fingerprints.entry(m.as_ptr()).or_insert_with(|| fingerprint(m));
+                    (*c, (fp, m.len() as u32))
+                })
                 .collect();
             State { comms, ..State::default() }
         })
