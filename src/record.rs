@@ -44,9 +44,10 @@ pub struct TraceArgs {
     /// is read after gaps and calls of 20 µs or more and every 20 µs otherwise (a read is a
     /// system call, about 0.6 µs in a virtual machine); shorter gaps are taken to have run
     /// throughout, and what a read finds missing is taken from the calls (which yield the
-    /// processor while they wait) before the gap. A program initialised with
-    /// MPI_THREAD_MULTIPLE is recorded in wall time (its gaps span its threads). Kept for
-    /// scripts written when it was not the default.
+    /// processor while they wait) before the gap. Each thread's clock is its own: where
+    /// several threads call MPI, a call's gap is the processor time its thread had since that
+    /// thread's last call, so that the work of every thread is counted once (PT-Scotch's two
+    /// threads per rank). Kept for scripts written when it was not the default.
     #[arg(long, conflicts_with = "wall_time")]
     cpu_time: bool,
     /// Record wall time only (no processor time): a skeleton computes for the wall time of

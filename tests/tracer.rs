@@ -1168,7 +1168,9 @@ fn several_runs_keep_the_trace_of_median_time() {
 /// threads each making 200 MPI_Allreduce on a duplicate of MPI_COMM_WORLD of its own, as
 /// PT-Scotch folds its graphs): every call of both threads is recorded, whole, on every rank.
 /// (A call counted as nested in whatever call another thread was in lost 15 to 199 of the 200
-/// on one of the two communicators.) The gaps are wall time there, and the trace builds.
+/// on one of the two communicators.) The gaps carry processor time, each thread's by its own
+/// clock: summed over a rank's calls, at most what two threads can have in the rank's span.
+/// The trace builds.
 #[test]
 fn calls_of_threads_in_mpi_at_once_are_all_recorded() {
     for lib in [Lib::OpenMpi, Lib::Mpich] {
@@ -1176,7 +1178,15 @@ fn calls_of_threads_in_mpi_at_once_are_all_recorded() {
         trace_program(lib, 4, "threads", &["200", "20"], &dir);
         let set = open(&dir);
         for rt in &set.ranks {
-            assert!(!rt.info.has_cpu_time, "{}: rank {}: gaps of two threads", lib.name(), rt.rank);
+            assert!(rt.info.has_cpu_time, "{}: rank {}: gaps of two threads", lib.name(), rt.rank);
+            let cpu: u64 = rt.events.iter().filter_map(|e| e.gap_cpu_ns).sum();
+            let span = rt.events.last().map_or(0, |e| e.exit_ns);
+            assert!(
+                cpu > 0 && cpu <= 2 * span,
+                "{}: rank {}: {cpu} ns of processor time in a span of {span} ns",
+                lib.name(),
+                rt.rank
+            );
             let mut per_comm: BTreeMap<u32, usize> = BTreeMap::new();
             for e in &rt.events {
                 if let (Op::Allreduce, Payload::Collective { comm, .. }) = (e.op, &e.payload) {

@@ -42,8 +42,10 @@ static void ev_begin(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, size
     put_uvar(t_out - t_in);
     if (T.perf_fd >= 0) put_uvar(i_gap + 1);
     /* The two clocks are read a few hundred nanoseconds apart: processor time beyond the wall
-     * time is that skew. */
-    if (T.cpu_time) put_uvar(T.cpu_gap < t_in - T.last_exit ? T.cpu_gap : t_in - T.last_exit);
+     * time is that skew, where one thread calls MPI (with several, a thread's gap may span
+     * other threads' records). */
+    if (T.cpu_time)
+        put_uvar(T.multi || T.cpu_gap < t_in - T.last_exit ? T.cpu_gap : t_in - T.last_exit);
     T.last_exit = t_out;
     T.n_events++;
 }
@@ -207,9 +209,6 @@ static void open_counter(void) {
     const char *only = getenv("MPISKEL_TIME_ONLY");
     T.time_only = only && strcmp(only, "1") == 0;
     if (T.time_only) T.cpu_time = 0;
-    /* With several threads in MPI, a rank's gaps run on more than one thread: the thread CPU
-     * clock of the thread that makes a call does not measure them, so they are wall time. */
-    if (T.multi) T.cpu_time = 0;
     const char *want = getenv("MPISKEL_INSTRUCTIONS");
     if (!want || strcmp(want, "1") != 0) return;
     struct perf_event_attr a;
@@ -280,8 +279,8 @@ static void start(int op, uint64_t t_in, uint64_t t_out) {
     /* Init: gap 0, and the instruction count and processor time start here. */
     T.instr_prev = instr_now();
     T.cpu_gap = 0;
-    T.cpu_wall = now_ns();
-    cpu_read_at(T.cpu_wall);
+    C.wall = now_ns();
+    cpu_read_at(C.wall);
     ev_begin(op, 0, t_out - t_in, 0, 0);
     commit();
     flush_committed();

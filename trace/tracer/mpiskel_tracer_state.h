@@ -89,10 +89,6 @@ static struct {
     int cpu_time;              /* record the processor time of compute gaps */
     int time_only;             /* record MPI_Init and MPI_Finalize only */
     uint64_t cpu_gap;           /* processor time of the gap before this call */
-    uint64_t cpu_wall;          /* the wall clock at which the current gap began */
-    uint64_t cpu_read;          /* the thread CPU clock when it was last read */
-    uint64_t cpu_read_wall;     /* the wall clock at which it was last read */
-    uint64_t gap_unread;        /* processor time given to gaps since it was last read */
     uint32_t next_req, next_comm;
     struct comm *comms;
     int n_comms, cap_comms;
@@ -102,6 +98,19 @@ static struct {
     size_t cap_pers, n_pers;
     int *world_identity;
 } T = {.fd = -1, .perf_fd = -1};
+
+/* The processor clock of the calling thread, as the gaps read it: each thread its own, since a
+ * thread's clock measures that thread only. Under MPI_THREAD_MULTIPLE a call's gap is then the
+ * processor time its thread had since that thread's last call: the computation of a rank's
+ * threads is each counted once, in the gap of the thread's next call, also where threads
+ * computed at the same time (a record's gap may then exceed the wall time since the rank's
+ * previous record). A thread's first call takes all the time it ran before it. */
+static _Thread_local struct {
+    uint64_t wall;      /* the wall clock at which the thread's current gap began */
+    uint64_t read;      /* the thread CPU clock when it was last read */
+    uint64_t read_wall; /* the wall clock at which it was last read */
+    uint64_t unread;    /* processor time given to gaps since it was last read */
+} C;
 
 /* Calls the tracer does not record as events (one-sided communication, MPI-IO): counted per kind
  * (calls, bytes the origin moves, nanoseconds inside the calls) and written before the footer,
@@ -185,23 +194,23 @@ static uint64_t cpu_now(void) {
 
 /* Reads the thread CPU clock at wall time `t`. */
 static void cpu_read_at(uint64_t t) {
-    T.cpu_read = cpu_now();
-    T.cpu_read_wall = t;
-    T.gap_unread = 0;
+    C.read = cpu_now();
+    C.read_wall = t;
+    C.unread = 0;
 }
 
-/* The processor time of the gap that began at `T.cpu_wall` and ends at wall time `t`. */
+/* The processor time of the gap that began at `C.wall` and ends at wall time `t`. */
 static uint64_t gap_cpu(uint64_t t) {
     if (!T.cpu_time) return 0;
-    uint64_t wall = t > T.cpu_wall ? t - T.cpu_wall : 0;
-    uint64_t unread = t > T.cpu_read_wall ? t - T.cpu_read_wall : 0;
+    uint64_t wall = t > C.wall ? t - C.wall : 0;
+    uint64_t unread = t > C.read_wall ? t - C.read_wall : 0;
     if (wall < CPU_READ_NS && unread < CPU_READ_NS) {
-        T.gap_unread += wall;
+        C.unread += wall;
         return wall;
     }
-    uint64_t before = T.cpu_read, given = T.gap_unread;
+    uint64_t before = C.read, given = C.unread;
     cpu_read_at(t);
-    uint64_t ran = T.cpu_read > before ? T.cpu_read - before : 0;
+    uint64_t ran = C.read > before ? C.read - before : 0;
     uint64_t gap = ran > given ? ran - given : 0;
     return gap < wall ? gap : wall;
 }
@@ -210,8 +219,8 @@ static uint64_t gap_cpu(uint64_t t) {
  * clock is read if it is due, so that what the calls before had is not the gap's. */
 static void gap_begins(uint64_t t) {
     if (!T.cpu_time) return;
-    if (t > T.cpu_read_wall && t - T.cpu_read_wall >= CPU_READ_NS) cpu_read_at(t);
-    T.cpu_wall = t;
+    if (t > C.read_wall && t - C.read_wall >= CPU_READ_NS) cpu_read_at(t);
+    C.wall = t;
 }
 
 static uint64_t instr_now(void) {
