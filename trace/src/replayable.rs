@@ -18,11 +18,12 @@
 //! waits (the trace's run finished: the library buffered what it had to). Where no rank can go
 //! on, the collective the most members wait in is made earlier by the members that have not
 //! reached it: each makes its next collective on that communicator at the call it waits in (a
-//! thread of its own made it, which need not have waited); where no collective can so be met,
-//! the send a receiver waits for is made earlier, at the call its sender waits in. Each call
-//! made earlier meets a collective or a message some rank waits for, so the execution goes on
-//! until every rank has made every call, or no call made earlier can help (a trace cut short):
-//! then what was made earlier stays and the program's own check names what still waits.
+//! thread of its own made it, which need not have waited). Sends are not moved: ranks that
+//! each receive before they send to the other did not run as recorded, and their build is
+//! refused. Each call made earlier meets a collective some rank waits for, so the execution
+//! goes on until every rank has made every call, or no call made earlier can help (a trace cut
+//! short, receives head to head): then what was made earlier stays and the program's own check
+//! names what still waits.
 //!
 //! Nothing moves in a trace whose calls finish in the order recorded: every trace of a program
 //! whose ranks call MPI from one thread each and whose collectives wait for every member (all
@@ -460,41 +461,6 @@ impl Run<'_> {
         }
         false
     }
-
-    /// The send a waiting receiver needs, made by its sender at the call it waits in; false
-    /// where none can be.
-    fn send_a_message(&mut self) -> bool {
-        let mut needs: Vec<Chan> = self
-            .states
-            .iter()
-            .filter_map(|s| match s.waiting {
-                Some((Need::Sent(c, _), _)) => Some(c),
-                _ => None,
-            })
-            .collect();
-        needs.sort_unstable();
-        needs.dedup();
-        for c in needs {
-            let s = c.0 as usize;
-            let Some(st) = self.states.get(s) else { continue };
-            if matches!(st.waiting, Some((_, Undo::Cannot))) {
-                continue;
-            }
-            let (pos, events) = (st.pos, &self.ranks[s].events);
-            let found = (pos..events.len()).find(|&j| match call_of(&events[j]) {
-                Call::Send(comm, to, tag) | Call::SendRecv((comm, to, tag), _) => {
-                    self.chan(s as u32, comm, s as u32, to, tag) == Some(c)
-                }
-                _ => false,
-            });
-            if let Some(j) = found.filter(|&j| j > pos) {
-                self.undo(s);
-                self.hoist(s, j);
-                return true;
-            }
-        }
-        false
-    }
 }
 
 /// Finds an order of every rank's calls that one thread per rank makes to the end (see the
@@ -537,7 +503,7 @@ pub fn make_replayable(ranks: &mut [RankTrace]) -> Replayable {
         if run.finished() {
             break;
         }
-        if !run.meet_a_collective() && !run.send_a_message() {
+        if !run.meet_a_collective() {
             run.moved.stuck = true;
             break;
         }
