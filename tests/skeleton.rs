@@ -1928,6 +1928,34 @@ fn messages_received_out_of_order_keep_their_tags() {
     compiles_strictly_and_runs_under_both(&dir);
 }
 
+/// Messages labelled by sequence numbers and received from any source
+/// (`fixtures/programs/numbered.c`, as ScaLAPACK's BLACS labels MUMPS's panels): the owner of a
+/// step sends its panel under the step's number to every other rank, and a token goes round
+/// under a number per hop. Sender and receivers agree on each message's tag, so the program
+/// keeps the traced wildcards and passes the check as it is (before, receivers folded the
+/// numbers their senders kept apart, and every receive had to be pinned to its traced source);
+/// the hops, one message per number, share one tag, `TAG_NUMBERED`.
+#[test]
+fn messages_numbered_by_their_tags_keep_their_any_source_receives() {
+    let dir = scratch("numbered");
+    let trace = dir.join("trace");
+    support::trace_program(support::Lib::OpenMpi, 4, "numbered", &["24", "65536", "100"], &trace);
+    let skel = dir.join("skel");
+    let out =
+        mpiskel().args(["build", "--force"]).arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = document(&skel);
+    assert!(
+        doc.get("pinned_any_source").map_or(true, |n| n == 0),
+        "no receive is pinned to its traced source: {:?}",
+        doc.get("pinned_any_source")
+    );
+    let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
+    assert!(source.contains("MPI_ANY_SOURCE"), "the receives stay wildcards");
+    assert!(source.contains("TAG_NUMBERED"), "the hops share one tag");
+    compiles_strictly_and_runs_under_both(&skel);
+}
+
 /// The non-blocking consensus of a sparse exchange (`fixtures/programs/consensus.c`, as DOLFINx
 /// and PETSc find who sends to them): a rank starts its `MPI_Ibarrier` once its synchronous
 /// sends are received and goes on receiving until the barrier completes. Checked as MPI runs it

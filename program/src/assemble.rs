@@ -370,7 +370,7 @@ fn directions_and_tags(lt: &LogicalTrace, mode: Tags) -> (Vec<Dir>, BTreeMap<i32
                     }
                 };
                 if own && op.traced_tag >= 0 {
-                    tags.insert(op.traced_tag);
+                    tags.insert(crate::calls::message_tag_key(op));
                 }
             }
         }

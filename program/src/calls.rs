@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use mpiskel_compress::LoopNest;
-use mpiskel_logicalize::{Kind, LogicalComm, LogicalPeer, LogicalTrace, ProcessClass};
+use mpiskel_logicalize::{
+    Kind, LogicalComm, LogicalPeer, LogicalTrace, ProcessClass, SINGLE_MESSAGE_TAG,
+};
 use mpiskel_trace::{Op, OpClass};
 
 use super::layout::rank_of_node;
@@ -237,6 +239,21 @@ pub(super) fn collective_form(op: Op, bytes: u64, recv: u64, members: u64) -> (O
 }
 
 #[allow(clippy::too_many_arguments)]
+/// The traced tag by which a call's messages get a tag of their own (see
+/// `assemble::directions_and_tags`): its representative's, except for tags that number their
+/// messages one by one ([`SINGLE_MESSAGE_TAG`]), which are all one. Those calls fold whatever
+/// their numbers, so a representative's number is one of many, picked apart on the sending and
+/// the receiving side (MUMPS's ScaLAPACK grid: a send traced with tag 24 against a receive
+/// whose representative was traced with tag 23, and a receive from any source that waited
+/// forever).
+pub(crate) fn message_tag_key(op: &mpiskel_logicalize::LogicalOp) -> i32 {
+    if op.tag_class == SINGLE_MESSAGE_TAG {
+        SINGLE_MESSAGE_TAG
+    } else {
+        op.traced_tag
+    }
+}
+
 pub(super) fn call_of(
     op: &mpiskel_logicalize::LogicalOp,
     probed_any: bool,
@@ -250,7 +267,7 @@ pub(super) fn call_of(
     lt: &LogicalTrace,
 ) -> Option<Call> {
     let k = &op.key;
-    let own = any_tags.get(&op.traced_tag).copied();
+    let own = any_tags.get(&message_tag_key(op)).copied();
     let send_tag = |p: &Peer| match p {
         _ if own.is_some() => own.unwrap_or(0),
         Peer::Dir(i) | Peer::Only { dir: i, .. } => dirs[*i].tag,

@@ -133,14 +133,19 @@ pub fn symbolize_class(class: &ProcessClass) -> Symbolized {
 }
 
 /// Whether call `i` of `ops` takes its message from any source: posted with `MPI_ANY_SOURCE`,
-/// or a receive right after a probe of any source.
+/// or a receive right after a probe of any source that found its message (the same source; a
+/// probe that found nothing says nothing of the receive after it). The program makes such a
+/// receive from any source (`assemble::probed_any_source`); the two must agree, or calls the
+/// program makes from one source fold with calls from another (MUMPS: five receives from
+/// two ranks, each after a probe that found nothing, made as five from the first).
 pub fn takes_from_any_source(ops: &[mpiskel_logicalize::LogicalOp], i: usize) -> bool {
     let k = &ops[i].key;
     k.any_source
         || (k.op.class() == OpClass::Recv
             && i > 0
             && ops[i - 1].key.op.class() == OpClass::Probe
-            && ops[i - 1].key.any_source)
+            && ops[i - 1].key.any_source
+            && ops[i - 1].key.peer == k.peer)
 }
 
 #[cfg(test)]
@@ -190,5 +195,39 @@ mod tests {
         let again = ProcessClass { ops: vec![swap(1, 0), swap(1, 0)], ..class };
         let s = symbolize_class(&again);
         assert_eq!(s.symbols[0], s.symbols[1]);
+    }
+
+    /// A call `op` with `peer` (`None`: any source, unresolved), posted with `MPI_ANY_SOURCE`
+    /// where `any`.
+    fn p2p(op: Op, peer: Option<i64>, any: bool) -> LogicalOp {
+        let mut key = OpKey::bare(op);
+        key.peer = Some(match peer {
+            Some(o) => LogicalPeer::Dir(Direction::new(format!("{o:+}"), vec![o])),
+            None => LogicalPeer::Any,
+        });
+        key.any_source = any;
+        key.bytes = 64;
+        LogicalOp { key: Arc::new(key), ..swap(0, 0) }
+    }
+
+    /// A receive after a probe of any source takes from any source only where the probe found
+    /// its message: after a probe that found nothing it is the receive it was, and receives
+    /// from two sources stay two calls (MUMPS: five receives from two ranks, each after a probe
+    /// that found nothing, folded and made as five from the first rank).
+    #[test]
+    fn a_receive_after_a_probe_that_found_nothing_keeps_its_source() {
+        let class = |ops| ProcessClass { ranks: vec![0], folded: vec![], representative: 0, ops };
+        let failed = class(vec![
+            p2p(Op::Iprobe, None, true),
+            p2p(Op::Recv, Some(2), false),
+            p2p(Op::Iprobe, None, true),
+            p2p(Op::Recv, Some(3), false),
+        ]);
+        assert!(!takes_from_any_source(&failed.ops, 1));
+        let s = symbolize_class(&failed);
+        assert_ne!(s.symbols[1], s.symbols[3], "{:?}", s.legend);
+        // A probe that found the receive's message: the receive takes from any source.
+        let found = class(vec![p2p(Op::Iprobe, Some(2), true), p2p(Op::Recv, Some(2), false)]);
+        assert!(takes_from_any_source(&found.ops, 1));
     }
 }

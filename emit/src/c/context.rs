@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::stmts::Names;
 use super::text::{
-    comm_name, iterations_text, phase_comment, ranks_text, seconds, table_lines, tag_stem,
+    comm_name, iterations_text, message_tag_name, phase_comment, ranks_text, seconds, table_lines,
+    tag_stem,
 };
 use mpiskel_program::{Comm, Layout, Phase, Skeleton, Stmt};
 
@@ -235,7 +236,7 @@ fn directions_and_tags(skel: &Skeleton) -> (Vec<DirCtx>, Vec<TagCtx>) {
         tags.entry(d.tag).or_insert_with(|| format!("TAG_{}", tag_stem(&d.ident)));
     }
     for (traced, t) in &skel.message_tags {
-        tags.insert(*t, format!("TAG_MSG{traced}"));
+        tags.insert(*t, message_tag_name(*traced));
     }
     let tags: Vec<TagCtx> = tags.into_iter().map(|(value, name)| TagCtx { name, value }).collect();
 

@@ -25,7 +25,9 @@ use serde::Serialize;
 
 use mpiskel_cut::scale::Scaling;
 use mpiskel_program::Skeleton;
-pub(crate) use text::{comm_name, iterations_text, phase_comment, ranks_text, seconds, tag_stem};
+pub(crate) use text::{
+    comm_name, iterations_text, message_tag_name, phase_comment, ranks_text, seconds, tag_stem,
+};
 
 const SKELETON_C: &str = include_str!("../../../templates/skeleton.c.j2");
 const MAKEFILE: &str = include_str!("../../../templates/Makefile.j2");

@@ -5,7 +5,7 @@
 use mpiskel_compress::When;
 use mpiskel_trace::Op;
 
-use super::text::{seconds, tag_stem};
+use super::text::{message_tag_name, seconds, tag_stem};
 use mpiskel_program::{Call, Completion, Element, Peer, Skeleton, SlotRef, Stmt};
 
 pub(super) struct Names<'a> {
@@ -32,7 +32,7 @@ impl Names<'_> {
             return "MPI_ANY_TAG".into();
         }
         if let Some((traced, _)) = self.skel.message_tags.iter().find(|m| m.1 == t) {
-            return format!("TAG_MSG{traced}");
+            return message_tag_name(*traced);
         }
         self.skel
             .directions

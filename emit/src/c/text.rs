@@ -95,6 +95,17 @@ fn phase_text(p: &mpiskel_program::Phase) -> String {
     }
 }
 
+/// The name of the tag that messages traced with tag `traced` carry: `TAG_MSG<traced>`, and
+/// `TAG_NUMBERED` for the messages whose tags number them one by one, which all carry one tag
+/// (`mpiskel_logicalize::SINGLE_MESSAGE_TAG`).
+pub(crate) fn message_tag_name(traced: i32) -> String {
+    if traced == mpiskel_logicalize::SINGLE_MESSAGE_TAG {
+        "TAG_NUMBERED".into()
+    } else {
+        format!("TAG_MSG{traced}")
+    }
+}
+
 pub(crate) fn tag_stem(ident: &str) -> String {
     if ident.starts_with("CHILD") {
         "CHILD".into()

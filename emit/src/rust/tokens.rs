@@ -8,7 +8,7 @@ use quote::{format_ident, quote};
 
 use super::comments::{idents_of, note};
 use super::scope::{scope_level, uses_var, ScopeLevel};
-use crate::c::{phase_comment, seconds, tag_stem};
+use crate::c::{message_tag_name, phase_comment, seconds, tag_stem};
 use mpiskel_program::{Call, Completion, Element, Peer, Phase, Skeleton, SlotRef, Stmt};
 
 pub(super) fn float(x: f64) -> Literal {
@@ -44,7 +44,7 @@ impl Gen<'_> {
             return quote! { rt::ANY_TAG };
         }
         if let Some((traced, _)) = self.skel.message_tags.iter().find(|m| m.1 == t) {
-            let id = format_ident!("TAG_MSG{}", *traced as u32);
+            let id = format_ident!("{}", message_tag_name(*traced));
             return quote! { #id };
         }
         match self.skel.directions.iter().find(|d| d.tag == t) {

@@ -9,7 +9,7 @@ use quote::{format_ident, quote};
 
 use super::comments::capitalise;
 use super::tokens::doc;
-use crate::c::{comm_name, tag_stem};
+use crate::c::{comm_name, message_tag_name, tag_stem};
 use mpiskel_program::{Comm, Layout, Skeleton};
 
 /// What the parts of the program add to the topology's `Kit` (its fields and their values), to
@@ -110,9 +110,11 @@ pub(super) fn directions(skel: &Skeleton, kit: &mut KitParts) -> Consts {
             }
         }
         for (traced, t) in &skel.message_tags {
-            let id = format_ident!("TAG_MSG{}", *traced as u32);
+            let id = format_ident!("{}", message_tag_name(*traced));
             let v = Literal::i32_unsuffixed(*t);
-            let d = doc(&if skel.all_tags {
+            let d = doc(&if *traced == mpiskel_logicalize::SINGLE_MESSAGE_TAG {
+                "Messages whose traced tags number them one by one.".to_owned()
+            } else if skel.all_tags {
                 format!("Messages traced with tag {traced}.")
             } else {
                 format!("Messages that receives from any source take, traced with tag {traced}.")

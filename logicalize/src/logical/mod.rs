@@ -139,6 +139,7 @@ struct Found {
     shared_variation: Option<f64>,
     processor_time: bool,
     call_times: bool,
+    single_tags: std::collections::HashSet<i32>,
 }
 
 impl Found {
@@ -147,7 +148,7 @@ impl Found {
             Structure::Topology { topology, .. } => Some(topology),
             _ => None,
         };
-        Namer { ident: &self.ident, topo }
+        Namer { ident: &self.ident, topo, single_tags: &self.single_tags }
     }
 }
 
@@ -177,6 +178,7 @@ fn find_topology(set: &TraceSet) -> Found {
         shared_variation: crate::common::shared_variation(set),
         processor_time: !set.ranks.is_empty() && set.ranks.iter().all(|r| r.info.has_cpu_time),
         call_times: set.ranks.iter().any(|r| r.events.iter().any(|e| e.exit_ns > e.enter_ns)),
+        single_tags: translate::single_message_tags(set),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Each rank's calls translated into logical operations: peers named by their direction in the
 //! topology (or kept as exceptions), communicators by their shape, keys numbered per rank.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use mpiskel_trace::{CommId, Payload, Peer, RankTrace, RequestId, Work};
 
@@ -11,6 +11,8 @@ use super::*;
 pub(super) struct Namer<'a> {
     pub(super) ident: &'a Identification,
     pub(super) topo: Option<&'a Topology>,
+    /// The trace's tags that label one message each ([`single_message_tags`]).
+    pub(super) single_tags: &'a HashSet<i32>,
 }
 
 impl Namer<'_> {
@@ -178,39 +180,54 @@ impl Keys {
     }
 }
 
-/// The tags `rt` gives one message each way at most (at most one send and one receive or probe
-/// carry it): sequence numbers, where a code numbers its messages (Quantum ESPRESSO's
-/// distributed matrices: 22,000 of rank 0's 30,000 tags label one message, 7,700 a send and
-/// its reply). Numbered as their own classes, every such message would be a call of its own and
-/// no loop over them would fold; they are one class, [`SINGLE_MESSAGE_TAG`].
+/// The tags that label one message each way on every rank (at most one send and one receive
+/// or probe carry it on any rank): sequence numbers, where a code numbers its messages (Quantum
+/// ESPRESSO's distributed matrices: 22,000 of rank 0's 30,000 tags label one message, 7,700 a
+/// send and its reply). Numbered as their own classes, every such message would be a call of
+/// its own and no loop over them would fold; they are one class, [`SINGLE_MESSAGE_TAG`].
+///
+/// The set is the trace's, not each rank's: a message's sender and receiver must agree on its
+/// class, and a tag that one rank sends once may be one that another receives from several
+/// (MUMPS's ScaLAPACK grid: rank 0 sends tag 24 to two ranks, each of which receives it once).
 ///
 /// # Complexity
-/// O(n) in the rank's calls.
-fn single_message_tags(rt: &RankTrace) -> std::collections::HashSet<i32> {
-    // Per tag: sends, and receives or probes.
-    let mut uses: HashMap<i32, (u32, u32)> = HashMap::new();
-    for e in &rt.events {
-        match &e.payload {
-            Payload::P2p { tag, .. } if *tag >= 0 => {
-                let u = uses.entry(*tag).or_default();
-                if e.op.class() == mpiskel_trace::OpClass::Send {
-                    u.0 += 1;
-                } else {
-                    u.1 += 1;
+/// O(n) in the calls, the ranks in parallel.
+pub(super) fn single_message_tags(set: &mpiskel_trace::TraceSet) -> HashSet<i32> {
+    use rayon::prelude::*;
+    // Per rank: the tags it uses, and those it gives more than one message in a direction.
+    let per_rank: Vec<(HashSet<i32>, HashSet<i32>)> = set
+        .ranks
+        .par_iter()
+        .map(|rt| {
+            // Per tag: sends, and receives or probes.
+            let mut uses: HashMap<i32, (u32, u32)> = HashMap::new();
+            for e in &rt.events {
+                match &e.payload {
+                    Payload::P2p { tag, .. } if *tag >= 0 => {
+                        let u = uses.entry(*tag).or_default();
+                        if e.op.class() == mpiskel_trace::OpClass::Send {
+                            u.0 += 1;
+                        } else {
+                            u.1 += 1;
+                        }
+                    }
+                    Payload::SendRecv { send_tag, recv_tag, .. } => {
+                        if *send_tag >= 0 {
+                            uses.entry(*send_tag).or_default().0 += 1;
+                        }
+                        if *recv_tag >= 0 {
+                            uses.entry(*recv_tag).or_default().1 += 1;
+                        }
+                    }
+                    _ => {}
                 }
             }
-            Payload::SendRecv { send_tag, recv_tag, .. } => {
-                if *send_tag >= 0 {
-                    uses.entry(*send_tag).or_default().0 += 1;
-                }
-                if *recv_tag >= 0 {
-                    uses.entry(*recv_tag).or_default().1 += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    uses.into_iter().filter(|(_, (s, r))| *s <= 1 && *r <= 1).map(|(t, _)| t).collect()
+            let many = uses.iter().filter(|(_, (s, r))| *s > 1 || *r > 1).map(|(t, _)| *t);
+            (many.collect(), uses.into_keys().collect())
+        })
+        .collect();
+    let many: HashSet<i32> = per_rank.iter().flat_map(|(m, _)| m.iter().copied()).collect();
+    per_rank.into_iter().flat_map(|(_, used)| used).filter(|t| !many.contains(t)).collect()
 }
 
 /// Translates one rank's calls; the numbers are into the rank's own table of distinct calls
@@ -225,7 +242,7 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
     let mut started: HashMap<RequestId, usize> = HashMap::new();
     // Tag classes, numbered in order of first use; a tag that labels one message is of the
     // class of such tags.
-    let single = single_message_tags(rt);
+    let single = namer.single_tags;
     let mut tags: HashMap<i32, i32> = HashMap::new();
     let mut tag_class = |_peer: &Option<LogicalPeer>, t: i32| -> i32 {
         if t < 0 {
@@ -307,4 +324,60 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
         links.push(completes);
     }
     (keys.table, Translated { ids, gaps, links, tag_classes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpiskel_trace::{Event, Op, Rank, RankInfo, TraceFormat, TraceSet, Wildcards};
+
+    fn p2p(op: Op, peer: u32, tag: i32) -> Event {
+        Event {
+            op,
+            enter_ns: 0,
+            exit_ns: 0,
+            gap_ns: 0,
+            gap_work: None,
+            gap_cpu_ns: None,
+            gap_polls: 0,
+            payload: Payload::P2p {
+                peer: Peer::Rank(Rank(peer)),
+                tag,
+                bytes: 8,
+                comm: CommId::WORLD,
+                request: None,
+                wildcards: Wildcards::default(),
+            },
+        }
+    }
+
+    /// A tag is of the one-message class only where it labels one message on every rank: rank
+    /// 0 sends tag 7 to two ranks, each of which receives it once, so tag 7 is a tag like any
+    /// other on all three (on the receivers alone it would have been numbered, and the
+    /// receives and the sends told apart); tag 9, one message from rank 1 to rank 2, is
+    /// numbered.
+    #[test]
+    fn a_tag_is_numbered_only_where_every_rank_gives_it_one_message() {
+        let events = vec![
+            vec![p2p(Op::Send, 1, 7), p2p(Op::Send, 2, 7)],
+            vec![p2p(Op::Recv, 0, 7), p2p(Op::Send, 2, 9)],
+            vec![p2p(Op::Recv, 0, 7), p2p(Op::Recv, 1, 9)],
+        ];
+        let ranks = events
+            .into_iter()
+            .enumerate()
+            .map(|(r, events)| RankTrace {
+                rank: Rank(r as u32),
+                info: RankInfo { n_ranks: 3, ..RankInfo::default() },
+                events,
+                trailing_gap_ns: 0,
+                comms: Default::default(),
+                record_counts: Default::default(),
+                unrecorded: Default::default(),
+            })
+            .collect();
+        let set =
+            TraceSet { path: "numbered".into(), format: TraceFormat::Native, ranks, meta: None };
+        assert_eq!(single_message_tags(&set), HashSet::from([9]));
+    }
 }
