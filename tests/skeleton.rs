@@ -1956,6 +1956,35 @@ fn messages_numbered_by_their_tags_keep_their_any_source_receives() {
     compiles_strictly_and_runs_under_both(&skel);
 }
 
+/// A coarse level on every rank but rank 0 (`fixtures/programs/coarse.c`, as an algebraic
+/// multigrid agglomerates its coarse grids: `MPI_Comm_create` gives rank 0 `MPI_COMM_NULL`):
+/// the skeleton makes the traced groups (ranks 1–3) from a table of colours, not blocks of three
+/// ranks (0–2 and 3, with which rank 0 was waited for in a collective it never makes and the
+/// build was refused as one that can deadlock).
+#[test]
+fn a_communicator_that_leaves_a_rank_out_is_made_as_traced() {
+    let dir = scratch("coarse");
+    let trace = dir.join("trace");
+    support::trace_program(support::Lib::OpenMpi, 4, "coarse", &["20", "200"], &trace);
+    let skel = dir.join("skel");
+    let out =
+        mpiskel().args(["build", "--force"]).arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
+    let table = source.find("traced3_comm_color[4] = {").expect("a table of the traced groups");
+    let colours: Vec<u32> = source[table..]
+        .split(['{', '}'])
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .filter_map(|c| c.trim().parse().ok())
+        .collect();
+    assert_eq!(colours.len(), 4, "{colours:?}");
+    assert!(colours[1] == colours[2] && colours[2] == colours[3], "{colours:?}");
+    assert_ne!(colours[0], colours[1], "rank 0 is not in the coarse level: {colours:?}");
+    compiles_strictly_and_runs_under_both(&skel);
+}
+
 /// The non-blocking consensus of a sparse exchange (`fixtures/programs/consensus.c`, as DOLFINx
 /// and PETSc find who sends to them): a rank starts its `MPI_Ibarrier` once its synchronous
 /// sends are received and goes on receiving until the barrier completes. Checked as MPI runs it

@@ -33,7 +33,8 @@ pub use catalogue::{Kind, Topology};
 pub use graph::Graph;
 pub use identify::{identify, Identification, Stage, Structure};
 pub use logical::{
-    logicalize, logicalize_owned, Direction, Exceptions, GapSamples, GapStats, LogicalComm,
-    LogicalOp, LogicalPeer, LogicalTrace, OpKey, OptionalMean, ProcessClass, SINGLE_MESSAGE_TAG,
+    logicalize, logicalize_owned, strided_colour, CommGroups, Direction, Exceptions, GapSamples,
+    GapStats, LogicalComm, LogicalOp, LogicalPeer, LogicalTrace, OpKey, OptionalMean, ProcessClass,
+    SINGLE_MESSAGE_TAG,
 };
 pub use matrix::{CommMatrix, Traffic};

@@ -136,7 +136,7 @@ pub fn build_tagged(
 
     let mut comms = vec![Comm::World];
     let mut comm_index = |c: &LogicalComm| -> usize {
-        let want = Comm::of(c);
+        let want = Comm::of(c, lt);
         comms.iter().position(|x| *x == want).unwrap_or_else(|| {
             comms.push(want);
             comms.len() - 1

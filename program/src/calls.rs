@@ -123,7 +123,7 @@ pub(super) fn agreed_collective_sizes(
             if key.is_none() {
                 continue;
             }
-            let members = comm_size(&Comm::of(&class.ops[first].key.comm), lt);
+            let members = comm_size(&Comm::of(&class.ops[first].key.comm, lt), lt);
             let form = |q: usize| {
                 let k = &class.ops[q].key;
                 collective_form(k.op, k.bytes, k.recv_bytes, members).1
@@ -186,7 +186,7 @@ pub fn comm_size(c: &Comm, lt: &LogicalTrace) -> u64 {
         Comm::Slice { free } => lt
             .topology()
             .map_or(1, |t| free.iter().filter_map(|&k| t.dims.get(k)).product::<usize>() as u64),
-        Comm::Strided { size, .. } => *size as u64,
+        Comm::Strided { size, .. } | Comm::Groups { size, .. } => *size as u64,
     }
 }
 
@@ -328,7 +328,7 @@ pub(super) fn call_of(
         }
         OpClass::Collective => {
             let comm = comm_index(&k.comm);
-            let c = Comm::of(&k.comm);
+            let c = Comm::of(&k.comm, lt);
             let members = comm_size(&c, lt);
             let (run, per) = collective_form(k.op, bytes, k.recv_bytes, members);
             let rooted = matches!(run, Op::Bcast | Op::Reduce | Op::Gather | Op::Scatter);
@@ -366,6 +366,11 @@ pub(super) fn root_rank(root: Option<&[usize]>, c: &Comm, lt: &LogicalTrace) -> 
         (Comm::Strided { size, stride }, _) => {
             let (size, stride) = ((*size).max(1) as u32, (*stride).max(1) as u32);
             (world() % (size * stride)) / stride
+        }
+        // Members of a group ascend by world rank.
+        (Comm::Groups { colours, .. }, _) => {
+            let w = (world() as usize).min(colours.len().saturating_sub(1));
+            colours[..w].iter().filter(|&&c| Some(&c) == colours.get(w)).count() as u32
         }
         (Comm::World, _) => world(),
         _ => coords.first().copied().unwrap_or(0) as u32,

@@ -63,8 +63,7 @@ pub fn resolve(skel: &Skeleton, rank: u32, d: usize) -> Option<u32> {
 
 /// The colour of rank `r` among groups of `size` ranks spaced `stride` apart.
 pub fn strided_color(r: u32, size: u32, stride: u32) -> u32 {
-    let (size, stride) = (size.max(1), stride.max(1));
-    (r / (size * stride)) * stride + r % stride
+    mpiskel_logicalize::strided_colour(r, size, stride)
 }
 
 /// Every communicator's groups, each made once for all ranks when first needed: per rank, the
@@ -109,6 +108,7 @@ pub fn groups_of(skel: &Skeleton, comm: usize) -> Vec<(u32, Arc<[u32]>)> {
             Comm::Strided { size, stride } => {
                 vec![strided_color(r, *size as u32, *stride as u32) as usize]
             }
+            Comm::Groups { colours, .. } => vec![colours[r as usize] as usize],
         }
     };
     let mut by_key: HashMap<Vec<usize>, Vec<u32>> = HashMap::new();
@@ -151,6 +151,11 @@ pub fn members(skel: &Skeleton, comm: usize, rank: u32) -> (u32, Vec<u32>) {
             let color = |r: u32| strided_color(r, *size as u32, *stride as u32);
             let c = color(rank);
             let m: Vec<u32> = (0..n).filter(|&r| color(r) == c).collect();
+            (id(m[0]), m)
+        }
+        Comm::Groups { colours, .. } => {
+            let c = colours[rank as usize];
+            let m: Vec<u32> = (0..n).filter(|&r| colours[r as usize] == c).collect();
             (id(m[0]), m)
         }
     }

@@ -62,17 +62,33 @@ pub enum Comm {
         /// Spacing of their ranks.
         stride: usize,
     },
+    /// Groups of `size` ranks as the trace had them, where they are not blocks
+    /// ([`mpiskel_logicalize::CommGroups`]): rank r is in the group of colour `colours[r]`.
+    Groups {
+        /// Members per group.
+        size: usize,
+        /// Spacing of the ranks of the logical communicator it stands for (which tells two such
+        /// communicators of one size apart).
+        stride: usize,
+        /// Each rank's colour.
+        colours: Vec<u32>,
+    },
 }
 
 impl Comm {
-    /// The skeleton's communicator for a logical one.
-    pub fn of(c: &LogicalComm) -> Comm {
+    /// The skeleton's communicator for a logical one of `lt`.
+    pub fn of(c: &LogicalComm, lt: &mpiskel_logicalize::LogicalTrace) -> Comm {
         match c {
             LogicalComm::World => Comm::World,
             LogicalComm::SelfComm => Comm::SelfComm,
             LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
             LogicalComm::Other { size, stride } => {
-                Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) }
+                match lt.comm_groups.iter().find(|g| g.size == *size && g.stride == *stride) {
+                    Some(g) => {
+                        Comm::Groups { size: *size, stride: *stride, colours: g.colours.clone() }
+                    }
+                    None => Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) },
+                }
             }
         }
     }

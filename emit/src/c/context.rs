@@ -397,6 +397,19 @@ fn sub_communicators(skel: &Skeleton, topo: &mut Topology) -> Vec<CommCtx> {
                     size * stride
                 ));
             }
+            Comm::Groups { colours, .. } => {
+                let table = format!("{name}_color");
+                color_tables.push(TableCtx {
+                    name: table.clone(),
+                    comment: format!(
+                        "Which of {name}'s groups each rank belongs to (a rank in none of them \
+                         has one of its own)."
+                    ),
+                    lines: table_lines(colours, 16),
+                });
+                setup
+                    .push(format!("MPI_Comm_split(MPI_COMM_WORLD, {table}[rank], rank, &{name});"));
+            }
         }
         comms.push(CommCtx { name, comment });
     }

@@ -138,5 +138,12 @@ pub(crate) fn comm_name(c: &Comm, grid_dims: usize) -> (String, String) {
             format!("group{size}_stride{stride}_comm"),
             format!("groups of {size} ranks spaced {stride} apart"),
         ),
+        Comm::Groups { size, stride: 1, .. } => {
+            (format!("traced{size}_comm"), format!("the traced groups of {size} ranks"))
+        }
+        Comm::Groups { size, stride, .. } => (
+            format!("traced{size}_stride{stride}_comm"),
+            format!("the traced groups of {size} ranks spaced {stride} apart"),
+        ),
     }
 }

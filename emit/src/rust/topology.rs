@@ -251,6 +251,21 @@ pub(super) fn sub_communicators(skel: &Skeleton, kit: &mut KitParts) {
                 });
                 kit_fields.push(quote! { #d #id: SimpleCommunicator, });
             }
+            Comm::Groups { colours, .. } => {
+                let table = format_ident!("{}_COLOR", name.to_uppercase());
+                let colors = colours.iter().map(|&c| Literal::u32_unsuffixed(c));
+                let td = doc(&format!(
+                    "Which of {name}'s groups each rank belongs to (a rank in none of them has one \
+                     of its own)."
+                ));
+                tables.extend(quote! { #td const #table: [i32; #n_lit] = [#(#colors),*]; });
+                setup.extend(quote! {
+                    let #id = all
+                        .split_by_color_with_key(Color::with_value(#table[rank]), all.rank())
+                        .expect("every rank has a colour");
+                });
+                kit_fields.push(quote! { #d #id: SimpleCommunicator, });
+            }
         }
         kit_init.push(quote! { #id, });
     }

@@ -43,10 +43,12 @@ use crate::identify::{identify, normalize_declared, Identification, Structure};
 use crate::matrix::CommMatrix;
 
 mod fold;
+mod groups;
 mod guarded;
 mod model;
 mod translate;
 
+pub use groups::strided_colour;
 pub use model::*;
 
 use fold::*;
@@ -204,6 +206,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         })
         .collect();
     let ids: Vec<&[u32]> = translated.iter().map(|t| t.ids.as_slice()).collect();
+    let comm_groups = groups::comm_groups(found.n_ranks, translated.iter().map(|t| &t.groups));
 
     // Exceptions and directions.
     let mut exceptions = Exceptions::default();
@@ -309,6 +312,7 @@ fn logical_trace(found: Found, per_rank: Vec<(Vec<OpKey>, Translated)>) -> Logic
         dropped_pairs: found.dropped_pairs,
         identification: found.ident,
         stretches: Vec::new(),
+        comm_groups,
     }
 }
 

@@ -335,6 +335,26 @@ pub struct LogicalTrace {
     /// made logical (`mpiskel_trace::stretch`): the skeleton scales the part of each it runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stretches: Vec<mpiskel_trace::stretch::StretchCut>,
+    /// The groups of the communicators that are neither the world, a rank alone nor a slice
+    /// of the topology ([`LogicalComm::Other`]), where the trace's are not the blocks of ranks
+    /// their size and spacing give (ranks left out of a communicator, as `MPI_Comm_create`
+    /// leaves out the ranks not in its group): see [`CommGroups`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub comm_groups: Vec<CommGroups>,
+}
+
+/// The groups the trace's communicators of one size and spacing ([`LogicalComm::Other`]) form:
+/// each rank's group, by a colour that the members of a group share. Recorded where the groups
+/// are disjoint (one split of the ranks) and differ from the blocks their size and spacing give;
+/// a rank in none of them has a colour of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommGroups {
+    /// Members per group ([`LogicalComm::Other::size`]).
+    pub size: usize,
+    /// Spacing of their ranks ([`LogicalComm::Other::stride`]).
+    pub stride: usize,
+    /// Each rank's colour.
+    pub colours: Vec<u32>,
 }
 
 impl LogicalTrace {

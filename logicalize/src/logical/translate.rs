@@ -159,6 +159,9 @@ pub(super) struct Translated {
     pub(super) gaps: Vec<Gap>,
     pub(super) links: Links,
     pub(super) tag_classes: Vec<(i32, i32)>,
+    /// The members of each communicator the rank calls that is [`LogicalComm::Other`]: (size,
+    /// stride, members sorted).
+    pub(super) groups: Vec<(usize, usize, Vec<u32>)>,
 }
 
 /// Distinct calls, numbered in order of first use.
@@ -258,7 +261,21 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
     let mut names: HashMap<Peer, LogicalPeer> = HashMap::new();
     let mut name = |p: Peer| names.entry(p).or_insert_with(|| namer.peer(me, p)).clone();
     let mut comms: HashMap<CommId, LogicalComm> = HashMap::new();
-    let mut comm_of = |c: CommId| comms.entry(c).or_insert_with(|| namer.comm(rt, c)).clone();
+    let mut groups = Vec::new();
+    let mut comm_of = |c: CommId| {
+        comms
+            .entry(c)
+            .or_insert_with(|| {
+                let logical = namer.comm(rt, c);
+                if let (LogicalComm::Other { size, stride }, Some(m)) = (&logical, rt.members(c)) {
+                    let mut m: Vec<u32> = m.iter().map(|r| r.0).collect();
+                    m.sort_unstable();
+                    groups.push((*size, *stride, m));
+                }
+                logical
+            })
+            .clone()
+    };
     for (i, e) in rt.events.iter().enumerate() {
         let mut k = OpKey::bare(e.op);
         let mut completes: Vec<usize> = Vec::new();
@@ -323,7 +340,7 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
         });
         links.push(completes);
     }
-    (keys.table, Translated { ids, gaps, links, tag_classes })
+    (keys.table, Translated { ids, gaps, links, tag_classes, groups })
 }
 
 #[cfg(test)]
