@@ -1946,7 +1946,7 @@ fn messages_numbered_by_their_tags_keep_their_any_source_receives() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let doc = document(&skel);
     assert!(
-        doc.get("pinned_any_source").map_or(true, |n| n == 0),
+        doc.get("pinned_any_source").is_none_or(|n| n == 0),
         "no receive is pinned to its traced source: {:?}",
         doc.get("pinned_any_source")
     );

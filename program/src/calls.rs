@@ -238,7 +238,6 @@ pub(super) fn collective_form(op: Op, bytes: u64, recv: u64, members: u64) -> (O
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 /// The traced tag by which a call's messages get a tag of their own (see
 /// `assemble::directions_and_tags`): its representative's, except for tags that number their
 /// messages one by one ([`SINGLE_MESSAGE_TAG`]), which are all one. Those calls fold whatever
@@ -254,6 +253,7 @@ pub(crate) fn message_tag_key(op: &mpiskel_logicalize::LogicalOp) -> i32 {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn call_of(
     op: &mpiskel_logicalize::LogicalOp,
     probed_any: bool,

@@ -79,13 +79,13 @@ mod tests {
     /// recorded; blocks of two, as a split by `rank / 2` makes them, are not.
     #[test]
     fn groups_other_than_blocks_are_recorded() {
-        let ranks = vec![vec![], vec![(3, 1, vec![1, 2, 3])], vec![(3, 1, vec![1, 2, 3])]];
+        let ranks = [vec![], vec![(3, 1, vec![1, 2, 3])], vec![(3, 1, vec![1, 2, 3])]];
         let t = comm_groups(4, ranks.iter());
         assert_eq!(t, vec![CommGroups { size: 3, stride: 1, colours: vec![1, 0, 0, 0] }]);
-        let blocks = vec![vec![(2, 1, vec![0, 1])], vec![(2, 1, vec![2, 3])]];
+        let blocks = [vec![(2, 1, vec![0, 1])], vec![(2, 1, vec![2, 3])]];
         assert!(comm_groups(4, blocks.iter()).is_empty());
         // Overlapping groups are not one split: left to the blocks.
-        let overlap = vec![vec![(2, 1, vec![1, 2])], vec![(2, 1, vec![2, 3])]];
+        let overlap = [vec![(2, 1, vec![1, 2])], vec![(2, 1, vec![2, 3])]];
         assert!(comm_groups(4, overlap.iter()).is_empty());
     }
 }
