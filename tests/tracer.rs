@@ -1207,3 +1207,58 @@ fn calls_of_threads_in_mpi_at_once_are_all_recorded() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// Neighbourhood collectives (`fixtures/programs/neighbors.c`: a halo over a distributed graph
+/// of the ring neighbours one and two away, blocking and not, and a gather over a periodic
+/// Cartesian ring) are recorded as the messages they make, tag 32767: every request is
+/// completed, and each rank sends to and receives from its neighbours the program's sizes.
+#[test]
+fn neighbourhood_collectives_are_recorded_as_their_messages() {
+    let (steps, bytes) = (10usize, 8192u64);
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let dir = scratch(&format!("neighbors-{}", lib.name()));
+        trace_program(lib, 4, "neighbors", &[&steps.to_string(), &bytes.to_string(), "50"], &dir);
+        let set = open(&dir);
+        for rt in &set.ranks {
+            check_requests(rt);
+            let r = rt.rank.0 as usize;
+            let at = |d: usize| rk((r + d) % 4);
+            // Per step: the graph's halo, its non-blocking exchange, the ring's gather.
+            let mut want = Vec::new();
+            for _ in 0..steps {
+                for (d, b) in [(3, bytes), (1, bytes), (2, bytes / 2), (2, bytes / 2)] {
+                    want.push((at(d), b));
+                }
+                for d in [3, 1, 2, 2] {
+                    want.push((at(d), 64));
+                }
+                for d in [3, 1] {
+                    want.push((at(d), 4));
+                }
+            }
+            want.sort();
+            for class in [OpClass::Send, OpClass::Recv] {
+                let mut got: Vec<(Peer, u64)> = rt
+                    .events
+                    .iter()
+                    .filter(|e| e.op.class() == class)
+                    .filter_map(|e| match &e.payload {
+                        Payload::P2p { peer, bytes, tag: 32767, .. } => Some((*peer, *bytes)),
+                        _ => None,
+                    })
+                    .collect();
+                got.sort();
+                assert_eq!(got, want, "{}: rank {r}: {class:?}", lib.name());
+            }
+        }
+        let skel = dir.with_extension("skel");
+        let out = support::mpiskel()
+            .args(["build", "-q", "--force"])
+            .arg(&dir)
+            .arg("-o")
+            .arg(&skel)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}

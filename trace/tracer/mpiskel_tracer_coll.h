@@ -246,6 +246,190 @@ int MPI_Ireduce_scatter_block(const void *s, void *r, int rcount, MPI_Datatype d
     COLL(OP_IREDUCE_SCATTER_BLOCK, PMPI_Ireduce_scatter_block(s, r, rcount, dt, op, comm, req),
          req, REDUCE_SCATTER_BLOCK_SETUP)
 
+/* ---- neighbourhood collectives: recorded as the messages they make --------------------------- */
+/* A neighbourhood collective (MPI_Neighbor_… and MPI_Ineighbor_…) is recorded as what it does:
+ * an MPI_Isend to each out-neighbour and an MPI_Irecv from each in-neighbour of its communicator
+ * (a Cartesian, graph or distributed-graph topology), under NEIGHBOR_TAG, and for the blocking
+ * forms an MPI_Waitall of them; a non-blocking form's request completes them all where the
+ * program completes it (REQ_NEIGHBOR). The whole call's time is the last record's. Neighbours
+ * that are MPI_PROC_NULL (a Cartesian edge) exchange nothing. */
+#define NEIGHBOR_TAG 32767
+
+/* The in- and out-neighbours of `comm`, in the order the MPI standard gives their blocks; both
+ * arrays malloc'd (freed by the caller). Returns 0 where `comm` has no topology. */
+static int neighbors_of(MPI_Comm comm, int *indeg, int **src, int *outdeg, int **dst) {
+    int kind = MPI_UNDEFINED;
+    *indeg = *outdeg = 0;
+    *src = *dst = NULL;
+    PMPI_Topo_test(comm, &kind);
+    if (kind == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(comm, &nd);
+        *indeg = *outdeg = 2 * nd;
+        *src = malloc(sizeof(int) * (size_t)(2 * nd + 1));
+        *dst = malloc(sizeof(int) * (size_t)(2 * nd + 1));
+        if (!*src || !*dst) abort();
+        for (int d = 0; d < nd; d++) {
+            int lo = MPI_PROC_NULL, hi = MPI_PROC_NULL;
+            PMPI_Cart_shift(comm, d, 1, &lo, &hi);
+            (*src)[2 * d] = (*dst)[2 * d] = lo;
+            (*src)[2 * d + 1] = (*dst)[2 * d + 1] = hi;
+        }
+        return 1;
+    }
+    if (kind == MPI_GRAPH) {
+        int me = 0, n = 0;
+        PMPI_Comm_rank(comm, &me);
+        PMPI_Graph_neighbors_count(comm, me, &n);
+        *src = malloc(sizeof(int) * (size_t)(n + 1));
+        *dst = malloc(sizeof(int) * (size_t)(n + 1));
+        if (!*src || !*dst) abort();
+        PMPI_Graph_neighbors(comm, me, n, *src);
+        memcpy(*dst, *src, sizeof(int) * (size_t)n);
+        *indeg = *outdeg = n;
+        return 1;
+    }
+    if (kind == MPI_DIST_GRAPH) {
+        int weighted = 0;
+        PMPI_Dist_graph_neighbors_count(comm, indeg, outdeg, &weighted);
+        *src = malloc(sizeof(int) * (size_t)(*indeg + 1));
+        *dst = malloc(sizeof(int) * (size_t)(*outdeg + 1));
+        int *sw = malloc(sizeof(int) * (size_t)(*indeg + 1));
+        int *dw = malloc(sizeof(int) * (size_t)(*outdeg + 1));
+        if (!*src || !*dst || !sw || !dw) abort();
+        PMPI_Dist_graph_neighbors(comm, *indeg, *src, sw, *outdeg, *dst, dw);
+        free(sw);
+        free(dw);
+        return 1;
+    }
+    return 0;
+}
+
+/* What one neighbourhood collective moves per neighbour: a count and type for all (`*count`,
+ * `*type`) or per neighbour (`counts`, `types`). */
+struct nbr_side {
+    int count;
+    MPI_Datatype type;
+    const int *counts;
+    const MPI_Datatype *types;
+};
+static uint64_t nbr_bytes(const struct nbr_side *s, int i) {
+    int count = s->counts ? s->counts[i] : s->count;
+    MPI_Datatype t = s->types ? s->types[i] : s->type;
+    return type_bytes(count, t);
+}
+
+/* Records the neighbourhood collective on `comm` that ran from t_in to t_out (see above). */
+static void rec_neighbor(MPI_Comm comm, const struct nbr_side *send, const struct nbr_side *recv,
+                         uint64_t t_in, uint64_t t_out, uint64_t i_gap, MPI_Request *req) {
+    int indeg, outdeg, *src, *dst;
+    if (!neighbors_of(comm, &indeg, &src, &outdeg, &dst)) return;
+    struct comm *c = comm_get(comm);
+    uint32_t first = T.next_req + 1;
+    int n = 0, made = 0, total = 0;
+    for (int i = 0; i < outdeg; i++) total += dst[i] != MPI_PROC_NULL;
+    for (int i = 0; i < indeg; i++) total += src[i] != MPI_PROC_NULL;
+    /* The first record carries the gap before the call, the last the call's end. */
+#define NBR_REC(OP, PEER, BYTES)                                                                 \
+    do {                                                                                       \
+        uint32_t id = ++T.next_req;                                                            \
+        made++;                                                                                \
+        int last = !req ? 0 : made == total;                                                   \
+        rec_p2p(OP, t_in, last ? t_out : t_in, n == 0 ? i_gap : 0, PEER, NEIGHBOR_TAG, BYTES,  \
+                c->id, id, 0);                                                                 \
+        T.cpu_gap = 0;                                                                         \
+        n++;                                                                                   \
+    } while (0)
+    for (int i = 0; i < outdeg; i++)
+        if (dst[i] != MPI_PROC_NULL) NBR_REC(OP_ISEND, peer(c, dst[i]), nbr_bytes(send, i));
+    for (int i = 0; i < indeg; i++)
+        if (src[i] != MPI_PROC_NULL) NBR_REC(OP_IRECV, peer(c, src[i]), nbr_bytes(recv, i));
+#undef NBR_REC
+    if (!req) {
+        ev_begin(OP_WAITALL, t_in, t_out, n == 0 ? i_gap : 0, 32 * (size_t)n);
+        put_uvar((uint64_t)n);
+        put_uvar((uint64_t)n);
+        for (int k = 0; k < n; k++) {
+            put_uvar(first + (uint32_t)k);
+            put_u8(0);
+        }
+        commit();
+    } else if (*req != MPI_REQUEST_NULL) {
+        req_insert((struct req){req_key(*req), first, REQ_NEIGHBOR, NULL, n});
+    }
+    free(src);
+    free(dst);
+}
+
+#define NEIGHBOR(CALL, REQ, SEND, RECV)                                                        \
+    {                                                                                          \
+        if (!TRACING) return CALL;                                                             \
+        ENTER;                                                                                 \
+        int rc = CALL;                                                                         \
+        LEAVE;                                                                                 \
+        struct nbr_side snd = SEND, rcv = RECV;                                                \
+        rec_neighbor(comm, &snd, &rcv, REL(t_in), REL(t_out), i_gap, REQ);                     \
+        return rc;                                                                             \
+    }
+#define ONE(CNT, TY) ((struct nbr_side){CNT, TY, NULL, NULL})
+#define PER(CS, TY) ((struct nbr_side){0, TY, CS, NULL})
+#define PERW(CS, TS) ((struct nbr_side){0, MPI_DATATYPE_NULL, CS, TS})
+
+int MPI_Neighbor_allgather(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                           MPI_Datatype rtype, MPI_Comm comm)
+    NEIGHBOR(PMPI_Neighbor_allgather(s, scount, stype, r, rcount, rtype, comm), NULL,
+             ONE(scount, stype), ONE(rcount, rtype))
+int MPI_Ineighbor_allgather(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                            MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+    NEIGHBOR(PMPI_Ineighbor_allgather(s, scount, stype, r, rcount, rtype, comm, req), req,
+             ONE(scount, stype), ONE(rcount, rtype))
+int MPI_Neighbor_allgatherv(const void *s, int scount, MPI_Datatype stype, void *r,
+                            const int rcounts[], const int displs[], MPI_Datatype rtype,
+                            MPI_Comm comm)
+    NEIGHBOR(PMPI_Neighbor_allgatherv(s, scount, stype, r, rcounts, displs, rtype, comm), NULL,
+             ONE(scount, stype), PER(rcounts, rtype))
+int MPI_Ineighbor_allgatherv(const void *s, int scount, MPI_Datatype stype, void *r,
+                             const int rcounts[], const int displs[], MPI_Datatype rtype,
+                             MPI_Comm comm, MPI_Request *req)
+    NEIGHBOR(PMPI_Ineighbor_allgatherv(s, scount, stype, r, rcounts, displs, rtype, comm, req),
+             req, ONE(scount, stype), PER(rcounts, rtype))
+int MPI_Neighbor_alltoall(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                          MPI_Datatype rtype, MPI_Comm comm)
+    NEIGHBOR(PMPI_Neighbor_alltoall(s, scount, stype, r, rcount, rtype, comm), NULL,
+             ONE(scount, stype), ONE(rcount, rtype))
+int MPI_Ineighbor_alltoall(const void *s, int scount, MPI_Datatype stype, void *r, int rcount,
+                           MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+    NEIGHBOR(PMPI_Ineighbor_alltoall(s, scount, stype, r, rcount, rtype, comm, req), req,
+             ONE(scount, stype), ONE(rcount, rtype))
+int MPI_Neighbor_alltoallv(const void *s, const int scounts[], const int sdispls[],
+                           MPI_Datatype stype, void *r, const int rcounts[], const int rdispls[],
+                           MPI_Datatype rtype, MPI_Comm comm)
+    NEIGHBOR(PMPI_Neighbor_alltoallv(s, scounts, sdispls, stype, r, rcounts, rdispls, rtype,
+                                     comm),
+             NULL, PER(scounts, stype), PER(rcounts, rtype))
+int MPI_Ineighbor_alltoallv(const void *s, const int scounts[], const int sdispls[],
+                            MPI_Datatype stype, void *r, const int rcounts[], const int rdispls[],
+                            MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+    NEIGHBOR(PMPI_Ineighbor_alltoallv(s, scounts, sdispls, stype, r, rcounts, rdispls, rtype,
+                                      comm, req),
+             req, PER(scounts, stype), PER(rcounts, rtype))
+int MPI_Neighbor_alltoallw(const void *s, const int scounts[], const MPI_Aint sdispls[],
+                           const MPI_Datatype stypes[], void *r, const int rcounts[],
+                           const MPI_Aint rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm)
+    NEIGHBOR(PMPI_Neighbor_alltoallw(s, scounts, sdispls, stypes, r, rcounts, rdispls, rtypes,
+                                     comm),
+             NULL, PERW(scounts, stypes), PERW(rcounts, rtypes))
+int MPI_Ineighbor_alltoallw(const void *s, const int scounts[], const MPI_Aint sdispls[],
+                            const MPI_Datatype stypes[], void *r, const int rcounts[],
+                            const MPI_Aint rdispls[], const MPI_Datatype rtypes[], MPI_Comm comm,
+                            MPI_Request *req)
+    NEIGHBOR(PMPI_Ineighbor_alltoallw(s, scounts, sdispls, stypes, r, rcounts, rdispls, rtypes,
+                                      comm, req),
+             req, PERW(scounts, stypes), PERW(rcounts, rtypes))
+#undef ONE
+#undef PER
+#undef PERW
+
 /* ---- one-sided communication: counted, not recorded ------------------------------------------ */
 /* Counts a one-sided call of `kind` that moved `bytes` and began at `t_in`. */
 static void unrec_count(int kind, uint64_t bytes, uint64_t t_in) {

@@ -268,11 +268,24 @@ static void save_reqs(struct saved *s, int n, const MPI_Request *reqs) {
  * status. Positions not completed go back into the table. */
 static void finish_completion(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap,
                               struct saved *s, const char *done, MPI_Status *const *st_of) {
-    int count = 0;
-    for (int i = 0; i < s->n; i++)
-        count += done[i] && s->e[i].key && s->e[i].is_recv != REQ_ONE_SIDED;
+    int count = 0, given = s->n;
+    for (int i = 0; i < s->n; i++) {
+        int many = s->e[i].key && s->e[i].is_recv == REQ_NEIGHBOR;
+        if (many) given += s->e[i].size - 1;
+        if (done[i] && s->e[i].key && s->e[i].is_recv != REQ_ONE_SIDED)
+            count += many ? s->e[i].size : 1;
+    }
+    /* A neighbourhood collective's request stands for its messages' requests: a call given it
+     * is given them all, and one that completes one request completes them all. */
+    if (given != s->n) {
+        op = op == OP_WAIT ? OP_WAITALL
+           : op == OP_TEST ? OP_TESTALL
+           : op == OP_WAITANY ? OP_WAITSOME
+           : op == OP_TESTANY ? OP_TESTSOME
+           : op;
+    }
     ev_begin(op, t_in, t_out, i_gap, 32 * (size_t)count);
-    put_uvar((uint64_t)s->n);
+    put_uvar((uint64_t)given);
     put_uvar((uint64_t)count);
     for (int i = 0; i < s->n; i++) {
         if (!s->e[i].key) continue;

@@ -88,6 +88,13 @@ static void rec_p2p(int op, uint64_t t_in, uint64_t t_out, uint64_t i_gap, int64
 
 /* One completed request: its id, and for receives what the status says. */
 static void put_completed(const struct req *r, const MPI_Status *st) {
+    if (r->is_recv == REQ_NEIGHBOR) {
+        for (int k = 0; k < r->size; k++) {
+            put_uvar(r->id + (uint32_t)k);
+            put_u8(0);
+        }
+        return;
+    }
     put_uvar(r->id);
     if (r->is_recv && st && st->MPI_SOURCE != MPI_PROC_NULL && st->MPI_SOURCE >= 0) {
         int64_t src = peer_of(r->world, r->size, st->MPI_SOURCE);

@@ -455,6 +455,11 @@ static struct req req_take(MPI_Request r) {
  * id 0 so that completions leave it out, as they leave out MPI_REQUEST_NULL (the call that
  * started it is counted, not recorded). */
 #define REQ_ONE_SIDED 2
+/* `is_recv` of the request of a non-blocking neighbourhood collective (MPI_Ineighbor_…): it was
+ * recorded as the sends and receives it makes, under the ids `id` … `id + size - 1` (`size` is
+ * their number here, not a communicator's), and the completion that completes it completes
+ * them all. */
+#define REQ_NEIGHBOR 3
 
 /* Puts a taken request back (its call did not complete it). */
 static void req_restore(const struct req *e) {
