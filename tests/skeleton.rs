@@ -1985,6 +1985,40 @@ fn a_communicator_that_leaves_a_rank_out_is_made_as_traced() {
     compiles_strictly_and_runs_under_both(&skel);
 }
 
+/// Two communicators of one size that group the ranks differently (`fixtures/programs/pairs.c`:
+/// blocks of two by `MPI_Comm_split`, and pairs across the blocks by `MPI_Comm_create`, as
+/// PETSc's blocks and hypre's coarse level under DOLFINx): each is made as traced, the blocks
+/// as blocks and the pairs by a table of their own, so that the program is built, not refused
+/// as one whose ranks wait in different communicators.
+#[test]
+fn two_communicators_of_one_size_grouped_differently_are_both_made() {
+    let dir = scratch("pairs");
+    let trace = dir.join("trace");
+    support::trace_program(support::Lib::OpenMpi, 4, "pairs", &["20", "200"], &trace);
+    let skel = dir.join("skel");
+    let out =
+        mpiskel().args(["build", "--force"]).arg(&trace).arg("-o").arg(&skel).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
+    assert!(
+        source.contains("MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &block2_comm);"),
+        "the blocks of two are made as blocks"
+    );
+    let table = source.find("traced2_split1_comm_color[4] = {").expect("a table of the pairs");
+    let colours: Vec<u32> = source[table..]
+        .split(['{', '}'])
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .filter_map(|c| c.trim().parse().ok())
+        .collect();
+    assert_eq!(colours.len(), 4, "{colours:?}");
+    assert_eq!(colours[1], colours[2], "ranks 1 and 2 are a pair: {colours:?}");
+    assert!(colours[0] != colours[1] && colours[3] != colours[1], "{colours:?}");
+    assert_ne!(colours[0], colours[3], "ranks 0 and 3 are in no pair: {colours:?}");
+    compiles_strictly_and_runs_under_both(&skel);
+}
+
 /// The non-blocking consensus of a sparse exchange (`fixtures/programs/consensus.c`, as DOLFINx
 /// and PETSc find who sends to them): a rank starts its `MPI_Ibarrier` once its synchronous
 /// sends are received and goes on receiving until the barrier completes. Checked as MPI runs it

@@ -70,9 +70,17 @@ pub enum Comm {
         /// Spacing of the ranks of the logical communicator it stands for (which tells two such
         /// communicators of one size apart).
         stride: usize,
+        /// Which split of that size and spacing ([`LogicalComm::Other::part`]).
+        #[serde(default, skip_serializing_if = "is_first_part")]
+        part: u32,
         /// Each rank's colour.
         colours: Vec<u32>,
     },
+}
+
+/// Whether a split number is the first (not written).
+fn is_first_part(part: &u32) -> bool {
+    *part == 0
 }
 
 impl Comm {
@@ -82,11 +90,18 @@ impl Comm {
             LogicalComm::World => Comm::World,
             LogicalComm::SelfComm => Comm::SelfComm,
             LogicalComm::Slice { free } => Comm::Slice { free: free.clone() },
-            LogicalComm::Other { size, stride } => {
-                match lt.comm_groups.iter().find(|g| g.size == *size && g.stride == *stride) {
-                    Some(g) => {
-                        Comm::Groups { size: *size, stride: *stride, colours: g.colours.clone() }
-                    }
+            LogicalComm::Other { size, stride, part } => {
+                let table = lt
+                    .comm_groups
+                    .iter()
+                    .find(|g| g.size == *size && g.stride == *stride && g.part == *part);
+                match table {
+                    Some(g) => Comm::Groups {
+                        size: *size,
+                        stride: *stride,
+                        part: *part,
+                        colours: g.colours.clone(),
+                    },
                     None => Comm::Strided { size: (*size).max(1), stride: (*stride).max(1) },
                 }
             }

@@ -138,12 +138,20 @@ pub(crate) fn comm_name(c: &Comm, grid_dims: usize) -> (String, String) {
             format!("group{size}_stride{stride}_comm"),
             format!("groups of {size} ranks spaced {stride} apart"),
         ),
-        Comm::Groups { size, stride: 1, .. } => {
-            (format!("traced{size}_comm"), format!("the traced groups of {size} ranks"))
+        Comm::Groups { size, stride, part, .. } => {
+            let split = if *part > 0 { format!("_split{part}") } else { String::new() };
+            let which = if *part > 0 { format!(" (split {part})") } else { String::new() };
+            if *stride == 1 {
+                (
+                    format!("traced{size}{split}_comm"),
+                    format!("the traced groups of {size} ranks{which}"),
+                )
+            } else {
+                (
+                    format!("traced{size}_stride{stride}{split}_comm"),
+                    format!("the traced groups of {size} ranks spaced {stride} apart{which}"),
+                )
+            }
         }
-        Comm::Groups { size, stride, .. } => (
-            format!("traced{size}_stride{stride}_comm"),
-            format!("the traced groups of {size} ranks spaced {stride} apart"),
-        ),
     }
 }

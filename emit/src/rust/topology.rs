@@ -217,19 +217,11 @@ pub(super) fn sub_communicators(skel: &Skeleton, kit: &mut KitParts) {
                 kit_fields.push(quote! { #d #id: CartesianCommunicator, });
             }
             Comm::Slice { free } => {
-                let table = format_ident!("{}_COLOR", name.to_uppercase());
                 let colors = skel.grid_coords.iter().map(|c| {
-                    let v =
-                        (0..c.len()).filter(|k| !free.contains(k)).fold(0, |a, k| a * 1000 + c[k]);
-                    Literal::usize_unsuffixed(v)
+                    (0..c.len()).filter(|k| !free.contains(k)).fold(0, |a, k| a * 1000 + c[k])
                 });
                 let td = doc(&format!("Which {name} each rank belongs to."));
-                tables.extend(quote! { #td const #table: [i32; #n_lit] = [#(#colors),*]; });
-                setup.extend(quote! {
-                    let #id = all
-                        .split_by_color_with_key(Color::with_value(#table[rank]), all.rank())
-                        .expect("every rank has a colour");
-                });
+                split_by_table(&name, td, colors.map(|c| c as u32), n_lit.clone(), tables, setup);
                 kit_fields.push(quote! { #d #id: SimpleCommunicator, });
             }
             Comm::Strided { size, stride: 1 } => {
@@ -252,21 +244,35 @@ pub(super) fn sub_communicators(skel: &Skeleton, kit: &mut KitParts) {
                 kit_fields.push(quote! { #d #id: SimpleCommunicator, });
             }
             Comm::Groups { colours, .. } => {
-                let table = format_ident!("{}_COLOR", name.to_uppercase());
-                let colors = colours.iter().map(|&c| Literal::u32_unsuffixed(c));
                 let td = doc(&format!(
                     "Which of {name}'s groups each rank belongs to (a rank in none of them has one \
                      of its own)."
                 ));
-                tables.extend(quote! { #td const #table: [i32; #n_lit] = [#(#colors),*]; });
-                setup.extend(quote! {
-                    let #id = all
-                        .split_by_color_with_key(Color::with_value(#table[rank]), all.rank())
-                        .expect("every rank has a colour");
-                });
+                split_by_table(&name, td, colours.iter().copied(), n_lit.clone(), tables, setup);
                 kit_fields.push(quote! { #d #id: SimpleCommunicator, });
             }
         }
         kit_init.push(quote! { #id, });
     }
+}
+
+/// A communicator `name` made by splitting the world by a table of each rank's colour: the
+/// table (documented by `table_doc`) and the split.
+fn split_by_table(
+    name: &str,
+    table_doc: TokenStream,
+    colours: impl Iterator<Item = u32>,
+    n_lit: Literal,
+    tables: &mut TokenStream,
+    setup: &mut TokenStream,
+) {
+    let id = format_ident!("{}", name);
+    let table = format_ident!("{}_COLOR", name.to_uppercase());
+    let colours = colours.map(Literal::u32_unsuffixed);
+    tables.extend(quote! { #table_doc const #table: [i32; #n_lit] = [#(#colours),*]; });
+    setup.extend(quote! {
+        let #id = all
+            .split_by_color_with_key(Color::with_value(#table[rank]), all.rank())
+            .expect("every rank has a colour");
+    });
 }

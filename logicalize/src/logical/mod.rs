@@ -142,6 +142,8 @@ struct Found {
     processor_time: bool,
     call_times: bool,
     single_tags: std::collections::HashSet<i32>,
+    /// The splits of the communicators' groups ([`groups::partitions`]).
+    parts: std::collections::HashMap<Vec<u32>, u32>,
 }
 
 impl Found {
@@ -150,7 +152,7 @@ impl Found {
             Structure::Topology { topology, .. } => Some(topology),
             _ => None,
         };
-        Namer { ident: &self.ident, topo, single_tags: &self.single_tags }
+        Namer { ident: &self.ident, topo, single_tags: &self.single_tags, parts: &self.parts }
     }
 }
 
@@ -172,7 +174,7 @@ fn find_topology(set: &TraceSet) -> Found {
             ident = d;
         }
     }
-    Found {
+    let mut found = Found {
         n_ranks: set.n_ranks(),
         matrix,
         dropped_pairs,
@@ -181,7 +183,14 @@ fn find_topology(set: &TraceSet) -> Found {
         processor_time: !set.ranks.is_empty() && set.ranks.iter().all(|r| r.info.has_cpu_time),
         call_times: set.ranks.iter().any(|r| r.events.iter().any(|e| e.exit_ns > e.enter_ns)),
         single_tags: translate::single_message_tags(set),
-    }
+        parts: std::collections::HashMap::new(),
+    };
+    let groups: Vec<_> = {
+        let namer = found.namer();
+        set.ranks.par_iter().flat_map_iter(|rt| namer.other_groups(rt)).collect()
+    };
+    found.parts = groups::partitions(groups.into_iter());
+    found
 }
 
 /// The logical trace from the ranks' translated calls.

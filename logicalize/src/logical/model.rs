@@ -102,7 +102,18 @@ pub enum LogicalComm {
         /// ranks, 2 for the even or odd ones of a block, …); 0 otherwise.
         #[serde(default)]
         stride: usize,
+        /// Which split of the ranks into groups of this size and spacing the communicator
+        /// belongs to, where the trace has groups of one shape that overlap (blocks of two and a
+        /// pair across them): 0 for the first, and for every communicator of a shape whose
+        /// groups are one split (see `groups::partitions`).
+        #[serde(default, skip_serializing_if = "is_first_part")]
+        part: u32,
     },
+}
+
+/// Whether a split number is the first (not written).
+fn is_first_part(part: &u32) -> bool {
+    *part == 0
 }
 
 /// Statistics of the compute gaps folded into one position. Their range (smallest and largest
@@ -353,6 +364,9 @@ pub struct CommGroups {
     pub size: usize,
     /// Spacing of their ranks ([`LogicalComm::Other::stride`]).
     pub stride: usize,
+    /// Which split of that size and spacing ([`LogicalComm::Other::part`]).
+    #[serde(default, skip_serializing_if = "is_first_part")]
+    pub part: u32,
     /// Each rank's colour.
     pub colours: Vec<u32>,
 }

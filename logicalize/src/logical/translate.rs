@@ -13,6 +13,9 @@ pub(super) struct Namer<'a> {
     pub(super) topo: Option<&'a Topology>,
     /// The trace's tags that label one message each ([`single_message_tags`]).
     pub(super) single_tags: &'a HashSet<i32>,
+    /// The split of the groups that are not in the first one of their shape
+    /// ([`groups::partitions`](super::groups::partitions)), by their members sorted.
+    pub(super) parts: &'a HashMap<Vec<u32>, u32>,
 }
 
 impl Namer<'_> {
@@ -77,7 +80,7 @@ impl Namer<'_> {
     pub(super) fn comm(&self, rt: &RankTrace, comm: CommId) -> LogicalComm {
         let me = rt.rank.0;
         let Some(members) = rt.members(comm) else {
-            return LogicalComm::Other { size: 0, stride: 0 };
+            return LogicalComm::Other { size: 0, stride: 0, part: 0 };
         };
         if members.len() == self.ident.n {
             return LogicalComm::World;
@@ -106,7 +109,24 @@ impl Namer<'_> {
             [_] => 1,
             _ => 0,
         };
-        LogicalComm::Other { size: members.len(), stride }
+        let part = if self.parts.is_empty() { 0 } else { *self.parts.get(&sorted).unwrap_or(&0) };
+        LogicalComm::Other { size: members.len(), stride, part }
+    }
+
+    /// The group (size, stride, members sorted) of each communicator of `rt` that is
+    /// [`LogicalComm::Other`], for [`groups::partitions`](super::groups::partitions).
+    pub(super) fn other_groups(&self, rt: &RankTrace) -> Vec<(usize, usize, Vec<u32>)> {
+        rt.comms
+            .iter()
+            .filter_map(|(&c, m)| match self.comm(rt, c) {
+                LogicalComm::Other { size, stride, .. } if size > 0 => {
+                    let mut m: Vec<u32> = m.iter().map(|r| r.0).collect();
+                    m.sort_unstable();
+                    Some((size, stride, m))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     pub(super) fn root(&self, r: u32) -> Vec<usize> {
@@ -159,9 +179,8 @@ pub(super) struct Translated {
     pub(super) gaps: Vec<Gap>,
     pub(super) links: Links,
     pub(super) tag_classes: Vec<(i32, i32)>,
-    /// The members of each communicator the rank calls that is [`LogicalComm::Other`]: (size,
-    /// stride, members sorted).
-    pub(super) groups: Vec<(usize, usize, Vec<u32>)>,
+    /// The group of each communicator the rank calls that is [`LogicalComm::Other`].
+    pub(super) groups: Vec<super::groups::Group>,
 }
 
 /// Distinct calls, numbered in order of first use.
@@ -267,10 +286,12 @@ pub(super) fn translate(rt: &RankTrace, namer: &Namer<'_>) -> (Vec<OpKey>, Trans
             .entry(c)
             .or_insert_with(|| {
                 let logical = namer.comm(rt, c);
-                if let (LogicalComm::Other { size, stride }, Some(m)) = (&logical, rt.members(c)) {
+                if let (LogicalComm::Other { size, stride, part }, Some(m)) =
+                    (&logical, rt.members(c))
+                {
                     let mut m: Vec<u32> = m.iter().map(|r| r.0).collect();
                     m.sort_unstable();
-                    groups.push((*size, *stride, m));
+                    groups.push((*size, *stride, *part, m));
                 }
                 logical
             })
