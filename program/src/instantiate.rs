@@ -417,8 +417,7 @@ pub fn instantiate_traced(skel: &Skeleton) -> Instantiated {
             for p in &class.phases {
                 starts.push(r.out.len());
                 let mut iters = Vec::new();
-                if let (Some(steps), [Stmt::Steps { cases }]) = (&p.steps, p.body.as_slice()) {
-                    let kinds = steps.run_kinds();
+                if let (Some(kinds), [Stmt::Steps { cases }]) = (p.kinds_run(), p.body.as_slice()) {
                     for (i, k) in kinds.iter().enumerate() {
                         iters.push((i as u64, kinds.len() as u64));
                         r.run(&cases[*k as usize].body, &mut iters);

@@ -297,6 +297,17 @@ impl Stmt {
 }
 
 impl Phase {
+    /// The kind of each step a time-step loop runs, as the skeleton runs them: `run` steps,
+    /// the table of its schedule's steps ([`StepSchedule::run_kinds`]) read over again where
+    /// `run` is the longer (`sk_steps_count`; `table[it % rows]`). `None` for other phases.
+    pub fn kinds_run(&self) -> Option<Vec<u32>> {
+        let table = self.steps.as_ref()?.run_kinds();
+        if table.is_empty() {
+            return Some(Vec::new());
+        }
+        Some((0..self.run as usize).map(|it| table[it % table.len()]).collect())
+    }
+
     /// A phase of `full` iterations (all run), one of which is `body`, from `origin`.
     pub fn new(
         name: String,

@@ -222,8 +222,9 @@ impl RankLowering<'_> {
     pub(crate) fn phase_as_run(&mut self, p: &Phase) -> PhaseMarks {
         let start = self.mark();
         (self.removed_s, self.keep_s) = (0.0, 0.0);
-        let kinds: Vec<u32> = match &p.steps {
-            Some(s) if p.is_loop => s.run_kinds(),
+        // A time-step loop's steps as the runtime reads them (`sk_steps_count`).
+        let kinds: Vec<u32> = match p.kinds_run() {
+            Some(k) if p.is_loop => k,
             _ => vec![0; p.run as usize],
         };
         let n = kinds.len() as u64;
