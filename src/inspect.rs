@@ -55,6 +55,10 @@ struct Report<'a> {
     meta: Option<&'a RunMeta>,
     #[serde(flatten)]
     summary: &'a TraceSummary,
+    /// The time between calls the ranks were off their processors beyond what sharing the
+    /// node explains, where the trace can tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    off_processor: Option<mpiskel_trace::off_processor::OffProcessor>,
 }
 
 /// Prints a document mpiskel wrote: as JSON, or through its text rendering.
@@ -89,8 +93,12 @@ pub fn inspect(a: InspectArgs) -> Result<ExitCode> {
         crate::compress::write_atomic(svg, &mpiskel_report::svg::heatmap_svg(&m, &title)?)?;
     }
     let summary = summarize(&set);
-    let report =
-        Report { path: a.path.display().to_string(), meta: set.meta.as_ref(), summary: &summary };
+    let report = Report {
+        path: a.path.display().to_string(),
+        meta: set.meta.as_ref(),
+        summary: &summary,
+        off_processor: mpiskel_trace::off_processor::off_processor(&set),
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -211,13 +219,7 @@ fn render(r: &Report<'_>) -> String {
             kinds.iter().map(|(_, u)| u.ns).sum::<u64>() as f64 * 1e-9
         );
     }
-    let only = r.meta.is_some_and(|m| m.time_only);
-    let _ = writeln!(
-        o,
-        "app      {:.6} s from MPI_Init to MPI_Finalize on the slowest rank{}",
-        s.app_time_s,
-        if only { " (recorded with --time-only: no calls)" } else { "" }
-    );
+    app_lines(r, &mut o);
 
     // Records per kind per rank: one column per kind.
     let mut kinds: Vec<&String> = s.per_rank.iter().flat_map(|p| p.records.keys()).collect();
@@ -299,4 +301,31 @@ fn render(r: &Report<'_>) -> String {
         let _ = writeln!(o, "\ncollectives (calls over all ranks): {}", list.join(", "));
     }
     o
+}
+
+/// The application's time, and what the trace says of time a skeleton does not replay: outside
+/// `MPI_Init`…`MPI_Finalize`, off the processors between calls.
+fn app_lines(r: &Report<'_>, o: &mut String) {
+    let s = r.summary;
+    let only = r.meta.is_some_and(|m| m.time_only);
+    let _ = writeln!(
+        o,
+        "app      {:.6} s from MPI_Init to MPI_Finalize on the slowest rank{}",
+        s.app_time_s,
+        if only { " (recorded with --time-only: no calls)" } else { "" }
+    );
+    if let Some(note) =
+        r.meta.and_then(|m| mpiskel_make::load::describe_outside_mpi(m, s.app_time_s))
+    {
+        let _ = writeln!(o, "outside  {note}");
+    }
+    if let Some(off) = &r.off_processor {
+        let _ = writeln!(
+            o,
+            "off-cpu  between calls the ranks were off their processors {}: asleep, waiting \
+             for input or output, or their other threads computing; a skeleton replays \
+             processor time",
+            off.summary(s.app_time_s)
+        );
+    }
 }

@@ -30,6 +30,7 @@ pub mod correspond;
 pub mod cut_runs;
 pub mod families;
 pub mod fidelity;
+mod loop_cut;
 mod over_target;
 pub mod pipeline;
 pub mod recorded;

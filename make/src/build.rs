@@ -300,6 +300,16 @@ fn read(
     if let Some(note) = set.meta.as_ref().and_then(crate::load::describe_single_run) {
         notes.push(note);
     }
+    if let Some(note) =
+        set.meta.as_ref().and_then(|m| crate::load::describe_outside_mpi(m, set.app_time_s()))
+    {
+        notes.push(note);
+    }
+    if let Some(note) = mpiskel_trace::off_processor::off_processor(&set)
+        .and_then(|off| crate::load::describe_off_processor(&off, set.app_time_s()))
+    {
+        notes.push(note);
+    }
     notes.extend(describe_unrecorded(&set, set.app_time_s()));
     let unstarted = completed_unstarted(&set);
     if unstarted > 0 {

@@ -98,6 +98,61 @@ pub fn describe(l: &NodeLoad) -> Option<String> {
     })
 }
 
+/// The share of the application's time, per rank on average, from which `build` says that the
+/// ranks were off their processors between calls beyond what sharing the node explains.
+pub const NOTED_OFF_PROCESSOR: f64 = 0.05;
+
+/// What `build` says of a trace whose ranks were off their processors between calls
+/// ([`mpiskel_trace::off_processor`]) for at least [`NOTED_OFF_PROCESSOR`] of the application's
+/// `app_s` seconds.
+pub fn describe_off_processor(
+    off: &mpiskel_trace::off_processor::OffProcessor,
+    app_s: f64,
+) -> Option<String> {
+    (app_s > 0.0 && off.mean_s() >= NOTED_OFF_PROCESSOR * app_s).then(|| {
+        format!(
+            "between calls the ranks were off their processors {}: they slept, waited for \
+             input or output, or other threads of theirs computed; the skeleton replays the \
+             processor time of each block in one thread, so its prediction leaves that time \
+             out (`mpiskel inspect` shows it per rank; `mpiskel trace --wall-time` records wall \
+             time instead, which keeps it but counts the time the ranks waited for each other's \
+             processors too)",
+            off.summary(app_s)
+        )
+    })
+}
+
+/// The share of a traced run's wall time outside `MPI_Init`…`MPI_Finalize` from which `build`
+/// says so (beyond [`NOTED_OUTSIDE_S`]).
+pub const NOTED_OUTSIDE: f64 = 0.2;
+
+/// Seconds outside `MPI_Init`…`MPI_Finalize` below which nothing is said: the launcher's start
+/// and end and `MPI_Init` itself take 1.2–2.0 s for 4 ranks here (the fixture traces `ring`
+/// and `lammps-melt`).
+pub const NOTED_OUTSIDE_S: f64 = 3.0;
+
+/// What `build` and `inspect` say of a run whose launcher ran for `m.wall_s` seconds while the
+/// application's ranks spent `app_s` between `MPI_Init` and `MPI_Finalize`, where the rest is
+/// at least [`NOTED_OUTSIDE`] of the run and [`NOTED_OUTSIDE_S`]: a skeleton predicts the
+/// time between the two, not what the program does before or after them (reading input before
+/// `MPI_Init`, writing results after `MPI_Finalize`).
+pub fn describe_outside_mpi(m: &RunMeta, app_s: f64) -> Option<String> {
+    let outside = m.wall_s - app_s;
+    (!m.time_only
+        && app_s > 0.0
+        && outside >= NOTED_OUTSIDE_S
+        && outside >= NOTED_OUTSIDE * m.wall_s)
+        .then(|| {
+            format!(
+                "the traced run took {:.3} s, of which the application spent {app_s:.3} s \
+                 between MPI_Init and MPI_Finalize: the skeleton predicts that part only, not the \
+                 {outside:.3} s before MPI_Init and after MPI_Finalize (the launcher's start, \
+                 input read before MPI_Init, output written after MPI_Finalize)",
+                m.wall_s
+            )
+        })
+}
+
 /// What `build` says of a trace of one run whose ranks outnumbered its node's processors:
 /// such a run's time varies from one run to the next (how the ranks fall on the cores, what the
 /// host does), and the skeleton replays the one traced.
@@ -181,5 +236,12 @@ mod tests {
         m.time_only = false;
         m.node_load = None;
         assert!(describe_single_run(&m).is_none());
+        // A run of 10 s whose ranks spent 6 s between MPI_Init and MPI_Finalize is noted; one
+        // of 9.5 s (the launcher's half second and a little more) is not.
+        m.wall_s = 10.0;
+        assert!(describe_outside_mpi(&m, 6.0).is_some_and(|n| n.contains("4.000 s before")));
+        assert!(describe_outside_mpi(&m, 9.5).is_none());
+        m.time_only = true;
+        assert!(describe_outside_mpi(&m, 6.0).is_none());
     }
 }

@@ -36,6 +36,7 @@ pub mod local;
 pub mod meta;
 pub mod model;
 pub mod native;
+pub mod off_processor;
 pub mod otf2;
 pub mod polls;
 pub mod progress;
