@@ -1208,6 +1208,46 @@ fn calls_of_threads_in_mpi_at_once_are_all_recorded() {
     }
 }
 
+/// The neighbourhood collectives from Fortran (`fixtures/programs/neighbors.f90`: on a periodic
+/// Cartesian ring of four, an `MPI_Neighbor_alltoall`, an `MPI_Ineighbor_allgather`, an
+/// `MPI_Neighbor_allgatherv` and an `MPI_Ineighbor_alltoallv` per step) are recorded as the
+/// messages they make under both libraries: OpenMPI's Fortran layer calls the PMPI entry points,
+/// so the tracer defines the Fortran ones too.
+#[test]
+fn neighbourhood_collectives_from_fortran_are_recorded() {
+    let (steps, count) = (4usize, 64u64);
+    for lib in [Lib::OpenMpi, Lib::Mpich] {
+        let dir = scratch(&format!("neighbors_f-{}", lib.name()));
+        trace_program(lib, 4, "neighbors_f", &[&steps.to_string(), &count.to_string()], &dir);
+        let set = open(&dir);
+        for rt in &set.ranks {
+            check_requests(rt);
+            let r = rt.rank.0 as usize;
+            let (left, right) = (rk((r + 3) % 4), rk((r + 1) % 4));
+            let mut want = Vec::new();
+            for _ in 0..steps {
+                for b in [8 * count, 4, 8 * count, 8 * count] {
+                    want.extend([(left, b), (right, b)]);
+                }
+            }
+            want.sort();
+            for class in [OpClass::Send, OpClass::Recv] {
+                let mut got: Vec<(Peer, u64)> = rt
+                    .events
+                    .iter()
+                    .filter(|e| e.op.class() == class)
+                    .filter_map(|e| match &e.payload {
+                        Payload::P2p { peer, bytes, tag: 32767, .. } => Some((*peer, *bytes)),
+                        _ => None,
+                    })
+                    .collect();
+                got.sort();
+                assert_eq!(got, want, "{}: rank {r}: {class:?}", lib.name());
+            }
+        }
+    }
+}
+
 /// Neighbourhood collectives (`fixtures/programs/neighbors.c`: a halo over a distributed graph
 /// of the ring neighbours one and two away, blocking and not, and a gather over a periodic
 /// Cartesian ring) are recorded as the messages they make, tag 32767: every request is

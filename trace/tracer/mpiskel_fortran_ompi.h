@@ -366,6 +366,40 @@ void mpi_ialltoallv_(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st
     *req = MPI_Request_c2f(q);
 }
 
+/* The neighbourhood collectives but the w forms (whose datatypes are arrays to convert one by
+ * one): each recorded as the messages it makes (mpiskel_tracer_coll.h). */
+F_ALL(mpi_neighbor_allgather_, MPI_Neighbor_allgather)
+F_ALL(mpi_neighbor_alltoall_, MPI_Neighbor_alltoall)
+F_IALL(mpi_ineighbor_allgather_, MPI_Ineighbor_allgather)
+F_IALL(mpi_ineighbor_alltoall_, MPI_Ineighbor_alltoall)
+void mpi_neighbor_allgatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
+                              MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *ierr) {
+    *ierr = MPI_Neighbor_allgatherv(f_buf(s), *sc, T_(st), f_buf(r), rcounts, displs, T_(rt),
+                                    C_(comm));
+}
+void mpi_ineighbor_allgatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
+                               MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *req,
+                               MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Ineighbor_allgatherv(f_buf(s), *sc, T_(st), f_buf(r), rcounts, displs, T_(rt),
+                                     C_(comm), &q);
+    *req = MPI_Request_c2f(q);
+}
+void mpi_neighbor_alltoallv_(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st,
+                             void *r, MPI_Fint *rcounts, MPI_Fint *rdispls, MPI_Fint *rt,
+                             MPI_Fint *comm, MPI_Fint *ierr) {
+    *ierr = MPI_Neighbor_alltoallv(f_buf(s), scounts, sdispls, T_(st), f_buf(r), rcounts,
+                                   rdispls, T_(rt), C_(comm));
+}
+void mpi_ineighbor_alltoallv_(void *s, MPI_Fint *scounts, MPI_Fint *sdispls, MPI_Fint *st,
+                              void *r, MPI_Fint *rcounts, MPI_Fint *rdispls, MPI_Fint *rt,
+                              MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr) {
+    MPI_Request q;
+    *ierr = MPI_Ineighbor_alltoallv(f_buf(s), scounts, sdispls, T_(st), f_buf(r), rcounts,
+                                    rdispls, T_(rt), C_(comm), &q);
+    *req = MPI_Request_c2f(q);
+}
+
 void mpi_allgatherv_(void *s, MPI_Fint *sc, MPI_Fint *st, void *r, MPI_Fint *rcounts,
                      MPI_Fint *displs, MPI_Fint *rt, MPI_Fint *comm, MPI_Fint *ierr) {
     *ierr = MPI_Allgatherv(f_buf(s), *sc, T_(st), f_buf(r), rcounts, displs, T_(rt), C_(comm));
