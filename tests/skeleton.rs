@@ -1971,18 +1971,24 @@ fn a_communicator_that_leaves_a_rank_out_is_made_as_traced() {
         mpiskel().args(["build", "--force"]).arg(&trace).arg("-o").arg(&skel).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let source = std::fs::read_to_string(skel.join("skeleton.c")).unwrap();
-    let table = source.find("traced3_comm_color[4] = {").expect("a table of the traced groups");
-    let colours: Vec<u32> = source[table..]
+    let colours = colour_table(&source, "traced3_comm_color");
+    assert_eq!(colours.len(), 4, "{colours:?}");
+    assert!(colours[1] == colours[2] && colours[2] == colours[3], "{colours:?}");
+    assert_ne!(colours[0], colours[1], "rank 0 is not in the coarse level: {colours:?}");
+    compiles_strictly_and_runs_under_both(&skel);
+}
+
+/// The entries of the colour table `name` (`static const int name[N] = {…};`) of a skeleton's C
+/// source.
+fn colour_table(source: &str, name: &str) -> Vec<u32> {
+    let at = source.find(&format!("{name}[")).unwrap_or_else(|| panic!("no table {name}"));
+    source[at..]
         .split(['{', '}'])
         .nth(1)
         .unwrap()
         .split(',')
         .filter_map(|c| c.trim().parse().ok())
-        .collect();
-    assert_eq!(colours.len(), 4, "{colours:?}");
-    assert!(colours[1] == colours[2] && colours[2] == colours[3], "{colours:?}");
-    assert_ne!(colours[0], colours[1], "rank 0 is not in the coarse level: {colours:?}");
-    compiles_strictly_and_runs_under_both(&skel);
+        .collect()
 }
 
 /// Two communicators of one size that group the ranks differently (`fixtures/programs/pairs.c`:
@@ -2004,14 +2010,7 @@ fn two_communicators_of_one_size_grouped_differently_are_both_made() {
         source.contains("MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &block2_comm);"),
         "the blocks of two are made as blocks"
     );
-    let table = source.find("traced2_split1_comm_color[4] = {").expect("a table of the pairs");
-    let colours: Vec<u32> = source[table..]
-        .split(['{', '}'])
-        .nth(1)
-        .unwrap()
-        .split(',')
-        .filter_map(|c| c.trim().parse().ok())
-        .collect();
+    let colours = colour_table(&source, "traced2_split1_comm_color");
     assert_eq!(colours.len(), 4, "{colours:?}");
     assert_eq!(colours[1], colours[2], "ranks 1 and 2 are a pair: {colours:?}");
     assert!(colours[0] != colours[1] && colours[3] != colours[1], "{colours:?}");

@@ -1208,6 +1208,22 @@ fn calls_of_threads_in_mpi_at_once_are_all_recorded() {
     }
 }
 
+/// The (peer, bytes) of a rank's sends or receives (`class`) that neighbourhood collectives made
+/// (tag 32767), sorted.
+fn neighbour_messages(rt: &mpiskel_trace::RankTrace, class: OpClass) -> Vec<(Peer, u64)> {
+    let mut got: Vec<(Peer, u64)> = rt
+        .events
+        .iter()
+        .filter(|e| e.op.class() == class)
+        .filter_map(|e| match &e.payload {
+            Payload::P2p { peer, bytes, tag: 32767, .. } => Some((*peer, *bytes)),
+            _ => None,
+        })
+        .collect();
+    got.sort();
+    got
+}
+
 /// The neighbourhood collectives from Fortran (`fixtures/programs/neighbors.f90`: on a periodic
 /// Cartesian ring of four, an `MPI_Neighbor_alltoall`, an `MPI_Ineighbor_allgather`, an
 /// `MPI_Neighbor_allgatherv` and an `MPI_Ineighbor_alltoallv` per step) are recorded as the
@@ -1232,16 +1248,7 @@ fn neighbourhood_collectives_from_fortran_are_recorded() {
             }
             want.sort();
             for class in [OpClass::Send, OpClass::Recv] {
-                let mut got: Vec<(Peer, u64)> = rt
-                    .events
-                    .iter()
-                    .filter(|e| e.op.class() == class)
-                    .filter_map(|e| match &e.payload {
-                        Payload::P2p { peer, bytes, tag: 32767, .. } => Some((*peer, *bytes)),
-                        _ => None,
-                    })
-                    .collect();
-                got.sort();
+                let got = neighbour_messages(rt, class);
                 assert_eq!(got, want, "{}: rank {r}: {class:?}", lib.name());
             }
         }
@@ -1278,16 +1285,7 @@ fn neighbourhood_collectives_are_recorded_as_their_messages() {
             }
             want.sort();
             for class in [OpClass::Send, OpClass::Recv] {
-                let mut got: Vec<(Peer, u64)> = rt
-                    .events
-                    .iter()
-                    .filter(|e| e.op.class() == class)
-                    .filter_map(|e| match &e.payload {
-                        Payload::P2p { peer, bytes, tag: 32767, .. } => Some((*peer, *bytes)),
-                        _ => None,
-                    })
-                    .collect();
-                got.sort();
+                let got = neighbour_messages(rt, class);
                 assert_eq!(got, want, "{}: rank {r}: {class:?}", lib.name());
             }
         }
